@@ -1,0 +1,142 @@
+# megajit build. Outputs live under build/. `make help` lists the targets.
+CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+CC ?= gcc
+BUILD := build
+
+DEB_PACKAGES := libxxhash-dev libsqlite3-dev libcjson-dev libcmocka-dev
+CPPFLAGS := -I. -I$(CUDA_HOME)/include -D_GNU_SOURCE
+CWARN := -std=c11 -Wall -Wextra -Werror -Wno-missing-field-initializers
+CFLAGS ?= -O2 -g
+LIBS := -lsqlite3 -lxxhash -lcjson -ldl -lpthread -lm
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+LIB_SRC := $(wildcard apis/*.c runtime/*.c cache/*.c heuristics/*.c)
+GEN_SRC := $(BUILD)/gen/templates_embedded.c
+TEMPLATES := $(shell find templates -type f \( -name '*.cuh' -o -name '*.h' \) | LC_ALL=C sort)
+CLI_SRC := $(wildcard tools/megajit/*.c)
+REF_SRC := $(wildcard tests/reference/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_CXX_SRC := $(wildcard tests/test_*.cpp)
+GPU_SRC := $(wildcard tests/gpu/*.c)
+
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/templates_embedded.o
+SAN_OBJ := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC) $(REF_SRC)) $(BUILD)/san/gen/templates_embedded.o
+CLI_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
+REF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REF_SRC))
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC)) $(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRC))
+GPU_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_SRC))
+
+RPATH_BIN := -Wl,-rpath,'$$ORIGIN/../lib'
+SONAME := libmegajit.so.0
+
+.PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format
+all: lib cli $(BUILD)/lib/pkgconfig/megajit.pc
+
+help:
+	@echo "make demo     install deps, build, precompile the default preset into build/demo-cache, print its stats"
+	@echo "make test     install deps, build, run every CPU test (ASan+UBSan)"
+	@echo "make test-gpu build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)"
+	@echo "make install PREFIX=/opt/megajit"
+
+# Installs the Debian development packages when missing (needs root).
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) >/dev/null || exit 1; \
+	  else echo "megajit needs the Debian packages:$$missing -- run as root: apt-get install$$missing" >&2; exit 1; fi; fi
+	@test -f $(CUDA_HOME)/include/nvrtc.h || { echo "CUDA toolkit not found at $(CUDA_HOME) (set CUDA_HOME)" >&2; exit 1; }
+
+lib: $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libmegajit.so $(BUILD)/lib/libcjson.so.1
+cli: $(BUILD)/bin/megajit
+
+$(BUILD)/bin/embed_templates: tools/embed_templates.c
+	@mkdir -p $(@D)
+	$(CC) $(CWARN) $(CFLAGS) -o $@ $<
+
+$(GEN_SRC): $(BUILD)/bin/embed_templates $(TEMPLATES)
+	@mkdir -p $(@D)
+	$(BUILD)/bin/embed_templates templates $@ $(TEMPLATES)
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -fPIC -c -o $@ $<
+$(BUILD)/san/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -fPIC -c -o $@ $<
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+$(BUILD)/san/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -fPIC -MMD -MP -c -o $@ $<
+
+$(BUILD)/lib/libmegajit.a: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/lib/libmegajit.so: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-rpath,'$$ORIGIN' -o $@.0 $^ $(LIBS)
+	ln -sf libmegajit.so.0 $@
+# The GPU machine has no cJSON: ship the runtime library beside ours.
+$(BUILD)/lib/libcjson.so.1:
+	@mkdir -p $(@D)
+	cp -L $$(gcc -print-file-name=libcjson.so.1) $@
+$(BUILD)/san/libmegajit.a: $(SAN_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/megajit: $(CLI_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson.so.1
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
+
+$(BUILD)/lib/pkgconfig/megajit.pc: Makefile
+	@mkdir -p $(@D)
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bin/megajit
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
+
+# C++ tests compile kernel headers on the host (their math is plain C++).
+$(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
+	@mkdir -p $(@D)
+	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror -O2 -g $(SAN) -ffp-contract=off -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
+
+$(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(REF_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+test-cpu: $(TEST_BIN)
+	@set -e; pass=0; fail=0; for t in $(TEST_BIN); do \
+	  echo "== $$t"; if MEGAJIT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
+	echo "test binaries: $$pass passed, $$fail failed"; test $$fail = 0
+
+test: deps
+	$(MAKE) all
+	$(MAKE) test-cpu
+
+test-gpu: all $(GPU_BIN)
+
+demo: deps
+	$(MAKE) all
+	rm -rf $(BUILD)/demo-cache
+	$(BUILD)/bin/megajit precompile --preset deepseek-v3-ep8 --arch sm_90a --cache $(BUILD)/demo-cache
+	$(BUILD)/bin/megajit cache stat --cache $(BUILD)/demo-cache
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 apis/megajit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/lib/libmegajit.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/lib/libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/libmegajit.so
+	install -m 644 $(BUILD)/lib/pkgconfig/megajit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(BUILD)/bin/megajit $(DESTDIR)$(PREFIX)/bin/
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cuh')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,338 @@
+/*
+ * megajit: a JIT kernel-generation runtime for fused MoE kernels.
+ *
+ * This is the only header users include. Every function returns an mj_status;
+ * on failure mj_last_error() returns a sentence describing the problem for the
+ * calling thread. No function aborts the process on bad input or a missing GPU.
+ *
+ * Threading: a runtime may be shared by threads. Settings (SM count, PDL) are
+ * per kernel family and guarded by the runtime's lock. Streams are always
+ * passed by the caller; megajit never uses the legacy default stream on its own.
+ *
+ * Environment (read once, when the first runtime is created):
+ *   MEGAJIT_CACHE_DIR      writable cache directory (default $XDG_CACHE_HOME/megajit
+ *                          or ~/.cache/megajit)
+ *   MEGAJIT_CACHE_RO       colon-separated read-only cache snapshots, consulted
+ *                          before compiling
+ *   MEGAJIT_CACHE_DISABLE  1: no on-disk cache (compile into memory only)
+ *   MEGAJIT_LOG            0 (errors) .. 3 (debug), to stderr
+ *   MEGAJIT_DUMP_DIR       write source, PTX and SASS-ready cubins of every compile here
+ *   MEGAJIT_TEMPLATE_DIR   read kernel templates from this directory instead of the
+ *                          copies embedded at build time (development)
+ */
+#ifndef MEGAJIT_H
+#define MEGAJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MJ_VERSION_MAJOR 0
+#define MJ_VERSION_MINOR 1
+#define MJ_VERSION_PATCH 0
+
+typedef enum mj_status {
+    MJ_OK = 0,
+    MJ_ERR_INVALID_ARG = 1, /* a bad argument; nothing was written */
+    MJ_ERR_NO_DEVICE = 2,   /* no CUDA driver or device on this machine */
+    MJ_ERR_COMPILE = 3,     /* NVRTC rejected a kernel; see mj_last_error() for the log */
+    MJ_ERR_CAPTURE = 4,     /* a kernel would have to be compiled during graph capture */
+    MJ_ERR_CUDA = 5,        /* a CUDA driver call failed */
+    MJ_ERR_CACHE = 6,       /* the on-disk cache could not be used */
+    MJ_ERR_IO = 7,          /* a file could not be read or written */
+    MJ_ERR_NOMEM = 8,       /* host or device memory exhausted */
+    MJ_ERR_UNSUPPORTED = 9, /* a valid request this build or device cannot serve */
+    MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset) does not exist */
+} mj_status;
+
+/* The calling thread's last error sentence ("" when none). Valid until the next call. */
+const char *mj_last_error(void);
+/* A short constant name for a status ("MJ_ERR_COMPILE"). */
+const char *mj_status_name(mj_status status);
+/* "0.1.0" */
+const char *mj_version_string(void);
+
+/* CUstream and cudaStream_t are both pointers to this incomplete type. */
+typedef struct CUstream_st *mj_stream;
+
+/* ---------------------------------------------------------------- runtime */
+
+typedef struct mj_runtime mj_runtime;
+
+typedef struct mj_runtime_options {
+    /* Writable cache directory; NULL = environment / default. */
+    const char *cache_dir;
+    /* Colon-separated read-only snapshots; NULL = environment. */
+    const char *cache_ro;
+    /* 1 = no on-disk cache at all. */
+    int cache_disable;
+    /* Target architecture for compiles ("sm_90a", "sm_100a"); NULL = the current device's. */
+    const char *arch;
+    /* 1 = after launches that take device-side indices (top-k ids), synchronize
+     * the stream and turn a device-detected bad index into MJ_ERR_INVALID_ARG.
+     * The kernels never write output for bad input either way; this only makes
+     * the error visible synchronously (tests, debugging). Ignored while capturing. */
+    int check_device_inputs;
+} mj_runtime_options;
+
+/* Zero-initialized options mean: everything from the environment. opts may be NULL.
+ * Without a CUDA driver the runtime still opens (cache, precompile work); launches
+ * then return MJ_ERR_NO_DEVICE. With a driver, the runtime uses the context current
+ * on the calling thread, or retains device 0's primary context when none is. */
+mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts);
+void mj_runtime_destroy(mj_runtime *rt);
+
+/* Whether this runtime can launch kernels (driver + device present). */
+int mj_runtime_has_device(const mj_runtime *rt);
+/* The architecture this runtime compiles for ("sm_90a"). */
+const char *mj_runtime_arch(const mj_runtime *rt);
+
+typedef enum mj_family {
+    MJ_FAMILY_PRE_DISPATCH = 0,
+    MJ_FAMILY_MEGA_MOE = 1,
+    MJ_FAMILY_COUNT_ = 2
+} mj_family;
+
+/* Name of a family ("pre_dispatch"); NULL for an unknown one. */
+const char *mj_family_name(mj_family family);
+
+/* Per-family settings; setting one family never changes another.
+ * num_sms: 0 = all SMs of the device; otherwise 1..device SM count. */
+mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms);
+mj_status mj_family_get_num_sms(const mj_runtime *rt, mj_family family, int *num_sms);
+mj_status mj_family_set_pdl(mj_runtime *rt, mj_family family, int enable);
+mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable);
+
+/* Counters of this runtime's in-memory and on-disk cache since creation. */
+typedef struct mj_runtime_stats {
+    uint64_t memory_hits;  /* spec found loaded in memory */
+    uint64_t disk_hits;    /* cubin read from the on-disk cache or a snapshot */
+    uint64_t compiles;     /* NVRTC compiles done by this process */
+    uint64_t healed;       /* entries found corrupt, deleted and rebuilt */
+    double compile_seconds;
+} mj_runtime_stats;
+mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out);
+
+/* ---------------------------------------------------------------- formats */
+
+typedef enum mj_format {
+    MJ_FORMAT_BF16 = 0,
+    MJ_FORMAT_MXFP8 = 1, /* E4M3 elements, UE8M0 scale per 32 */
+    MJ_FORMAT_MXFP4 = 2, /* E2M1 elements, UE8M0 scale per 32 */
+    MJ_FORMAT_NVFP4 = 3, /* E2M1 elements, UE4M3 scale per 16, fp32 per-token scale */
+    MJ_FORMAT_COUNT_ = 4
+} mj_format;
+
+const char *mj_format_name(mj_format format);                  /* "nvfp4" */
+mj_status mj_format_parse(const char *name, mj_format *format); /* inverse */
+
+typedef enum mj_dtype {
+    MJ_DTYPE_U8 = 0, /* packed FP4 pairs, scale bytes */
+    MJ_DTYPE_E4M3 = 1,
+    MJ_DTYPE_BF16 = 2,
+    MJ_DTYPE_I32 = 3,
+    MJ_DTYPE_F32 = 4,
+} mj_dtype;
+
+/* ------------------------------------------------------ symmetric buffers */
+
+typedef struct mj_symm_buffer mj_symm_buffer;
+
+typedef struct mj_symm_config {
+    int hidden;              /* H */
+    int num_experts;         /* global expert count */
+    int num_topk;            /* K */
+    int max_tokens_per_rank; /* T_max: rows of each rank's input region */
+    mj_format dispatch_format;
+    int num_ranks; /* ranks emulated inside this process on one GPU (>= 1) */
+} mj_symm_config;
+
+/* One device allocation holding num_ranks rank regions (base + per-rank offsets).
+ * Records the MegaMoE family's SM count at creation; a later launch with another
+ * count is refused. The buffer is zeroed once here. */
+mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out);
+void mj_symm_buffer_destroy(mj_symm_buffer *buf);
+
+typedef enum mj_view_id {
+    MJ_VIEW_X = 0,            /* [P, H * bits / 8] tokens in the dispatch format */
+    MJ_VIEW_X_SF = 1,         /* [P, H / group] scale bytes (u8); absent for BF16 */
+    MJ_VIEW_TOPK_IDX = 2,     /* [P, K] int32, -1 = masked */
+    MJ_VIEW_TOPK_WEIGHTS = 3, /* [P, K] fp32 */
+    MJ_VIEW_X_SCALES = 4,     /* [P] fp32 per-token scale; NVFP4 only */
+    MJ_VIEW_COUNT_ = 5
+} mj_view_id;
+
+typedef struct mj_view {
+    void *ptr; /* device address inside the calling process */
+    mj_dtype dtype;
+    int ndim;
+    int64_t shape[2];
+    int64_t row_stride_bytes;
+    size_t nbytes;
+} mj_view;
+
+/* A view of one rank's region. MJ_ERR_NOT_FOUND when the format has no such view. */
+mj_status mj_symm_buffer_view(const mj_symm_buffer *buf, int rank, mj_view_id id, mj_view *out);
+mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, int *num_sms,
+                              size_t *bytes_per_rank);
+
+/* ---------------------------------------------------------- pre-dispatch */
+
+/* Quantizes num_tokens BF16 rows x [num_tokens, H] (device, row-major) into rank
+ * `rank`'s input region of buf in the buffer's dispatch format, with top-k ids
+ * [num_tokens, K] (int32, -1 = masked) and weights [num_tokens, K] (fp32).
+ * expert_scales (device fp32 [num_experts], may be NULL) multiplies each valid
+ * slot's weight once. Rows num_tokens..T_max-1 of ids/weights become (-1, 0).
+ * Numerics: NUMERICS.md, bit-identical to the host reference quantizers. */
+mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
+                          const int32_t *topk_ids, const float *topk_weights,
+                          const float *expert_scales, int num_tokens, mj_stream stream);
+
+/* ------------------------------------------------------ offline precompile */
+
+typedef struct mj_manifest mj_manifest;
+
+/* Parses a deployment manifest (JSON text). On error the message names the field. */
+mj_status mj_manifest_parse(const char *json, mj_manifest **out);
+/* An embedded preset ("deepseek-v3-ep8"). */
+mj_status mj_manifest_preset(const char *name, mj_manifest **out);
+/* Names of the embedded presets, NULL-terminated. */
+const char *const *mj_manifest_preset_names(void);
+/* Replaces the manifest's architecture list ("sm_90a,sm_100a"). */
+mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated);
+void mj_manifest_destroy(mj_manifest *m);
+
+/* Kernels a manifest needs, as the runtime would request them. */
+size_t mj_manifest_kernel_count(const mj_manifest *m);
+/* A short human description of kernel i ("pre_dispatch<hidden=7168,nvfp4,topk=8> sm_90a"). */
+const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
+
+typedef enum mj_build_result {
+    MJ_BUILD_CACHED = 0,   /* already in the cache */
+    MJ_BUILD_COMPILED = 1, /* compiled and inserted by this call */
+    MJ_BUILD_FAILED = 2,
+} mj_build_result;
+
+/* Ensures kernel i of the manifest is in rt's cache (compiling when missing);
+ * needs no GPU. */
+mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
+                                   mj_build_result *result, double *seconds);
+
+/* ------------------------------------------------------- cache inspection */
+
+typedef struct mj_cache mj_cache;
+
+/* Opens the cache directory (NULL = the runtime default rules) for inspection.
+ * read_only = 1 never writes. */
+mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
+void mj_cache_close(mj_cache *c);
+const char *mj_cache_path(const mj_cache *c); /* the database file */
+
+typedef struct mj_cache_entry {
+    char key_hex[33];
+    const char *family;
+    const char *kernel_name;
+    const char *lowered_name;
+    const char *arch;
+    const char *compiler;
+    const char *flags;
+    int64_t cubin_bytes;
+    int64_t source_bytes;
+    int64_t created_at;   /* unix seconds */
+    int64_t last_used_at; /* unix seconds */
+    int64_t hits;
+    double compile_ms;
+} mj_cache_entry;
+
+/* Calls fn for every entry matching the filters (NULL = any); stops when fn returns non-zero. */
+typedef int (*mj_cache_entry_fn)(const mj_cache_entry *e, void *user);
+mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_cache_entry_fn fn,
+                        void *user);
+
+/* Looks up one entry by key prefix (hex, >= 4 chars). MJ_ERR_NOT_FOUND / MJ_ERR_INVALID_ARG
+ * when none / several match. The strings stay valid until the next call on c. */
+typedef struct mj_cache_detail {
+    mj_cache_entry entry;
+    const char *source; /* rendered instantiation source */
+    const char *log;    /* NVRTC log */
+    const char *const *headers; /* project headers in the closure, NULL-terminated */
+    const void *cubin;
+    size_t cubin_size;
+} mj_cache_detail;
+mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out);
+
+typedef struct mj_cache_stats {
+    int64_t entries;
+    int64_t cubin_bytes;
+    int64_t file_bytes; /* database + WAL on disk */
+    int64_t hits;
+    double compile_ms_total;
+    double compile_ms_max;
+    const char *journal_mode;
+    const char *filesystem;
+} mj_cache_stats;
+mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out);
+
+/* Checks the database and every entry's cubin hash. *bad = number of bad entries;
+ * fn (may be NULL) is called for each bad one with a reason. */
+typedef void (*mj_cache_bad_fn)(const char *key_hex, const char *reason, void *user);
+mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
+                          void *user);
+
+typedef enum mj_cache_selector {
+    MJ_CACHE_SELECT_KEY = 0,      /* value: key hex prefix */
+    MJ_CACHE_SELECT_FAMILY = 1,   /* value: family name */
+    MJ_CACHE_SELECT_HEADER = 2,   /* value: project header path ("common/fp4.cuh") */
+    MJ_CACHE_SELECT_COMPILER = 3, /* value: compiler string */
+    MJ_CACHE_SELECT_ARCH = 4,     /* value: "sm_90a" */
+    MJ_CACHE_SELECT_OLDER = 5,    /* value: days since last use, decimal */
+    MJ_CACHE_SELECT_ALL = 6,      /* value ignored */
+} mj_cache_selector;
+mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value, int64_t *removed);
+/* Evicts least-recently-used entries until the cubin bytes fit max_bytes. */
+mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed, int64_t *bytes_after);
+/* A consistent, compact snapshot file (usable as a MEGAJIT_CACHE_RO layer). */
+mj_status mj_cache_export(mj_cache *c, const char *file);
+/* Copies entries of a snapshot into this cache (existing keys win). */
+mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported);
+
+/* ------------------------------------------------------------- benchmarks */
+
+/* Times pre-dispatch on fresh random data (median over iters launches, CUDA events)
+ * next to a device-to-device copy of the same byte count, on the current device. */
+typedef struct mj_bench_pre_dispatch_result {
+    double bytes;           /* bytes the kernel must move: BF16 in + quantized out + ids/weights */
+    double kernel_us;       /* median pre-dispatch time (check + main kernel) */
+    double kernel_gbps;     /* bytes / kernel_us */
+    double copy_us;         /* median cuMemcpyDtoD time moving the same bytes (read + write) */
+    double copy_gbps;       /* device copy bandwidth, bytes read + written */
+    double fraction_of_copy; /* kernel_gbps / copy_gbps */
+} mj_bench_pre_dispatch_result;
+mj_status mj_bench_pre_dispatch(mj_runtime *rt, mj_format fmt, int hidden, int num_tokens,
+                                int num_topk, int iters, mj_bench_pre_dispatch_result *out);
+
+/* ------------------------------------------------------------ information */
+
+typedef struct mj_info {
+    const char *megajit_version;
+    const char *nvrtc_version; /* "13.0.88" or "" when NVRTC is missing */
+    int driver_version;        /* 13000 = 13.0; 0 when no driver */
+    const char *device_name;   /* "" without a device */
+    int device_sms;
+    const char *arch;
+    const char *cache_path;
+    const char *cache_filesystem;
+    const char *cache_journal_mode;
+    const char *cache_ro_layers;
+    int cache_disabled;
+} mj_info;
+/* Fills info from rt (strings owned by rt). */
+mj_status mj_runtime_info(mj_runtime *rt, mj_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEGAJIT_H */

@@ -1,0 +1,37 @@
+/*
+ * Get-or-build of kernels and their launch.
+ *
+ * mj_jit_get is the serving path: an in-memory hit does no allocation, string
+ * formatting or source hashing. A miss renders the source, builds the cache key,
+ * consults the on-disk cache (and snapshots), and compiles under the per-key lock.
+ */
+#ifndef MJ_JIT_H
+#define MJ_JIT_H
+
+#include "apis/megajit.h"
+#include "runtime/kernel_spec.h"
+
+typedef struct mj_kernel mj_kernel;
+
+typedef struct mj_launch_config {
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned smem_bytes;
+    unsigned cluster_x; /* 0 or 1: no cluster */
+    int pdl;            /* programmatic dependent launch */
+} mj_launch_config;
+
+/* Loaded (or lazily loadable) kernel for spec. `stream` is checked for graph
+ * capture before any compile (MJ_ERR_CAPTURE). Needs a device. */
+mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream stream,
+                     mj_kernel **out);
+
+/* Launches with cuLaunchKernelEx; args as for cuLaunchKernel. */
+mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg,
+                        mj_stream stream, void **args);
+
+/* Ensures spec is in the on-disk cache (compiles when missing). Needs no device. */
+mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
+                       double *seconds);
+
+#endif

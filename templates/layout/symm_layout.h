@@ -1,0 +1,101 @@
+/*
+ * Symmetric buffer layout, shared by host C (gcc) and kernels (NVRTC).
+ * Plain C, no system headers under NVRTC. One rank's region:
+ *
+ *   workspace   MJ_WORKSPACE_BYTES: flags the kernels read and write
+ *   x           [P, H * bits / 8]      tokens in the dispatch format
+ *   x_sf        [P, H / group] bytes   block scales (none for BF16)
+ *   topk_idx    [P, K] int32           -1 = masked
+ *   topk_w      [P, K] fp32
+ *   x_scales    [P] fp32               NVFP4 per-token scale (none otherwise)
+ *
+ * Every region starts on MJ_LAYOUT_ALIGN bytes; the rank stride is a multiple
+ * of MJ_RANK_ALIGN so emulated ranks and VMM-mapped peers share one formula:
+ * peer r's copy of a field = own address + offsets[r].
+ */
+#ifndef MJ_SYMM_LAYOUT_H
+#define MJ_SYMM_LAYOUT_H
+
+#ifdef __CUDACC_RTC__
+typedef unsigned long long mj_u64;
+typedef long long mj_i64;
+typedef unsigned int mj_u32;
+#else
+#include <stdint.h>
+typedef uint64_t mj_u64;
+typedef int64_t mj_i64;
+typedef uint32_t mj_u32;
+#endif
+
+#define MJ_LAYOUT_ALIGN 256ull
+#define MJ_RANK_ALIGN (2ull << 20)
+#define MJ_MAX_RANKS 72
+#define MJ_WORKSPACE_BYTES 4096ull
+
+/* Format codes; equal to enum mj_format in megajit.h. */
+#define MJ_FMT_BF16 0
+#define MJ_FMT_MXFP8 1
+#define MJ_FMT_MXFP4 2
+#define MJ_FMT_NVFP4 3
+
+/* Workspace words (u32 index). The pre-dispatch check kernel adds to
+ * BAD_COUNT; the main kernel writes nothing when it is non-zero, and its last
+ * CTA copies it to LAST_BAD and resets BAD_COUNT and DONE_CTAS, so every launch
+ * (and every CUDA-graph replay) starts clean. */
+#define MJ_WS_PD_BAD_COUNT 0
+#define MJ_WS_PD_DONE_CTAS 1
+#define MJ_WS_PD_LAST_BAD 2
+
+static inline int mj_format_bits(int fmt) {
+    return fmt == MJ_FMT_BF16 ? 16 : fmt == MJ_FMT_MXFP8 ? 8 : 4;
+}
+/* K elements per block scale; 0 = unscaled. */
+static inline int mj_format_group(int fmt) {
+    return fmt == MJ_FMT_BF16 ? 0 : fmt == MJ_FMT_NVFP4 ? 16 : 32;
+}
+
+static inline mj_u64 mj_align_up(mj_u64 v, mj_u64 a) {
+    return (v + a - 1) / a * a;
+}
+
+typedef struct mj_input_layout {
+    mj_u64 x_offset;
+    mj_u64 x_row_bytes;
+    mj_u64 sf_offset;
+    mj_u64 sf_row_bytes; /* 0 for BF16 */
+    mj_u64 topk_idx_offset;
+    mj_u64 topk_w_offset;
+    mj_u64 x_scales_offset; /* valid for NVFP4 only */
+    mj_u64 end;             /* bytes used by the input region */
+} mj_input_layout;
+
+static inline mj_input_layout mj_layout_input(int hidden, int topk, int max_tokens, int fmt) {
+    mj_input_layout l;
+    mj_u64 p = (mj_u64)max_tokens;
+    int group = mj_format_group(fmt);
+    l.x_offset = MJ_WORKSPACE_BYTES;
+    l.x_row_bytes = (mj_u64)hidden * (mj_u64)mj_format_bits(fmt) / 8ull;
+    l.sf_offset = mj_align_up(l.x_offset + p * l.x_row_bytes, MJ_LAYOUT_ALIGN);
+    l.sf_row_bytes = group ? (mj_u64)(hidden / group) : 0ull;
+    l.topk_idx_offset = mj_align_up(l.sf_offset + p * l.sf_row_bytes, MJ_LAYOUT_ALIGN);
+    l.topk_w_offset = mj_align_up(l.topk_idx_offset + p * (mj_u64)topk * 4ull, MJ_LAYOUT_ALIGN);
+    l.x_scales_offset = mj_align_up(l.topk_w_offset + p * (mj_u64)topk * 4ull, MJ_LAYOUT_ALIGN);
+    l.end = mj_align_up(l.x_scales_offset + (fmt == MJ_FMT_NVFP4 ? p * 4ull : 0ull),
+                        MJ_LAYOUT_ALIGN);
+    return l;
+}
+
+/* Bytes of one rank's region (the stride between emulated ranks). */
+static inline mj_u64 mj_layout_rank_bytes(int hidden, int topk, int max_tokens, int fmt) {
+    return mj_align_up(mj_layout_input(hidden, topk, max_tokens, fmt).end, MJ_RANK_ALIGN);
+}
+
+/* Peers as kernels receive them (by value): own region base + per-rank offsets. */
+typedef struct mj_peers {
+    mj_u64 base;                 /* this rank's region */
+    mj_i64 offsets[MJ_MAX_RANKS]; /* peer r's region = base + offsets[r] */
+    mj_u32 rank;
+    mj_u32 num_ranks;
+} mj_peers;
+
+#endif /* MJ_SYMM_LAYOUT_H */
