@@ -4,10 +4,8 @@
 #define MJ_SPECS_H
 
 #include "apis/megajit.h"
+#include "runtime/family_codegen.h"
 #include "runtime/kernel_spec.h"
-
-/* Pre-dispatch kernel roles. */
-enum { MJ_PD_ROLE_MAIN = 0, MJ_PD_ROLE_CHECK = 1 };
 
 /* Validates the shape (message on failure) and fills the spec of one role. */
 mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj_arch arch,

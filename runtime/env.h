@@ -3,7 +3,8 @@
 #define MJ_ENV_H
 
 typedef struct mj_env {
-    const char *cache_dir;    /* MEGAJIT_CACHE_DIR, else $XDG_CACHE_HOME/megajit, else ~/.cache/megajit */
+    const char
+        *cache_dir; /* MEGAJIT_CACHE_DIR, else $XDG_CACHE_HOME/megajit, else ~/.cache/megajit */
     const char *cache_ro;     /* MEGAJIT_CACHE_RO or NULL */
     int cache_disable;        /* MEGAJIT_CACHE_DISABLE */
     int log_level;            /* MEGAJIT_LOG, default 1 */

@@ -23,12 +23,11 @@ typedef struct mj_launch_config {
 
 /* Loaded (or lazily loadable) kernel for spec. `stream` is checked for graph
  * capture before any compile (MJ_ERR_CAPTURE). Needs a device. */
-mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream stream,
-                     mj_kernel **out);
+mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream stream, mj_kernel **out);
 
 /* Launches with cuLaunchKernelEx; args as for cuLaunchKernel. */
-mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg,
-                        mj_stream stream, void **args);
+mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg, mj_stream stream,
+                        void **args);
 
 /* Ensures spec is in the on-disk cache (compiles when missing). Needs no device. */
 mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,

@@ -8,6 +8,7 @@
 #include "cache/cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_spec.h"
+#include "runtime/templates.h"
 
 typedef struct mj_family_settings {
     int num_sms; /* 0 = all */
@@ -37,7 +38,15 @@ struct mj_runtime {
     char cache_ro[4096];
     int cache_disabled;
 
+    const mj_template_set *templates; /* embedded, or MEGAJIT_TEMPLATE_DIR's */
+    mj_template_set *owned_templates;
+    pthread_mutex_t build_lock; /* one miss at a time per process: compiles share NVRTC */
     mj_kernel_map *kernels;
+
+    /* Strings behind mj_runtime_info. */
+    char nvrtc_version[64];
+    char cache_filesystem[32];
+    char cache_journal_mode[16];
 };
 
 /* Makes rt's context current on the calling thread; MJ_ERR_NO_DEVICE without one. */

@@ -1,0 +1,131 @@
+/* Symmetric buffers: one allocation holding every emulated rank's region. */
+#include <stdlib.h>
+
+#include "apis/symm_buffer_impl.h"
+#include "runtime/error.h"
+#include "runtime/runtime_impl.h"
+
+/* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
+#define MJ_HIDDEN_MULTIPLE 256
+#define MJ_HIDDEN_MAX 8192
+
+mj_status mj_symm_config_check(const mj_symm_config *c) {
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
+    if ((unsigned)c->dispatch_format >= MJ_FORMAT_COUNT_)
+        return mj_fail(MJ_ERR_INVALID_ARG, "unsupported dispatch format %d",
+                       (int)c->dispatch_format);
+    int group = mj_format_group((int)c->dispatch_format);
+    if (c->hidden <= 0 || c->hidden > MJ_HIDDEN_MAX || c->hidden % MJ_HIDDEN_MULTIPLE ||
+        (group && c->hidden % group))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "hidden %d must be a multiple of %d (and of the %s group, %d) in 256..%d",
+                       c->hidden, MJ_HIDDEN_MULTIPLE, mj_format_name(c->dispatch_format), group,
+                       MJ_HIDDEN_MAX);
+    if (c->num_ranks < 1 || c->num_ranks > MJ_MAX_RANKS)
+        return mj_fail(MJ_ERR_INVALID_ARG, "num_ranks %d outside 1..%d", c->num_ranks,
+                       MJ_MAX_RANKS);
+    if (c->num_experts <= 0 || c->num_experts % c->num_ranks)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "num_experts %d must be positive and divisible by num_ranks %d",
+                       c->num_experts, c->num_ranks);
+    if (c->num_topk <= 0 || c->num_topk > c->num_experts || c->num_topk > 64)
+        return mj_fail(MJ_ERR_INVALID_ARG, "num_topk %d outside 1..min(64, num_experts %d)",
+                       c->num_topk, c->num_experts);
+    if (c->max_tokens_per_rank <= 0 || c->max_tokens_per_rank > (1 << 20))
+        return mj_fail(MJ_ERR_INVALID_ARG, "max_tokens_per_rank %d outside 1..%d",
+                       c->max_tokens_per_rank, 1 << 20);
+    return MJ_OK;
+}
+
+mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out) {
+    if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create: NULL argument");
+    *out = NULL;
+    mj_status st = mj_symm_config_check(cfg);
+    if (st != MJ_OK) return st;
+    if ((st = mj_runtime_bind(rt)) != MJ_OK) return st;
+    mj_symm_buffer *b = calloc(1, sizeof *b);
+    if (!b) return mj_fail(MJ_ERR_NOMEM, "out of memory");
+    b->rt = rt;
+    b->cfg = *cfg;
+    b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
+    int fmt = (int)cfg->dispatch_format;
+    b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
+    b->rank_bytes = mj_layout_rank_bytes(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
+    size_t total = b->rank_bytes * (size_t)cfg->num_ranks;
+    CUresult r = rt->cu->cuMemAlloc(&b->base, total);
+    if (r == CUDA_SUCCESS) r = rt->cu->cuMemsetD8(b->base, 0, total);
+    if (r != CUDA_SUCCESS) {
+        if (b->base) rt->cu->cuMemFree(b->base);
+        free(b);
+        return mj_cuda_fail(r, "allocating the symmetric buffer");
+    }
+    *out = b;
+    return MJ_OK;
+}
+
+void mj_symm_buffer_destroy(mj_symm_buffer *b) {
+    if (!b) return;
+    if (mj_runtime_bind(b->rt) == MJ_OK) b->rt->cu->cuMemFree(b->base);
+    free(b);
+}
+
+mj_status mj_symm_buffer_info(const mj_symm_buffer *b, mj_symm_config *cfg, int *num_sms,
+                              size_t *bytes_per_rank) {
+    if (!b) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_info: buffer is NULL");
+    if (cfg) *cfg = b->cfg;
+    if (num_sms) *num_sms = b->num_sms;
+    if (bytes_per_rank) *bytes_per_rank = b->rank_bytes;
+    return MJ_OK;
+}
+
+mj_status mj_symm_buffer_view(const mj_symm_buffer *b, int rank, mj_view_id id, mj_view *out) {
+    if (!b || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_view: NULL argument");
+    if (rank < 0 || rank >= b->cfg.num_ranks)
+        return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d", rank, b->cfg.num_ranks - 1);
+    const mj_input_layout *l = &b->layout;
+    const mj_symm_config *c = &b->cfg;
+    int64_t p = c->max_tokens_per_rank, k = c->num_topk;
+    mj_view v = {0};
+    mj_u64 offset = 0;
+    switch (id) {
+    case MJ_VIEW_X:
+        offset = l->x_offset;
+        v = (mj_view){
+            .dtype = c->dispatch_format == MJ_FORMAT_BF16    ? MJ_DTYPE_BF16
+                     : c->dispatch_format == MJ_FORMAT_MXFP8 ? MJ_DTYPE_E4M3
+                                                             : MJ_DTYPE_U8,
+            .ndim = 2,
+            .shape = {p, (int64_t)l->x_row_bytes / (c->dispatch_format == MJ_FORMAT_BF16 ? 2 : 1)},
+            .row_stride_bytes = (int64_t)l->x_row_bytes};
+        break;
+    case MJ_VIEW_X_SF:
+        if (!l->sf_row_bytes)
+            return mj_fail(MJ_ERR_NOT_FOUND, "the bf16 dispatch format has no scales");
+        offset = l->sf_offset;
+        v = (mj_view){.dtype = MJ_DTYPE_U8,
+                      .ndim = 2,
+                      .shape = {p, (int64_t)l->sf_row_bytes},
+                      .row_stride_bytes = (int64_t)l->sf_row_bytes};
+        break;
+    case MJ_VIEW_TOPK_IDX:
+    case MJ_VIEW_TOPK_WEIGHTS:
+        offset = id == MJ_VIEW_TOPK_IDX ? l->topk_idx_offset : l->topk_w_offset;
+        v = (mj_view){.dtype = id == MJ_VIEW_TOPK_IDX ? MJ_DTYPE_I32 : MJ_DTYPE_F32,
+                      .ndim = 2,
+                      .shape = {p, k},
+                      .row_stride_bytes = k * 4};
+        break;
+    case MJ_VIEW_X_SCALES:
+        if (c->dispatch_format != MJ_FORMAT_NVFP4)
+            return mj_fail(MJ_ERR_NOT_FOUND, "only the nvfp4 dispatch format has per-token scales");
+        offset = l->x_scales_offset;
+        v = (mj_view){.dtype = MJ_DTYPE_F32, .ndim = 1, .shape = {p, 0}, .row_stride_bytes = 4};
+        break;
+    default:
+        return mj_fail(MJ_ERR_INVALID_ARG, "unknown view %d", (int)id);
+    }
+    v.nbytes = (size_t)(v.row_stride_bytes * p);
+    v.ptr = (void *)(uintptr_t)(mj_symm_rank_base(b, rank) + offset);
+    *out = v;
+    return MJ_OK;
+}

@@ -1,0 +1,352 @@
+#include "runtime/jit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "runtime/cache_key.h"
+#include "runtime/error.h"
+#include "runtime/env.h"
+#include "runtime/include_closure.h"
+#include "runtime/kernel_map.h"
+#include "runtime/log.h"
+#include "runtime/nvrtc_lib.h"
+#include "runtime/runtime_impl.h"
+
+/* Constant so NVRTC's automatic PCH file name matches across kernels. */
+#define MJ_PROGRAM_NAME "megajit_kernel.cu"
+
+/* Everything a miss needs, rendered once from the spec. */
+typedef struct build_job {
+    const mj_kernel_spec *spec;
+    const char *family;
+    char name_expression[256];
+    char source[1024];
+    char arch_option[64];
+    const char *options[8];
+    int num_options;
+    char flags[512];
+    const char *compiler;
+    mj_closure closure;
+    uint8_t key[16];
+    char key_hex[33];
+} build_job;
+
+static mj_status prepare(mj_runtime *rt, const mj_kernel_spec *spec, build_job *job) {
+    memset(job, 0, sizeof *job);
+    job->spec = spec;
+    const mj_family_codegen *cg = mj_family_codegen_get((mj_family)spec->family);
+    const char *arch = mj_arch_name((mj_arch)spec->arch);
+    job->family = mj_family_name((mj_family)spec->family);
+    if (!cg || !arch || !job->family)
+        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family or arch");
+    int n = cg->name_expression(spec, job->name_expression, sizeof job->name_expression);
+    if (n <= 0 || (size_t)n >= sizeof job->name_expression)
+        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec of %s renders no name", job->family);
+    /* Includes first, then a non-directive token, so NVRTC's PCH prefix is the
+     * same for every instantiation of a template. */
+    snprintf(job->source, sizeof job->source,
+             "// megajit %s kernel, instantiated through the name expression\n"
+             "// %s\n#include \"%s\"\nstruct mj_pch_stop_marker;\n",
+             job->family, job->name_expression, cg->template_path);
+    snprintf(job->arch_option, sizeof job->arch_option, "--gpu-architecture=%s", arch);
+    const char *opts[] = {job->arch_option, "-std=c++20", "-default-device", "--fmad=false",
+                          "--pch"};
+    job->num_options = (int)(sizeof opts / sizeof opts[0]);
+    memcpy(job->options, opts, sizeof opts);
+    mj_key_normalized_flags(job->options, job->num_options, job->flags, sizeof job->flags);
+    if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
+    mj_status st = mj_closure_compute(rt->templates, cg->template_path, &job->closure);
+    if (st != MJ_OK) return st;
+    char compiler[96];
+    snprintf(compiler, sizeof compiler, "nvrtc %s", job->compiler);
+    mj_key_parts parts = {job->family, job->closure.hash, job->source,      job->name_expression,
+                          compiler,    job->options,      job->num_options, arch};
+    mj_key_compute(&parts, job->key);
+    mjc_key_hex(job->key, job->key_hex);
+    return MJ_OK;
+}
+
+static void dump_file(const char *dir, const char *key_hex, const char *ext, const void *data,
+                      size_t size) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, key_hex, ext);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, size, f) != size)
+        mj_log(MJ_LOG_WARN, "cannot write dump %s: %s", path, strerror(errno));
+    if (f) fclose(f);
+}
+
+static void dump_compile(const build_job *job, const mj_compile_input *in,
+                         const mj_compile_output *out) {
+    const char *dir = mj_env_get()->dump_dir;
+    if (!dir) return;
+    mkdir(dir, 0755);
+    dump_file(dir, job->key_hex, "cu", job->source, strlen(job->source));
+    dump_file(dir, job->key_hex, "cubin", out->cubin, out->cubin_size);
+    dump_file(dir, job->key_hex, "log", out->log, strlen(out->log));
+    char virtual_arch[32];
+    snprintf(virtual_arch, sizeof virtual_arch, "compute_%s",
+             mj_arch_name((mj_arch)job->spec->arch) + 3);
+    char *ptx = NULL;
+    if (mj_nvrtc_ptx(in, virtual_arch, &ptx) == MJ_OK)
+        dump_file(dir, job->key_hex, "ptx", ptx, strlen(ptx));
+    free(ptx);
+}
+
+static int cubin_is_elf(const void *cubin, size_t size) {
+    return size > 64 && memcmp(cubin,
+                               "\x7f"
+                               "ELF",
+                               4) == 0;
+}
+
+static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_output *out) {
+    const char *names[64], *sources[64];
+    if (job->closure.count > 64) return mj_fail(MJ_ERR_UNSUPPORTED, "too many headers");
+    mjc_header headers[64];
+    for (int i = 0; i < job->closure.count; i++) {
+        names[i] = job->closure.files[i].file->path;
+        sources[i] = job->closure.files[i].file->text;
+        headers[i].path = names[i];
+        memcpy(headers[i].content_hash, job->closure.files[i].content_hash, 16);
+    }
+    mj_compile_input in = {MJ_PROGRAM_NAME,    job->source,  job->name_expression, names, sources,
+                           job->closure.count, job->options, job->num_options};
+    mj_status st = mj_nvrtc_compile(&in, out);
+    if (st != MJ_OK) return st;
+    if (!cubin_is_elf(out->cubin, out->cubin_size))
+        return mj_fail(MJ_ERR_COMPILE, "NVRTC returned a cubin that is not an ELF image for %s",
+                       job->name_expression);
+    dump_compile(job, &in, out);
+    pthread_mutex_lock(&rt->lock);
+    rt->stats.compiles++;
+    rt->stats.compile_seconds += out->milliseconds / 1e3;
+    pthread_mutex_unlock(&rt->lock);
+    mj_log(MJ_LOG_INFO, "compiled %s for %s in %.0f ms (%zu-byte cubin)", job->name_expression,
+           mj_arch_name((mj_arch)job->spec->arch), out->milliseconds, out->cubin_size);
+    if (!rt->cache) return MJ_OK;
+    char compiler[96];
+    snprintf(compiler, sizeof compiler, "nvrtc %s", job->compiler);
+    mjc_entry e = {.family = job->family,
+                   .kernel_name = job->name_expression,
+                   .lowered_name = out->lowered_name,
+                   .arch = mj_arch_name((mj_arch)job->spec->arch),
+                   .compiler = compiler,
+                   .flags = job->flags,
+                   .source = job->source,
+                   .log = out->log,
+                   .cubin = out->cubin,
+                   .cubin_size = out->cubin_size,
+                   .compile_ms = out->milliseconds,
+                   .headers = headers,
+                   .num_headers = (size_t)job->closure.count};
+    memcpy(e.key, job->key, 16);
+    /* A cache that cannot take the entry does not fail the caller: it has the cubin. */
+    if (mjc_insert(rt->cache, &e) != MJC_OK)
+        mj_log(MJ_LOG_WARN, "could not store %s in the cache: %s", job->name_expression,
+               mjc_errmsg(rt->cache));
+    return MJ_OK;
+}
+
+static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) {
+    if (!rt->cache) return 0;
+    int healed = 0;
+    int rc = mjc_lookup(rt->cache, job->key, found, &healed);
+    if (healed) {
+        pthread_mutex_lock(&rt->lock);
+        rt->stats.healed++;
+        pthread_mutex_unlock(&rt->lock);
+    }
+    return rc == MJC_OK;
+}
+
+/* The cubin and lowered name of job, from the cache or a fresh compile under
+ * the per-key lock (so concurrent processes compile each key once). */
+static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream, void **cubin,
+                        size_t *cubin_size, char **lowered, mj_build_result *result) {
+    mjc_found found = {0};
+    if (cache_lookup(rt, job, &found)) goto hit;
+    if (rt->cu) {
+        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (rt->cu && rt->cu->cuStreamIsCapturing((CUstream)capture_stream, &cs) == CUDA_SUCCESS &&
+            cs != CU_STREAM_CAPTURE_STATUS_NONE)
+            return mj_fail(MJ_ERR_CAPTURE,
+                           "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
+                           "graph; precompile it (megajit precompile) or run it once before "
+                           "capture",
+                           job->name_expression, mj_arch_name((mj_arch)job->spec->arch));
+    }
+    int lock_fd = -1;
+    if (rt->cache && mjc_lock_key(rt->cache, job->key, &lock_fd) != MJC_OK)
+        mj_log(MJ_LOG_WARN, "compile lock unavailable (%s); compiling anyway",
+               mjc_errmsg(rt->cache));
+    if (cache_lookup(rt, job, &found)) {
+        mjc_unlock_key(lock_fd);
+        goto hit;
+    }
+    mj_compile_output out;
+    mj_status st = compile_and_publish(rt, job, &out);
+    mjc_unlock_key(lock_fd);
+    if (st != MJ_OK) {
+        mj_compile_output_free(&out);
+        if (result) *result = MJ_BUILD_FAILED;
+        return st;
+    }
+    *cubin = out.cubin;
+    *cubin_size = out.cubin_size;
+    *lowered = out.lowered_name;
+    free(out.log);
+    if (result) *result = MJ_BUILD_COMPILED;
+    return MJ_OK;
+hit:
+    pthread_mutex_lock(&rt->lock);
+    rt->stats.disk_hits++;
+    pthread_mutex_unlock(&rt->lock);
+    *cubin = found.cubin;
+    *cubin_size = found.cubin_size;
+    *lowered = found.lowered_name;
+    if (result) *result = MJ_BUILD_CACHED;
+    return MJ_OK;
+}
+
+mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
+                       double *seconds) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    *result = MJ_BUILD_FAILED;
+    build_job job;
+    pthread_mutex_lock(&rt->build_lock);
+    mj_status st = prepare(rt, spec, &job);
+    void *cubin = NULL;
+    char *lowered = NULL;
+    size_t size = 0;
+    if (st == MJ_OK) st = obtain(rt, &job, NULL, &cubin, &size, &lowered, result);
+    pthread_mutex_unlock(&rt->build_lock);
+    mj_closure_free(&job.closure);
+    free(cubin);
+    free(lowered);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (seconds) *seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    return st;
+}
+
+mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream stream,
+                     mj_kernel **out) {
+    uint64_t hash = mj_kernel_spec_hash(spec);
+    struct mj_kernel *k = mj_kernel_map_find(rt->kernels, spec, hash);
+    if (k) {
+        __atomic_fetch_add(&rt->stats.memory_hits, 1, __ATOMIC_RELAXED);
+        *out = k;
+        return MJ_OK;
+    }
+    pthread_mutex_lock(&rt->build_lock);
+    k = mj_kernel_map_find(rt->kernels, spec, hash);
+    mj_status st = MJ_OK;
+    build_job job = {0};
+    if (!k) {
+        st = prepare(rt, spec, &job);
+        struct mj_kernel *fresh = st == MJ_OK ? calloc(1, sizeof *fresh) : NULL;
+        if (st == MJ_OK && !fresh) st = mj_fail(MJ_ERR_NOMEM, "out of memory");
+        if (st == MJ_OK) {
+            fresh->spec = *spec;
+            fresh->spec_hash = hash;
+            pthread_mutex_init(&fresh->load_lock, NULL);
+            snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
+                     job.name_expression);
+            st = obtain(rt, &job, stream, &fresh->cubin, &fresh->cubin_size, &fresh->lowered_name,
+                        NULL);
+            if (st == MJ_OK) {
+                k = mj_kernel_map_insert(rt->kernels, fresh);
+                if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");
+            } else {
+                mj_kernel_free(fresh);
+            }
+        }
+        mj_closure_free(&job.closure);
+    }
+    pthread_mutex_unlock(&rt->build_lock);
+    *out = k;
+    return st;
+}
+
+static mj_status load(mj_runtime *rt, struct mj_kernel *k) {
+    const mj_cuda *cu = rt->cu;
+    pthread_mutex_lock(&k->load_lock);
+    mj_status st = MJ_OK;
+    if (!k->function) {
+        CUfunction fn = NULL;
+        CUkernel kernel = NULL;
+        CUresult r = cu->cuLibraryLoadData(&k->library, k->cubin, NULL, NULL, 0, NULL, NULL, 0);
+        if (r != CUDA_SUCCESS) {
+            k->library = NULL;
+            st = mj_cuda_fail(r, "cuLibraryLoadData");
+        } else if ((r = cu->cuLibraryGetKernel(&kernel, k->library, k->lowered_name)) !=
+                       CUDA_SUCCESS ||
+                   (r = cu->cuKernelGetFunction(&fn, kernel)) != CUDA_SUCCESS) {
+            st = mj_cuda_fail(r, k->name_expression);
+        } else {
+            free(k->cubin);
+            k->cubin = NULL;
+            __atomic_store_n(&k->function, fn, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&k->load_lock);
+    return st;
+}
+
+mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg, mj_stream stream,
+                        void **args) {
+    const mj_cuda *cu = rt->cu;
+    if (!cu) return mj_fail(MJ_ERR_NO_DEVICE, "no CUDA device: cannot launch kernels");
+    CUfunction fn = __atomic_load_n(&k->function, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        mj_status st = load(rt, k);
+        if (st != MJ_OK) return st;
+        fn = k->function;
+    }
+    if (cfg->smem_bytes > __atomic_load_n(&k->max_dynamic_smem, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&k->load_lock);
+        CUresult r = CUDA_SUCCESS;
+        if (cfg->smem_bytes > k->max_dynamic_smem) {
+            r = cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       (int)cfg->smem_bytes);
+            if (r == CUDA_SUCCESS)
+                __atomic_store_n(&k->max_dynamic_smem, cfg->smem_bytes, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&k->load_lock);
+        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "cuFuncSetAttribute(max dynamic smem)");
+    }
+    CUlaunchAttribute attrs[2];
+    unsigned n = 0;
+    if (cfg->cluster_x > 1) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = cfg->cluster_x;
+        attrs[n].value.clusterDim.y = 1;
+        attrs[n].value.clusterDim.z = 1;
+        n++;
+    }
+    if (cfg->pdl) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n].value.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    CUlaunchConfig lc = {
+        .gridDimX = cfg->grid[0],
+        .gridDimY = cfg->grid[1],
+        .gridDimZ = cfg->grid[2],
+        .blockDimX = cfg->block[0],
+        .blockDimY = cfg->block[1],
+        .blockDimZ = cfg->block[2],
+        .sharedMemBytes = cfg->smem_bytes,
+        .hStream = (CUstream)stream,
+        .attrs = attrs,
+        .numAttrs = n,
+    };
+    CUresult r = cu->cuLaunchKernelEx(&lc, fn, args, NULL);
+    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, k->name_expression);
+    return MJ_OK;
+}
