@@ -24,7 +24,9 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/template
 SAN_OBJ := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC) $(REF_SRC)) $(BUILD)/san/gen/templates_embedded.o
 CLI_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 REF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REF_SRC))
-TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC)) $(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRC))
+TEST_C_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TEST_CXX_BIN := $(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRC))
+TEST_BIN := $(TEST_C_BIN) $(TEST_CXX_BIN)
 GPU_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_SRC))
 
 RPATH_BIN := -Wl,-rpath,'$$ORIGIN/../lib'
@@ -94,16 +96,17 @@ $(BUILD)/lib/pkgconfig/megajit.pc: Makefile
 	@mkdir -p $(@D)
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bin/megajit
+$(TEST_C_BIN): $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bin/megajit
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
 # C++ tests compile kernel headers on the host (their math is plain C++).
-$(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
+$(TEST_CXX_BIN): $(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
 	@mkdir -p $(@D)
 	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror -O2 -g $(SAN) -ffp-contract=off -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
-$(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_OBJ)
+# Static pattern: the generic tests rule must never build GPU tests (no -lcuda there).
+$(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_OBJ)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(REF_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
 

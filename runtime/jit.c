@@ -16,9 +16,6 @@
 #include "runtime/nvrtc_lib.h"
 #include "runtime/runtime_impl.h"
 
-/* Constant so NVRTC's automatic PCH file name matches across kernels. */
-#define MJ_PROGRAM_NAME "megajit_kernel.cu"
-
 /* Everything a miss needs, rendered once from the spec. */
 typedef struct build_job {
     const mj_kernel_spec *spec;
@@ -33,9 +30,16 @@ typedef struct build_job {
     mj_closure closure;
     uint8_t key[16];
     char key_hex[33];
+    /* NVRTC reuses an automatic PCH from its directory without re-reading
+     * in-memory headers (seen with NVRTC 13.0), so each include closure gets
+     * its own PCH directory: variants of one template version share a PCH;
+     * edited headers never see a stale one. */
+    char program_name[64];
+    char pch_dir_option[4200];
 } build_job;
 
-static mj_status prepare(mj_runtime *rt, const mj_kernel_spec *spec, build_job *job) {
+static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec *spec,
+                         build_job *job) {
     memset(job, 0, sizeof *job);
     job->spec = spec;
     const mj_family_codegen *cg = mj_family_codegen_get((mj_family)spec->family);
@@ -52,15 +56,22 @@ static mj_status prepare(mj_runtime *rt, const mj_kernel_spec *spec, build_job *
              "// megajit %s kernel, instantiated through the name expression\n"
              "// %s\n#include \"%s\"\nstruct mj_pch_stop_marker;\n",
              job->family, job->name_expression, cg->template_path);
+    if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
+    mj_status st = mj_closure_compute(templates, cg->template_path, &job->closure);
+    if (st != MJ_OK) return st;
+    char closure_hex[33];
+    mjc_key_hex(job->closure.hash, closure_hex);
+    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", closure_hex);
+    const char *pch_root = mj_nvrtc_pch_root();
+    snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s",
+             pch_root ? pch_root : "", closure_hex);
     snprintf(job->arch_option, sizeof job->arch_option, "--gpu-architecture=%s", arch);
-    const char *opts[] = {job->arch_option, "-std=c++20", "-default-device", "--fmad=false",
-                          "--pch"};
-    job->num_options = (int)(sizeof opts / sizeof opts[0]);
+    const char *opts[] = {job->arch_option, "-std=c++20",        "-default-device",
+                          "--fmad=false",   job->pch_dir_option, "--pch"};
+    /* Without a private directory for the PCH, compile without one. */
+    job->num_options = (int)(sizeof opts / sizeof opts[0]) - (pch_root ? 0 : 2);
     memcpy(job->options, opts, sizeof opts);
     mj_key_normalized_flags(job->options, job->num_options, job->flags, sizeof job->flags);
-    if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
-    mj_status st = mj_closure_compute(rt->templates, cg->template_path, &job->closure);
-    if (st != MJ_OK) return st;
     char compiler[96];
     snprintf(compiler, sizeof compiler, "nvrtc %s", job->compiler);
     mj_key_parts parts = {job->family, job->closure.hash, job->source,      job->name_expression,
@@ -114,7 +125,7 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
         headers[i].path = names[i];
         memcpy(headers[i].content_hash, job->closure.files[i].content_hash, 16);
     }
-    mj_compile_input in = {MJ_PROGRAM_NAME,    job->source,  job->name_expression, names, sources,
+    mj_compile_input in = {job->program_name,  job->source,  job->name_expression, names, sources,
                            job->closure.count, job->options, job->num_options};
     mj_status st = mj_nvrtc_compile(&in, out);
     if (st != MJ_OK) return st;
@@ -220,7 +231,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     *result = MJ_BUILD_FAILED;
     build_job job;
     pthread_mutex_lock(&rt->build_lock);
-    mj_status st = prepare(rt, spec, &job);
+    mj_status st = prepare(rt->templates, spec, &job);
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
@@ -248,7 +259,7 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
     mj_status st = MJ_OK;
     build_job job = {0};
     if (!k) {
-        st = prepare(rt, spec, &job);
+        st = prepare(rt->templates, spec, &job);
         struct mj_kernel *fresh = st == MJ_OK ? calloc(1, sizeof *fresh) : NULL;
         if (st == MJ_OK && !fresh) st = mj_fail(MJ_ERR_NOMEM, "out of memory");
         if (st == MJ_OK) {
@@ -349,4 +360,13 @@ mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cf
     CUresult r = cu->cuLaunchKernelEx(&lc, fn, args, NULL);
     if (r != CUDA_SUCCESS) return mj_cuda_fail(r, k->name_expression);
     return MJ_OK;
+}
+
+mj_status mj_jit_cache_key(const mj_template_set *set, const mj_kernel_spec *spec,
+                           uint8_t key[16]) {
+    build_job job;
+    mj_status st = prepare(set, spec, &job);
+    if (st == MJ_OK) memcpy(key, job.key, 16);
+    mj_closure_free(&job.closure);
+    return st;
 }

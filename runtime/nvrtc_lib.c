@@ -1,12 +1,15 @@
 #include "runtime/nvrtc_lib.h"
 
 #include <dlfcn.h>
+#include <ftw.h>
 #include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -138,6 +141,44 @@ const char *mj_nvrtc_version(void) {
     return nvrtc_version;
 }
 
+static char pch_root[4096];
+static pthread_once_t pch_once = PTHREAD_ONCE_INIT;
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_pch_root(void) {
+    nftw(pch_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void make_pch_root(void) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(pch_root, sizeof pch_root, "%s/megajit-pch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(pch_root)) {
+        mj_log(MJ_LOG_WARN, "cannot create a PCH directory under %s; compiling without PCH",
+               tmp && *tmp ? tmp : "/tmp");
+        pch_root[0] = '\0';
+        return;
+    }
+    atexit(remove_pch_root);
+}
+
+const char *mj_nvrtc_pch_root(void) {
+    pthread_once(&pch_once, make_pch_root);
+    return pch_root[0] ? pch_root : NULL;
+}
+
+/* NVRTC writes into --pch-dir but does not create it. */
+static void make_pch_dirs(const mj_compile_input *in) {
+    for (int i = 0; i < in->num_options; i++)
+        if (strncmp(in->options[i], "--pch-dir=", 10) == 0) mkdir(in->options[i] + 10, 0700);
+}
+
 /* After a compile with --pch, NVRTC reports when the PCH heap was too small to
  * create the header; growing it lets the next compile of the process use one. */
 static void grow_pch_heap(nvrtcProgram prog) {
@@ -157,6 +198,7 @@ mj_status mj_nvrtc_compile(const mj_compile_input *in, mj_compile_output *out) {
     pthread_mutex_lock(&compile_lock);
     double t0 = now_ms();
     mj_status st = MJ_OK;
+    make_pch_dirs(in);
     nvrtcProgram prog;
     nvrtcResult r = create_program(in, &prog);
     if (r != NVRTC_SUCCESS) {
@@ -213,7 +255,7 @@ mj_status mj_nvrtc_ptx(const mj_compile_input *in, const char *virtual_arch, cha
     for (int i = 0; i < in->num_options && n < 63; i++) {
         if (strncmp(in->options[i], "--gpu-architecture=", 19) == 0)
             opts[n++] = arch_opt;
-        else if (strcmp(in->options[i], "--pch") != 0)
+        else if (strncmp(in->options[i], "--pch", 5) != 0)
             opts[n++] = in->options[i];
     }
     pthread_mutex_lock(&compile_lock);

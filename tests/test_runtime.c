@@ -1,0 +1,195 @@
+/* The runtime on a machine without a GPU: settings, builds, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "apis/megajit.h"
+#include "apis/specs.h"
+#include "runtime/jit.h"
+#include "runtime/runtime_impl.h"
+
+static char cache_dir[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/mj-rt-XXXXXX");
+    return mkdtemp(cache_dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    return system(cmd);
+}
+
+static mj_runtime *open_runtime(const char *arch) {
+    mj_runtime_options o = {.cache_dir = cache_dir, .arch = arch};
+    mj_runtime *rt = NULL;
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    return rt;
+}
+
+static void test_family_settings_are_independent(void **state) {
+    (void)state;
+    mj_runtime *rt = open_runtime(NULL);
+    int v = -1;
+    assert_int_equal(mj_family_set_num_sms(rt, MJ_FAMILY_PRE_DISPATCH, 66), MJ_OK);
+    assert_int_equal(mj_family_get_num_sms(rt, MJ_FAMILY_PRE_DISPATCH, &v), MJ_OK);
+    assert_int_equal(v, 66);
+    assert_int_equal(mj_family_get_num_sms(rt, MJ_FAMILY_MEGA_MOE, &v), MJ_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(mj_family_set_num_sms(rt, MJ_FAMILY_MEGA_MOE, 100), MJ_OK);
+    assert_int_equal(mj_family_get_num_sms(rt, MJ_FAMILY_PRE_DISPATCH, &v), MJ_OK);
+    assert_int_equal(v, 66);
+
+    assert_int_equal(mj_family_set_pdl(rt, MJ_FAMILY_MEGA_MOE, 1), MJ_OK);
+    assert_int_equal(mj_family_get_pdl(rt, MJ_FAMILY_PRE_DISPATCH, &v), MJ_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(mj_family_get_pdl(rt, MJ_FAMILY_MEGA_MOE, &v), MJ_OK);
+    assert_int_equal(v, 1);
+
+    assert_int_equal(mj_family_set_num_sms(rt, MJ_FAMILY_PRE_DISPATCH, -1), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "pre_dispatch"));
+    assert_int_equal(mj_family_set_pdl(rt, (mj_family)7, 1), MJ_ERR_INVALID_ARG);
+    assert_int_equal(mj_family_get_num_sms(rt, MJ_FAMILY_PRE_DISPATCH, &v), MJ_OK);
+    assert_int_equal(v, 66);
+    mj_runtime_destroy(rt);
+}
+
+static void test_without_device_launches_refuse(void **state) {
+    (void)state;
+    mj_runtime *rt = open_runtime(NULL);
+    if (mj_runtime_has_device(rt)) {
+        mj_runtime_destroy(rt);
+        skip(); /* this test is about machines without a driver */
+    }
+    assert_string_equal(mj_runtime_arch(rt), "sm_90a");
+    mj_symm_config cfg = {7168, 256, 8, 128, MJ_FORMAT_MXFP8, 1};
+    mj_symm_buffer *buf = NULL;
+    assert_int_equal(mj_symm_buffer_create(rt, &cfg, &buf), MJ_ERR_NO_DEVICE);
+    assert_null(buf);
+    assert_true(strlen(mj_last_error()) > 10);
+    mj_info info;
+    assert_int_equal(mj_runtime_info(rt, &info), MJ_OK);
+    assert_int_equal(info.driver_version, 0);
+    assert_non_null(strstr(info.cache_path, cache_dir));
+    mj_runtime_destroy(rt);
+}
+
+static void test_bad_arguments(void **state) {
+    (void)state;
+    mj_runtime *rt = NULL;
+    mj_runtime_options o = {.cache_dir = cache_dir, .arch = "sm_75"};
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "sm_75"));
+    assert_null(rt);
+    assert_int_equal(mj_runtime_create(NULL, NULL), MJ_ERR_INVALID_ARG);
+    rt = open_runtime("sm_90a");
+    mj_symm_config bad_group = {7168 + 16, 256, 8, 128, MJ_FORMAT_MXFP4, 1};
+    mj_symm_buffer *buf = NULL;
+    assert_int_equal(mj_symm_buffer_create(rt, &bad_group, &buf), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "multiple"));
+    mj_symm_config bad_experts = {7168, 250, 8, 128, MJ_FORMAT_MXFP8, 8};
+    assert_int_equal(mj_symm_buffer_create(rt, &bad_experts, &buf), MJ_ERR_INVALID_ARG);
+    assert_int_equal(mj_pre_dispatch(rt, NULL, 0, NULL, NULL, NULL, NULL, 1, NULL),
+                     MJ_ERR_INVALID_ARG);
+    mj_format f;
+    assert_int_equal(mj_format_parse("fp3", &f), MJ_ERR_INVALID_ARG);
+    assert_int_equal(mj_format_parse("nvfp4", &f), MJ_OK);
+    assert_int_equal(f, MJ_FORMAT_NVFP4);
+    mj_runtime_destroy(rt);
+}
+
+static void test_build_compiles_once_then_hits(void **state) {
+    (void)state;
+    mj_runtime *rt = open_runtime("sm_90a");
+    mj_kernel_spec spec;
+    assert_int_equal(
+        mj_pre_dispatch_spec(4096, MJ_FORMAT_NVFP4, 8, MJ_PD_ROLE_MAIN, MJ_ARCH_SM90A, &spec),
+        MJ_OK);
+    mj_build_result r;
+    double s;
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_OK);
+    assert_int_equal(r, MJ_BUILD_COMPILED);
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_OK);
+    assert_int_equal(r, MJ_BUILD_CACHED);
+    mj_runtime_stats st;
+    assert_int_equal(mj_runtime_get_stats(rt, &st), MJ_OK);
+    assert_int_equal(st.compiles, 1);
+    assert_int_equal(st.disk_hits, 1);
+    mj_runtime_destroy(rt);
+
+    rt = open_runtime("sm_90a"); /* another runtime: served from disk */
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_OK);
+    assert_int_equal(r, MJ_BUILD_CACHED);
+    mj_runtime_destroy(rt);
+}
+
+static void test_compile_error_returns_log(void **state) {
+    (void)state;
+    char dir[64] = "/tmp/mj-tpl-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/pre_dispatch.cuh", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("namespace mj { this is not C++; }\n", f);
+    fclose(f);
+    mj_runtime *rt = open_runtime("sm_90a");
+    mj_template_set *broken;
+    assert_int_equal(mj_template_set_from_dir(dir, &broken), MJ_OK);
+    rt->templates = broken; /* what MEGAJIT_TEMPLATE_DIR would do */
+    mj_kernel_spec spec;
+    assert_int_equal(
+        mj_pre_dispatch_spec(4096, MJ_FORMAT_BF16, 8, MJ_PD_ROLE_MAIN, MJ_ARCH_SM90A, &spec),
+        MJ_OK);
+    mj_build_result r;
+    double s;
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_ERR_COMPILE);
+    assert_int_equal(r, MJ_BUILD_FAILED);
+    assert_non_null(strstr(mj_last_error(), "error"));
+    assert_non_null(strstr(mj_last_error(), "pre_dispatch_kernel"));
+    mj_runtime_destroy(rt);
+    mj_template_set_free(broken);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
+static void *set_error_in_thread(void *arg) {
+    (void)arg;
+    mj_format f;
+    mj_format_parse("from-another-thread", &f);
+    return NULL;
+}
+
+static void test_last_error_is_per_thread(void **state) {
+    (void)state;
+    mj_format f;
+    assert_int_equal(mj_format_parse("mine", &f), MJ_ERR_INVALID_ARG);
+    pthread_t t;
+    pthread_create(&t, NULL, set_error_in_thread, NULL);
+    pthread_join(t, NULL);
+    assert_non_null(strstr(mj_last_error(), "mine"));
+    assert_string_equal(mj_status_name(MJ_ERR_CAPTURE), "MJ_ERR_CAPTURE");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_family_settings_are_independent),
+        cmocka_unit_test(test_without_device_launches_refuse),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_build_compiles_once_then_hits),
+        cmocka_unit_test(test_compile_error_returns_log),
+        cmocka_unit_test(test_last_error_is_per_thread),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
