@@ -1,0 +1,187 @@
+/*
+ * Pre-dispatch: BF16 tokens -> this rank's input region (quantized x, block
+ * scales, NVFP4 per-token scales, top-k ids and weights), bit-identical to
+ * mjr_pre_dispatch in tests/reference/quant.c; every value goes through the
+ * helpers of common/numerics.cuh, which tests/test_kernel_math.cpp checks
+ * against that reference on the host.
+ *
+ * Launch order: pre_dispatch_check_kernel, then pre_dispatch_kernel (PDL). The
+ * check counts invalid expert ids into the workspace; the main kernel writes
+ * nothing when that count is non-zero and its last CTA resets the counters.
+ */
+#ifndef MJ_PRE_DISPATCH_CUH
+#define MJ_PRE_DISPATCH_CUH
+
+#include "layout/symm_layout.h"
+#include "common/numerics.cuh"
+
+namespace mj {
+
+namespace pd {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+template <int kFormat> struct Quantizer;
+
+template <> struct Quantizer<MJ_FMT_BF16> {
+    static __device__ __forceinline__ void run(const uint4 &in, const float *, unsigned char *x_row,
+                                               unsigned char *, float *, int t) {
+        // Already BF16: the 16 loaded bytes are the output bytes.
+        reinterpret_cast<uint4 *>(x_row)[t] = in;
+    }
+};
+
+template <int kFormat> struct MxQuantizer {
+    static __device__ __forceinline__ void run(const uint4 &, const float *v, unsigned char *x_row,
+                                               unsigned char *sf_row, float *, int t) {
+        // A 32-element group is 4 consecutive lanes of one warp.
+        float amax = amax_x8(v);
+        amax = max_num(amax, __shfl_xor_sync(kFullMask, amax, 1));
+        amax = max_num(amax, __shfl_xor_sync(kFullMask, amax, 2));
+        const unsigned char e =
+            ue8m0_for_amax(amax, kFormat == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
+        const float inv = ue8m0_inv_scale(e);
+        if (kFormat == MJ_FMT_MXFP8) {
+            mj_u32 q[2];
+            pack_e4m3x8(v, inv, q);
+            reinterpret_cast<uint2 *>(x_row)[t] = make_uint2(q[0], q[1]);
+        } else {
+            reinterpret_cast<mj_u32 *>(x_row)[t] = pack_e2m1x8(v, inv);
+        }
+        if ((t & 3) == 0) sf_row[t >> 2] = e;
+    }
+};
+
+template <> struct Quantizer<MJ_FMT_MXFP8> : MxQuantizer<MJ_FMT_MXFP8> {};
+template <> struct Quantizer<MJ_FMT_MXFP4> : MxQuantizer<MJ_FMT_MXFP4> {};
+
+template <> struct Quantizer<MJ_FMT_NVFP4> {
+    // The row max needs the whole CTA: warp maxima meet in shared memory.
+    static __device__ __forceinline__ void run(const uint4 &, const float *v, unsigned char *x_row,
+                                               unsigned char *sf_row, float *x_scale, int t) {
+        __shared__ float warp_max[32];
+        float amax = amax_x8(v);
+        amax = max_num(amax, __shfl_xor_sync(kFullMask, amax, 1)); // 16-group = 2 lanes
+        float m = amax;
+        for (int s = 2; s < 32; s <<= 1)
+            m = max_num(m, __shfl_xor_sync(kFullMask, m, s));
+        if ((t & 31) == 0) warp_max[t >> 5] = m;
+        __syncthreads();
+        float rowmax = 0.0f;
+        const int warps = (int)(blockDim.x >> 5);
+        for (int w = 0; w < warps; w++)
+            rowmax = max_num(rowmax, warp_max[w]);
+        const float pts = nvfp4_token_scale(rowmax);
+        const unsigned char sf = nvfp4_group_sf(amax, pts);
+        reinterpret_cast<mj_u32 *>(x_row)[t] = pack_e2m1x8(v, nvfp4_group_inv(sf, pts));
+        if ((t & 1) == 0) sf_row[t >> 1] = sf;
+        if (t == 0) *x_scale = pts;
+    }
+};
+
+} // namespace pd
+
+// One CTA per token (blockIdx.x < num_tokens), then padding CTAs that set the
+// top-k entries of rows [num_tokens, max_tokens) to (-1, 0). Launch:
+// grid = num_tokens + ceil((max_tokens - num_tokens) * kTopk / (kHidden / 8)),
+// block = kHidden / 8 (8 BF16 per thread).
+template <int kHidden, int kFormat, int kTopk>
+__global__ void __launch_bounds__(kHidden / 8)
+    pre_dispatch_kernel(const unsigned short *__restrict__ x, const int *__restrict__ topk_ids,
+                        const float *__restrict__ topk_weights,
+                        const float *__restrict__ expert_scales, unsigned char *__restrict__ region,
+                        int num_tokens, int max_tokens, int num_experts) {
+    constexpr int kThreads = kHidden / 8;
+    static_assert(kHidden % 256 == 0, "whole warps, and whole scale groups per warp");
+    static_assert(kThreads <= 1024, "hidden must be <= 8192");
+    static_assert(kTopk >= 1 && kTopk <= kThreads, "one thread per top-k slot");
+    static_assert(kFormat >= MJ_FMT_BF16 && kFormat <= MJ_FMT_NVFP4, "unknown format");
+    (void)num_experts; // ids were range-checked by pre_dispatch_check_kernel
+
+    // Inputs may come from the previous kernel on the stream (PDL).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+
+    volatile mj_u32 *ws = reinterpret_cast<volatile mj_u32 *>(region);
+    __shared__ int reject;
+    const int t = (int)threadIdx.x;
+    const int token = (int)blockIdx.x;
+    // One read per CTA keeps the NVFP4 __syncthreads uniform whatever happens.
+    if (t == 0) reject = ws[MJ_WS_PD_BAD_COUNT] != 0u;
+    __syncthreads();
+
+    if (!reject) {
+        const mj_input_layout lay = mj_layout_input(kHidden, kTopk, max_tokens, kFormat);
+        int *ids_out = reinterpret_cast<int *>(region + lay.topk_idx_offset);
+        float *w_out = reinterpret_cast<float *>(region + lay.topk_w_offset);
+        if (token < num_tokens) {
+            const uint4 in = reinterpret_cast<const uint4 *>(x + (mj_u64)token * kHidden)[t];
+            const mj_u32 words[4] = {in.x, in.y, in.z, in.w};
+            float v[8];
+            unpack_bf16x8(words, v);
+            pd::Quantizer<kFormat>::run(
+                in, v, region + lay.x_offset + (mj_u64)token * lay.x_row_bytes,
+                region + lay.sf_offset + (mj_u64)token * lay.sf_row_bytes,
+                reinterpret_cast<float *>(region + lay.x_scales_offset) + token, t);
+            if (t < kTopk) {
+                const mj_u64 i = (mj_u64)token * kTopk + (mj_u64)t;
+                const int id = topk_ids[i];
+                float w = topk_weights[i];
+                if (expert_scales != nullptr && id >= 0) w = w * expert_scales[id];
+                ids_out[i] = id;
+                w_out[i] = w;
+            }
+        } else {
+            const long long e = (long long)(token - num_tokens) * kThreads + t;
+            if (e < (long long)(max_tokens - num_tokens) * kTopk) {
+                const mj_u64 i = (mj_u64)num_tokens * kTopk + (mj_u64)e;
+                ids_out[i] = -1;
+                w_out[i] = 0.0f;
+            }
+        }
+    }
+
+    // The last CTA to finish publishes and clears the counters, so the next
+    // launch or graph replay starts from zero without a memset.
+    __syncthreads();
+    if (t == 0) {
+        __threadfence();
+        mj_u32 *ws_rw = reinterpret_cast<mj_u32 *>(region);
+        if (atomicAdd(ws_rw + MJ_WS_PD_DONE_CTAS, 1u) == gridDim.x - 1u) {
+            __threadfence();
+            ws[MJ_WS_PD_LAST_BAD] = ws[MJ_WS_PD_BAD_COUNT];
+            ws[MJ_WS_PD_BAD_COUNT] = 0u;
+            ws[MJ_WS_PD_DONE_CTAS] = 0u;
+        }
+    }
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// Counts top-k ids outside [-1, num_experts) into the workspace word
+// MJ_WS_PD_BAD_COUNT. grid = ceil(num_tokens * kTopk / 1024), block = 256.
+template <int kTopk>
+__global__ void __launch_bounds__(256)
+    pre_dispatch_check_kernel(const int *__restrict__ topk_ids, unsigned char *__restrict__ region,
+                              int num_tokens, int num_experts) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    // The main kernel's own griddepcontrol.wait orders it after this grid.
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+
+    const long long total = (long long)num_tokens * kTopk;
+    const long long base = (long long)blockIdx.x * 1024 + threadIdx.x;
+    mj_u32 bad = 0;
+    for (int k = 0; k < 4; k++) {
+        const long long i = base + k * 256; // strided so each warp load is coalesced
+        if (i < total) {
+            const int id = topk_ids[i];
+            bad += (id < -1 || id >= num_experts) ? 1u : 0u;
+        }
+    }
+    for (int s = 16; s > 0; s >>= 1)
+        bad += __shfl_xor_sync(pd::kFullMask, bad, s);
+    if ((threadIdx.x & 31u) == 0u && bad != 0u)
+        atomicAdd(reinterpret_cast<mj_u32 *>(region) + MJ_WS_PD_BAD_COUNT, bad);
+}
+
+} // namespace mj
+
+#endif // MJ_PRE_DISPATCH_CUH
