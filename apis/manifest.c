@@ -1,0 +1,465 @@
+/*
+ * Deployment manifests: what a deployment will run, so every kernel it can
+ * request is compiled ahead of time (`megajit precompile`).
+ *
+ * Schema (JSON; unknown keys and duplicate keys are rejected everywhere):
+ *
+ *   {
+ *     "comment": "free text (optional)",
+ *     "archs": ["sm_90a", "sm_100a"],            non-empty; duplicates collapse
+ *     "layers": [                                non-empty
+ *       {
+ *         "name": "moe",                         optional string
+ *         "comment": "free text",                optional string
+ *         "hidden": 7168,                        positive multiple of 128
+ *         "intermediate": 2048,                  positive multiple of 128
+ *         "experts": 256,                        positive, multiple of ranks
+ *         "topk": 8,                             1..experts
+ *         "ranks": 8,                            positive
+ *         "max_tokens_per_rank": 4096,           positive
+ *         "weight_format": "mxfp4",              bf16 | mxfp8 | mxfp4 | nvfp4
+ *         "dispatch_format": "mxfp8",            bf16 | mxfp8 | mxfp4 | nvfp4
+ *         "activation": "swiglu",                swiglu | swigluoai
+ *         "clamp": 7.0,                          optional positive number
+ *         "num_sms": 0                           optional, >= 0 (0 = all SMs)
+ *       }
+ *     ]
+ *   }
+ *
+ * hidden and intermediate must be multiples of 128 because that is the
+ * largest quantization block any format needs (MXFP groups of 32 scaled per
+ * 128-wide tile); requiring it for every format keeps a manifest valid when
+ * only its dispatch format changes.
+ *
+ * Every error is MJ_ERR_INVALID_ARG with a sentence "manifest: <path>: <why>",
+ * e.g. "manifest: layers[1].hidden: must be a positive multiple of 128 (got 100)".
+ *
+ * Kernel enumeration walks arch x layer x family enumerator; each family
+ * enumerator adds the specs the runtime would request for that layer. Specs
+ * are de-duplicated by their bytes, which is also the runtime's in-memory key.
+ */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apis/megajit.h"
+#include "apis/specs.h"
+#include "runtime/error.h"
+#include "runtime/jit.h"
+#include "runtime/kernel_spec.h"
+
+enum { MAX_ARCHS = 8, DIM_QUANTUM = 128 };
+
+typedef enum activation { ACT_SWIGLU = 0, ACT_SWIGLUOAI = 1 } activation;
+static const char *const kActivationNames[] = {"swiglu", "swigluoai"};
+
+static const mj_arch kKnownArchs[] = {MJ_ARCH_SM90A, MJ_ARCH_SM100A};
+
+typedef struct layer {
+    char *name;
+    int hidden;
+    int intermediate;
+    int experts;
+    int topk;
+    int ranks;
+    int max_tokens_per_rank;
+    mj_format weight_format;
+    mj_format dispatch_format;
+    activation act;
+    double clamp; /* 0 = none */
+    int num_sms;
+} layer;
+
+typedef struct manifest_kernel {
+    mj_kernel_spec spec;
+    char *description;
+} manifest_kernel;
+
+typedef struct kernel_list {
+    manifest_kernel *items;
+    size_t count;
+    size_t cap;
+} kernel_list;
+
+struct mj_manifest {
+    mj_arch archs[MAX_ARCHS];
+    size_t num_archs;
+    layer *layers;
+    size_t num_layers;
+    kernel_list kernels;
+};
+
+static void kernel_list_free(kernel_list *k) {
+    for (size_t i = 0; i < k->count; i++)
+        free(k->items[i].description);
+    free(k->items);
+    memset(k, 0, sizeof *k);
+}
+
+static mj_status kernel_list_add(kernel_list *k, const mj_kernel_spec *spec, const char *desc) {
+    for (size_t i = 0; i < k->count; i++)
+        if (memcmp(&k->items[i].spec, spec, sizeof *spec) == 0) return MJ_OK;
+    if (k->count == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        manifest_kernel *items = realloc(k->items, cap * sizeof *items);
+        if (!items) return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
+        k->items = items;
+        k->cap = cap;
+    }
+    char *copy = strdup(desc);
+    if (!copy) return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
+    k->items[k->count].spec = *spec;
+    k->items[k->count].description = copy;
+    k->count++;
+    return MJ_OK;
+}
+
+/* ------------------------------------------------------------ enumeration */
+
+typedef mj_status (*family_enumerator)(const layer *l, mj_arch arch, kernel_list *out);
+
+static mj_status enumerate_pre_dispatch(const layer *l, mj_arch arch, kernel_list *out) {
+    static const struct {
+        int role;
+        const char *name;
+    } roles[] = {{MJ_PD_ROLE_MAIN, "main"}, {MJ_PD_ROLE_CHECK, "check"}};
+    for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) {
+        mj_kernel_spec spec;
+        mj_status st = mj_pre_dispatch_spec(l->hidden, l->dispatch_format, l->topk, roles[r].role,
+                                            arch, &spec);
+        if (st != MJ_OK) return st;
+        char desc[160];
+        snprintf(desc, sizeof desc, "pre_dispatch<hidden=%d,fmt=%s,topk=%d,role=%s> %s", l->hidden,
+                 mj_format_name(l->dispatch_format), l->topk, roles[r].name, mj_arch_name(arch));
+        st = kernel_list_add(out, &spec, desc);
+        if (st != MJ_OK) return st;
+    }
+    return MJ_OK;
+}
+
+/* One entry per kernel family a deployment can request. */
+static const family_enumerator kFamilyEnumerators[] = {enumerate_pre_dispatch};
+
+static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
+                           size_t num_layers, kernel_list *out) {
+    memset(out, 0, sizeof *out);
+    for (size_t a = 0; a < num_archs; a++)
+        for (size_t l = 0; l < num_layers; l++)
+            for (size_t f = 0; f < sizeof kFamilyEnumerators / sizeof kFamilyEnumerators[0]; f++) {
+                mj_status st = kFamilyEnumerators[f](&layers[l], archs[a], out);
+                if (st != MJ_OK) {
+                    kernel_list_free(out);
+                    return st;
+                }
+            }
+    return MJ_OK;
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+static const char *known_arch_list(void) {
+    return "sm_90a, sm_100a";
+}
+
+static mj_status add_arch(mj_arch *archs, size_t *num_archs, const char *name, const char *path) {
+    mj_arch a = mj_arch_parse(name);
+    int known = 0;
+    for (size_t i = 0; i < sizeof kKnownArchs / sizeof kKnownArchs[0]; i++)
+        known |= a == kKnownArchs[i];
+    if (!known)
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: %s: unknown architecture \"%s\" (known: %s)",
+                       path, name, known_arch_list());
+    for (size_t i = 0; i < *num_archs; i++)
+        if (archs[i] == a) return MJ_OK;
+    archs[(*num_archs)++] = a;
+    return MJ_OK;
+}
+
+/* Rejects keys outside `allowed` and repeated keys, naming the first offender. */
+static mj_status check_keys(const cJSON *obj, const char *const *allowed, const char *prefix) {
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        int ok = 0;
+        for (size_t i = 0; allowed[i]; i++)
+            ok |= strcmp(c->string, allowed[i]) == 0;
+        if (!ok)
+            return mj_fail(MJ_ERR_INVALID_ARG, "manifest: %s%s: unknown key", prefix, c->string);
+        for (const cJSON *d = obj->child; d != c; d = d->next)
+            if (strcmp(d->string, c->string) == 0)
+                return mj_fail(MJ_ERR_INVALID_ARG, "manifest: %s%s: duplicate key", prefix,
+                               c->string);
+    }
+    return MJ_OK;
+}
+
+static mj_status get_int(const cJSON *obj, size_t li, const char *key, int required, int def,
+                         int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        if (required)
+            return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: missing", li, key);
+        *out = def;
+        return MJ_OK;
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= INT_MIN && v->valuedouble <= INT_MAX) ||
+        v->valuedouble != floor(v->valuedouble))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be an integer", li, key);
+    *out = (int)v->valuedouble;
+    return MJ_OK;
+}
+
+static mj_status get_string(const cJSON *obj, size_t li, const char *key, int required,
+                            const char **out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = NULL;
+    if (!v) {
+        if (required)
+            return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: missing", li, key);
+        return MJ_OK;
+    }
+    if (!cJSON_IsString(v))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be a string", li, key);
+    *out = v->valuestring;
+    return MJ_OK;
+}
+
+static mj_status get_format(const cJSON *obj, size_t li, const char *key, mj_format *out) {
+    const char *s;
+    mj_status st = get_string(obj, li, key, 1, &s);
+    if (st != MJ_OK) return st;
+    if (mj_format_parse(s, out) != MJ_OK)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].%s: unknown format \"%s\" (known: bf16, mxfp8, "
+                       "mxfp4, nvfp4)",
+                       li, key, s);
+    return MJ_OK;
+}
+
+static mj_status positive(size_t li, const char *key, int v) {
+    if (v <= 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be positive (got %d)",
+                       li, key, v);
+    return MJ_OK;
+}
+
+static mj_status dim(size_t li, const char *key, int v) {
+    if (v <= 0 || v % DIM_QUANTUM != 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].%s: must be a positive multiple of %d (got %d)", li,
+                       key, DIM_QUANTUM, v);
+    return MJ_OK;
+}
+
+static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
+    static const char *const keys[] = {"name",          "comment",
+                                       "hidden",        "intermediate",
+                                       "experts",       "topk",
+                                       "ranks",         "max_tokens_per_rank",
+                                       "weight_format", "dispatch_format",
+                                       "activation",    "clamp",
+                                       "num_sms",       NULL};
+    if (!cJSON_IsObject(obj))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu]: must be an object", li);
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "layers[%zu].", li);
+    mj_status st = check_keys(obj, keys, prefix);
+    const char *name = NULL, *comment, *act = NULL;
+    if (st == MJ_OK) st = get_string(obj, li, "name", 0, &name);
+    if (st == MJ_OK) st = get_string(obj, li, "comment", 0, &comment);
+    if (st == MJ_OK) st = get_int(obj, li, "hidden", 1, 0, &l->hidden);
+    if (st == MJ_OK) st = dim(li, "hidden", l->hidden);
+    if (st == MJ_OK) st = get_int(obj, li, "intermediate", 1, 0, &l->intermediate);
+    if (st == MJ_OK) st = dim(li, "intermediate", l->intermediate);
+    if (st == MJ_OK) st = get_int(obj, li, "experts", 1, 0, &l->experts);
+    if (st == MJ_OK) st = positive(li, "experts", l->experts);
+    if (st == MJ_OK) st = get_int(obj, li, "topk", 1, 0, &l->topk);
+    if (st == MJ_OK) st = positive(li, "topk", l->topk);
+    if (st == MJ_OK) st = get_int(obj, li, "ranks", 1, 0, &l->ranks);
+    if (st == MJ_OK) st = positive(li, "ranks", l->ranks);
+    if (st == MJ_OK) st = get_int(obj, li, "max_tokens_per_rank", 1, 0, &l->max_tokens_per_rank);
+    if (st == MJ_OK) st = positive(li, "max_tokens_per_rank", l->max_tokens_per_rank);
+    if (st == MJ_OK) st = get_format(obj, li, "weight_format", &l->weight_format);
+    if (st == MJ_OK) st = get_format(obj, li, "dispatch_format", &l->dispatch_format);
+    if (st == MJ_OK) st = get_string(obj, li, "activation", 1, &act);
+    if (st == MJ_OK) st = get_int(obj, li, "num_sms", 0, 0, &l->num_sms);
+    if (st != MJ_OK) return st;
+
+    if (l->experts % l->ranks != 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].experts: must be divisible by ranks (%d %% %d != 0)",
+                       li, l->experts, l->ranks);
+    if (l->topk > l->experts)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].topk: must not exceed experts (%d > %d)", li, l->topk,
+                       l->experts);
+    if (l->num_sms < 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].num_sms: must be >= 0 (got %d; 0 = all SMs)", li,
+                       l->num_sms);
+    int found = 0;
+    for (size_t i = 0; i < sizeof kActivationNames / sizeof kActivationNames[0]; i++)
+        if (strcmp(act, kActivationNames[i]) == 0) {
+            l->act = (activation)i;
+            found = 1;
+        }
+    if (!found)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].activation: unknown activation \"%s\" (known: "
+                       "swiglu, swigluoai)",
+                       li, act);
+    const cJSON *clamp = cJSON_GetObjectItemCaseSensitive(obj, "clamp");
+    if (clamp) {
+        if (!cJSON_IsNumber(clamp) || !isfinite(clamp->valuedouble) || clamp->valuedouble <= 0)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "manifest: layers[%zu].clamp: must be a positive number", li);
+        l->clamp = clamp->valuedouble;
+    }
+    char fallback[32];
+    snprintf(fallback, sizeof fallback, "layers[%zu]", li);
+    l->name = strdup(name ? name : fallback);
+    if (!l->name) return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
+    return MJ_OK;
+}
+
+static mj_status parse_archs(const cJSON *arr, mj_manifest *m) {
+    if (!arr) return mj_fail(MJ_ERR_INVALID_ARG, "manifest: archs: missing");
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: archs: must be a non-empty array of strings");
+    size_t i = 0;
+    for (const cJSON *c = arr->child; c; c = c->next, i++) {
+        char path[32];
+        snprintf(path, sizeof path, "archs[%zu]", i);
+        if (!cJSON_IsString(c))
+            return mj_fail(MJ_ERR_INVALID_ARG, "manifest: %s: must be a string", path);
+        mj_status st = add_arch(m->archs, &m->num_archs, c->valuestring, path);
+        if (st != MJ_OK) return st;
+    }
+    return MJ_OK;
+}
+
+static mj_status parse_root(const cJSON *root, mj_manifest *m) {
+    static const char *const keys[] = {"comment", "archs", "layers", NULL};
+    if (!cJSON_IsObject(root))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: the top level must be a JSON object");
+    mj_status st = check_keys(root, keys, "");
+    if (st != MJ_OK) return st;
+    const cJSON *comment = cJSON_GetObjectItemCaseSensitive(root, "comment");
+    if (comment && !cJSON_IsString(comment))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: comment: must be a string");
+    st = parse_archs(cJSON_GetObjectItemCaseSensitive(root, "archs"), m);
+    if (st != MJ_OK) return st;
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    if (!layers) return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers: missing");
+    if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) == 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers: must be a non-empty array of objects");
+    size_t n = (size_t)cJSON_GetArraySize(layers);
+    m->layers = calloc(n, sizeof *m->layers);
+    if (!m->layers) return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
+    for (const cJSON *c = layers->child; c; c = c->next) {
+        st = parse_layer(c, m->num_layers, &m->layers[m->num_layers]);
+        if (st != MJ_OK) return st;
+        m->num_layers++;
+    }
+    return enumerate(m->archs, m->num_archs, m->layers, m->num_layers, &m->kernels);
+}
+
+mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
+    if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: out is NULL");
+    *out = NULL;
+    if (!json) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: json is NULL");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
+    if (!root) {
+        size_t off = end ? (size_t)(end - json) : 0;
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < off && json[i]; i++, col++)
+            if (json[i] == '\n') {
+                line++;
+                col = 0;
+            }
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: invalid JSON at line %zu, column %zu", line,
+                       col);
+    }
+    mj_manifest *m = calloc(1, sizeof *m);
+    if (!m) {
+        cJSON_Delete(root);
+        return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
+    }
+    mj_status st = parse_root(root, m);
+    cJSON_Delete(root);
+    if (st != MJ_OK) {
+        mj_manifest_destroy(m);
+        return st;
+    }
+    *out = m;
+    return MJ_OK;
+}
+
+mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated) {
+    if (!m || !comma_separated)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_set_archs: NULL argument");
+    mj_arch archs[MAX_ARCHS];
+    size_t num_archs = 0;
+    const char *p = comma_separated;
+    for (size_t i = 0;; i++) {
+        size_t len = strcspn(p, ",");
+        char name[32], path[32];
+        snprintf(path, sizeof path, "archs[%zu]", i);
+        if (len == 0 || len >= sizeof name)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "manifest: %s: \"%.*s\" is not an architecture (known: %s)", path,
+                           (int)len, p, known_arch_list());
+        memcpy(name, p, len);
+        name[len] = '\0';
+        mj_status st = add_arch(archs, &num_archs, name, path);
+        if (st != MJ_OK) return st;
+        if (p[len] == '\0') break;
+        p += len + 1;
+    }
+    kernel_list kernels;
+    mj_status st = enumerate(archs, num_archs, m->layers, m->num_layers, &kernels);
+    if (st != MJ_OK) return st;
+    kernel_list_free(&m->kernels);
+    m->kernels = kernels;
+    memcpy(m->archs, archs, sizeof archs);
+    m->num_archs = num_archs;
+    return MJ_OK;
+}
+
+void mj_manifest_destroy(mj_manifest *m) {
+    if (!m) return;
+    for (size_t i = 0; i < m->num_layers; i++)
+        free(m->layers[i].name);
+    free(m->layers);
+    kernel_list_free(&m->kernels);
+    free(m);
+}
+
+size_t mj_manifest_kernel_count(const mj_manifest *m) {
+    return m ? m->kernels.count : 0;
+}
+
+const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i) {
+    if (!m || i >= m->kernels.count) return NULL;
+    return m->kernels.items[i].description;
+}
+
+mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
+                                   mj_build_result *result, double *seconds) {
+    if (result) *result = MJ_BUILD_FAILED;
+    if (seconds) *seconds = 0;
+    if (!rt || !m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_build_kernel: NULL argument");
+    if (i >= m->kernels.count)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_manifest_build_kernel: kernel %zu out of range (manifest has %zu)", i,
+                       m->kernels.count);
+    mj_build_result r = MJ_BUILD_FAILED;
+    double s = 0;
+    mj_status st = mj_jit_build(rt, &m->kernels.items[i].spec, &r, &s);
+    if (result) *result = st == MJ_OK ? r : MJ_BUILD_FAILED;
+    if (seconds) *seconds = s;
+    return st;
+}

@@ -1,0 +1,644 @@
+/*
+ * End-to-end tests of the megajit CLI: runs the built binary
+ * ($MEGAJIT_BUILD/bin/megajit, default build/bin/megajit) as a child process,
+ * each test on a fresh cache directory. Needs NVRTC (not a GPU).
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+enum { MAX_ARGS = 32 };
+
+typedef struct fixture {
+    char dir[PATH_MAX];        /* scratch directory of the test */
+    char cache[PATH_MAX + 32]; /* its cache directory */
+    int runs;                  /* names the output files of each run */
+} fixture;
+
+typedef struct proc {
+    pid_t pid;
+    char out_path[PATH_MAX + 32];
+    char err_path[PATH_MAX + 32];
+} proc;
+
+typedef struct result {
+    int status; /* exit status, or 128 + signal */
+    char *out;
+    char *err;
+} result;
+
+/* A manifest with one layer per dispatch format. */
+static const char kManifest[] =
+    "{\"archs\": [\"sm_90a\"], \"layers\": ["
+    "{\"name\": \"a\", \"hidden\": 4096, \"intermediate\": 1536, \"experts\": 128, \"topk\": 8,"
+    " \"ranks\": 4, \"max_tokens_per_rank\": 1024, \"weight_format\": \"nvfp4\","
+    " \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\", \"num_sms\": 0},"
+    "{\"name\": \"b\", \"hidden\": 4096, \"intermediate\": 1536, \"experts\": 128, \"topk\": 8,"
+    " \"ranks\": 4, \"max_tokens_per_rank\": 1024, \"weight_format\": \"nvfp4\","
+    " \"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\"},"
+    "{\"name\": \"c\", \"hidden\": 4096, \"intermediate\": 1536, \"experts\": 128, \"topk\": 8,"
+    " \"ranks\": 4, \"max_tokens_per_rank\": 1024, \"weight_format\": \"nvfp4\","
+    " \"dispatch_format\": \"mxfp4\", \"activation\": \"swiglu\"},"
+    "{\"name\": \"d\", \"hidden\": 4096, \"intermediate\": 1536, \"experts\": 128, \"topk\": 8,"
+    " \"ranks\": 4, \"max_tokens_per_rank\": 1024, \"weight_format\": \"nvfp4\","
+    " \"dispatch_format\": \"nvfp4\", \"activation\": \"swigluoai\", \"clamp\": 7.0}]}";
+
+static const char *const kPresets[] = {"deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4",
+                                       "gpt-oss-120b-ep1"};
+
+static const char *cli_path(void) {
+    static char path[PATH_MAX];
+    const char *build = getenv("MEGAJIT_BUILD");
+    snprintf(path, sizeof path, "%s/bin/megajit", build && *build ? build : "build");
+    return path;
+}
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/megajit-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static char *slurp(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    size_t len = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+    }
+    fclose(fp);
+    buf[len] = '\0';
+    return buf;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fputs(text, fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* Starts the CLI with args (NULL-terminated); ro sets MEGAJIT_CACHE_RO when non-NULL. */
+static void spawn(fixture *f, proc *p, const char *ro, const char *const *args) {
+    int run = f->runs++;
+    snprintf(p->out_path, sizeof p->out_path, "%s/run%d.out", f->dir, run);
+    snprintf(p->err_path, sizeof p->err_path, "%s/run%d.err", f->dir, run);
+    char *argv[MAX_ARGS + 2];
+    int n = 0;
+    argv[n++] = (char *)cli_path();
+    for (; args[n - 1]; n++) {
+        assert_true(n <= MAX_ARGS);
+        argv[n] = (char *)args[n - 1];
+    }
+    argv[n] = NULL;
+    fflush(NULL);
+    p->pid = fork();
+    assert_true(p->pid >= 0);
+    if (p->pid == 0) {
+        int out = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+        if (ro)
+            setenv("MEGAJIT_CACHE_RO", ro, 1);
+        else
+            unsetenv("MEGAJIT_CACHE_RO");
+        unsetenv("MEGAJIT_CACHE_DISABLE");
+        setenv("MEGAJIT_CACHE_DIR", f->cache, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+}
+
+static result finish(proc *p) {
+    int status;
+    while (waitpid(p->pid, &status, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    result r;
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(p->out_path);
+    r.err = slurp(p->err_path);
+    return r;
+}
+
+static result run_ro(fixture *f, const char *ro, ...) {
+    const char *args[MAX_ARGS + 1];
+    va_list ap;
+    va_start(ap, ro);
+    int n = 0;
+    while ((args[n] = va_arg(ap, const char *)) != NULL) {
+        n++;
+        assert_true(n < MAX_ARGS);
+    }
+    va_end(ap);
+    proc p;
+    spawn(f, &p, ro, args);
+    return finish(&p);
+}
+
+#define run(f, ...) run_ro(f, NULL, __VA_ARGS__, (const char *)NULL)
+
+static void result_free(result *r) {
+    free(r->out);
+    free(r->err);
+}
+
+static void expect_status(const result *r, int status) {
+    if (r->status != status)
+        fail_msg("exit status %d (wanted %d)\nstdout:\n%s\nstderr:\n%s", r->status, status, r->out,
+                 r->err);
+}
+
+static void expect_in(const char *haystack, const char *needle) {
+    if (!strstr(haystack, needle)) fail_msg("'%s' not found in:\n%s", needle, haystack);
+}
+
+static cJSON *parse_json(const result *r) {
+    cJSON *j = cJSON_Parse(r->out);
+    if (!j) fail_msg("not JSON:\n%s\nstderr:\n%s", r->out, r->err);
+    return j;
+}
+
+static double num(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v)) fail_msg("no number '%s'", key);
+    return v->valuedouble;
+}
+
+typedef struct counts {
+    int kernels, compiled, cached, failed;
+} counts;
+
+/* Runs precompile --json with extra args and returns its counts (exit 0 expected). */
+static counts precompile_ro(fixture *f, const char *ro, const char *cache,
+                            const char *const *extra) {
+    const char *args[MAX_ARGS + 1] = {"precompile", "--json", "--cache", cache};
+    int n = 4;
+    for (; *extra; extra++)
+        args[n++] = *extra;
+    args[n] = NULL;
+    proc p;
+    spawn(f, &p, ro, args);
+    result r = finish(&p);
+    expect_status(&r, 0);
+    cJSON *j = parse_json(&r);
+    counts c = {(int)num(j, "kernels"), (int)num(j, "compiled"), (int)num(j, "cached"),
+                (int)num(j, "failed")};
+    assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "archs")));
+    num(j, "seconds");
+    num(j, "jobs");
+    cJSON_Delete(j);
+    result_free(&r);
+    return c;
+}
+
+static const char *manifest_path(fixture *f) {
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/manifest.json", f->dir);
+    write_text(path, kManifest);
+    return path;
+}
+
+static int cache_entries(fixture *f, const char *cache) {
+    result r = run(f, "cache", "stat", "--json", "--cache", cache);
+    expect_status(&r, 0);
+    cJSON *j = parse_json(&r);
+    int n = (int)num(j, "entries");
+    cJSON_Delete(j);
+    result_free(&r);
+    return n;
+}
+
+static int verify_status(fixture *f) {
+    result r = run(f, "cache", "verify", "--cache", f->cache);
+    int s = r.status;
+    result_free(&r);
+    return s;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_help(void **state) {
+    fixture *f = *state;
+    static const char *const cmds[][4] = {
+        {"--help", NULL, NULL},        {"precompile", "--help", NULL},
+        {"cache", "--help", NULL},     {"cache", "ls", "--help"},
+        {"cache", "show", "--help"},   {"cache", "stat", "--help"},
+        {"cache", "verify", "--help"}, {"cache", "rm", "--help"},
+        {"cache", "gc", "--help"},     {"cache", "export", "--help"},
+        {"cache", "import", "--help"}, {"info", "--help", NULL},
+        {"bench", "--help", NULL},     {"bench", "pre-dispatch", "--help"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        proc p;
+        spawn(f, &p, NULL, cmds[i]);
+        result r = finish(&p);
+        expect_status(&r, 0);
+        expect_in(r.out, "usage: megajit");
+        result_free(&r);
+    }
+    result r = run(f, "--version");
+    expect_status(&r, 0);
+    expect_in(r.out, "megajit ");
+    result_free(&r);
+}
+
+static void test_bad_flags(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *args[8];
+        const char *message;
+    } cases[] = {
+        {{"precompile", "--preset", "qwen3-235b-ep4", "--bogus"}, "--bogus"},
+        {{"precompile", "--preset", "qwen3-235b-ep4", "--jobs", "0"}, "--jobs"},
+        {{"precompile", "--preset", "no-such-model"}, "no-such-model"},
+        {{"precompile", "--preset", "qwen3-235b-ep4", "--arch", "sm_80"}, "sm_80"},
+        {{"precompile"}, "--preset"},
+        {{"precompile", "--preset", "qwen3-235b-ep4", "--manifest", "x.json"}, "--manifest"},
+        {{"precompile", "--manifest", "/nonexistent/m.json"}, "/nonexistent/m.json"},
+        {{"cache", "rm"}, "--family"},
+        {{"cache", "rm", "--all", "--family", "pre_dispatch"}, "exactly one"},
+        {{"cache", "gc", "--max-bytes", "lots"}, "lots"},
+        {{"cache", "show", "xyz"}, "xyz"},
+        {{"cache", "frobnicate"}, "frobnicate"},
+        {{"cache", "ls", "--json", "--cache"}, "--cache"},
+        {{"bench", "pre-dispatch", "--format", "fp7"}, "fp7"},
+        {{"info", "--verbose"}, "--verbose"},
+        {{"transmogrify"}, "transmogrify"},
+        {{NULL}, "usage"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proc p;
+        spawn(f, &p, NULL, cases[i].args);
+        result r = finish(&p);
+        expect_status(&r, 2);
+        expect_in(r.err, cases[i].message);
+        result_free(&r);
+    }
+}
+
+static void test_bad_manifests(void **state) {
+    fixture *f = *state;
+    static const char layer_head[] = "{\"archs\": [\"sm_90a\"], \"layers\": [{";
+    static const char good_fields[] =
+        "\"hidden\": 7168, \"intermediate\": 2048, \"topk\": 8,"
+        " \"max_tokens_per_rank\": 4096, \"weight_format\": \"mxfp4\", \"activation\": \"swiglu\"";
+    static const struct {
+        const char *fields; /* appended to good_fields */
+        const char *message;
+    } cases[] = {
+        {", \"experts\": 256, \"ranks\": 8, \"dispatch_format\": \"mxfp8\", \"bogus\": 1",
+         "layers[0].bogus"},
+        {", \"experts\": 256, \"ranks\": 8, \"dispatch_format\": \"fp7\"",
+         "layers[0].dispatch_format"},
+        {", \"experts\": 256, \"ranks\": 3, \"dispatch_format\": \"mxfp8\"", "layers[0].experts"},
+        {", \"experts\": 256, \"ranks\": 8", "layers[0].dispatch_format"},
+        {", \"experts\": \"256\", \"ranks\": 8, \"dispatch_format\": \"mxfp8\"",
+         "layers[0].experts"},
+        {", \"experts\": 4, \"ranks\": 1, \"dispatch_format\": \"mxfp8\"", "layers[0].topk"},
+        {", \"experts\": 256, \"ranks\": 8, \"dispatch_format\": \"mxfp8\", \"clamp\": \"7\"",
+         "layers[0].clamp"},
+    };
+    char path[PATH_MAX + 32], text[2048];
+    snprintf(path, sizeof path, "%s/bad.json", f->dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text, "%s%s%s}]}", layer_head, good_fields, cases[i].fields);
+        write_text(path, text);
+        result r = run(f, "precompile", "--manifest", path, "--cache", f->cache);
+        expect_status(&r, 2);
+        expect_in(r.err, cases[i].message);
+        result_free(&r);
+    }
+    static const struct {
+        const char *text;
+        const char *message;
+    } whole[] = {
+        {"{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 100}]}", "layers[0].hidden"},
+        {"{\"archs\": [\"sm_90a\"], \"layers\": [], \"extra\": 1}", "extra"},
+        {"{\"archs\": [\"sm_75\"], \"layers\": []}", "archs[0]"},
+        {"{\"archs\": [\"sm_90a\"]}", "layers"},
+        {"{\"archs\": [\"sm_90a\"], ", "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+        write_text(path, whole[i].text);
+        result r = run(f, "precompile", "--manifest", path, "--cache", f->cache);
+        expect_status(&r, 2);
+        expect_in(r.err, whole[i].message);
+        result_free(&r);
+    }
+    /* The message of a later layer names that layer. */
+    snprintf(text, sizeof text,
+             "%s%s, \"experts\": 256, \"ranks\": 8, \"dispatch_format\": \"mxfp8\"},"
+             " {%s, \"experts\": 256, \"ranks\": 8, \"dispatch_format\": \"mxfp8\","
+             " \"hidden\": 100}]}",
+             layer_head, good_fields, good_fields + strlen("\"hidden\": 7168, "));
+    write_text(path, text);
+    result r = run(f, "precompile", "--manifest", path, "--cache", f->cache);
+    expect_status(&r, 2);
+    expect_in(r.err, "layers[1].hidden: must be a positive multiple of 128 (got 100)");
+    result_free(&r);
+}
+
+/* NVRTC compiles every pre-dispatch variant of every preset for sm_90a and sm_100a. */
+static void test_presets_compile_all_archs(void **state) {
+    fixture *f = *state;
+    for (size_t i = 0; i < sizeof kPresets / sizeof kPresets[0]; i++) {
+        char cache[PATH_MAX + 64];
+        snprintf(cache, sizeof cache, "%s/%s", f->dir, kPresets[i]);
+        const char *const extra[] = {"--preset", kPresets[i], "--arch", "sm_90a,sm_100a",
+                                     "--jobs",   "2",         NULL};
+        counts first = precompile_ro(f, NULL, cache, extra);
+        assert_true(first.kernels >= 4);
+        assert_int_equal(first.failed, 0);
+        assert_int_equal(first.compiled, first.kernels);
+        counts second = precompile_ro(f, NULL, cache, extra);
+        assert_int_equal(second.kernels, first.kernels);
+        assert_int_equal(second.cached, second.kernels);
+        assert_int_equal(second.compiled, 0);
+        assert_int_equal(second.failed, 0);
+    }
+}
+
+/* Eight processes racing on one empty cache compile each kernel exactly once. */
+static void test_concurrent_precompile(void **state) {
+    fixture *f = *state;
+    enum { PROCS = 8 };
+    const char *manifest = manifest_path(f);
+    const char *const args[] = {"precompile", "--manifest", manifest, "--json",
+                                "--cache",    f->cache,     NULL};
+    proc procs[PROCS];
+    for (int i = 0; i < PROCS; i++)
+        spawn(f, &procs[i], NULL, args);
+    int kernels = -1, compiled = 0;
+    for (int i = 0; i < PROCS; i++) {
+        result r = finish(&procs[i]);
+        expect_status(&r, 0);
+        cJSON *j = parse_json(&r);
+        if (kernels < 0) kernels = (int)num(j, "kernels");
+        assert_int_equal((int)num(j, "kernels"), kernels);
+        assert_int_equal((int)num(j, "failed"), 0);
+        assert_int_equal((int)num(j, "compiled") + (int)num(j, "cached"), kernels);
+        compiled += (int)num(j, "compiled");
+        cJSON_Delete(j);
+        result_free(&r);
+    }
+    assert_true(kernels >= 4);
+    assert_int_equal(compiled, kernels);
+
+    result r = run(f, "cache", "ls", "--json", "--family", "pre_dispatch", "--arch", "sm_90a",
+                   "--cache", f->cache);
+    expect_status(&r, 0);
+    cJSON *list = parse_json(&r);
+    assert_int_equal(cJSON_GetArraySize(list), kernels);
+    const cJSON *first = cJSON_GetArrayItem(list, 0);
+    const char *key = cJSON_GetObjectItemCaseSensitive(first, "key")->valuestring;
+    const char *kernel = cJSON_GetObjectItemCaseSensitive(first, "kernel_name")->valuestring;
+    char prefix[9];
+    snprintf(prefix, sizeof prefix, "%.8s", key);
+
+    result shown = run(f, "cache", "show", prefix, "--source", "--cache", f->cache);
+    expect_status(&shown, 0);
+    expect_in(shown.out, key);
+    expect_in(shown.out, kernel);
+    expect_in(shown.out, "--- source ---");
+    result_free(&shown);
+    /* --sass either disassembles or says nvdisasm is missing. */
+    shown = run(f, "cache", "show", prefix, "--sass", "--cache", f->cache);
+    if (shown.status != 0) {
+        expect_status(&shown, 1);
+        expect_in(shown.err, "nvdisasm");
+    }
+    result_free(&shown);
+    cJSON_Delete(list);
+    result_free(&r);
+
+    r = run(f, "cache", "ls", "--cache", f->cache);
+    expect_status(&r, 0);
+    expect_in(r.out, "KEY");
+    expect_in(r.out, prefix);
+    result_free(&r);
+    r = run(f, "cache", "ls", "--json", "--arch", "sm_100a", "--cache", f->cache);
+    expect_status(&r, 0);
+    list = parse_json(&r);
+    assert_int_equal(cJSON_GetArraySize(list), 0);
+    cJSON_Delete(list);
+    result_free(&r);
+}
+
+/* Flips one byte of one stored cubin through SQLite, as disk corruption would. */
+static void corrupt_one_cubin(const char *cache) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/megajit-cache.db", cache);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10000);
+    sqlite3_stmt *sel;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT rowid, cubin FROM entry ORDER BY rowid LIMIT 1",
+                                        -1, &sel, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(sel), SQLITE_ROW);
+    sqlite3_int64 rowid = sqlite3_column_int64(sel, 0);
+    int size = sqlite3_column_bytes(sel, 1);
+    assert_true(size > 0);
+    unsigned char *cubin = malloc((size_t)size);
+    assert_non_null(cubin);
+    memcpy(cubin, sqlite3_column_blob(sel, 1), (size_t)size);
+    sqlite3_finalize(sel);
+    cubin[size / 2] ^= 0x5a;
+    sqlite3_stmt *upd;
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "UPDATE entry SET cubin = ? WHERE rowid = ?", -1, &upd, NULL),
+        SQLITE_OK);
+    sqlite3_bind_blob(upd, 1, cubin, size, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(upd, 2, rowid);
+    assert_int_equal(sqlite3_step(upd), SQLITE_DONE);
+    assert_int_equal(sqlite3_changes(db), 1);
+    sqlite3_finalize(upd);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    free(cubin);
+}
+
+static void test_verify_and_heal(void **state) {
+    fixture *f = *state;
+    const char *const extra[] = {"--manifest", manifest_path(f), "--jobs", "2", NULL};
+    counts c = precompile_ro(f, NULL, f->cache, extra);
+    assert_int_equal(c.compiled, c.kernels);
+    assert_int_equal(verify_status(f), 0);
+
+    corrupt_one_cubin(f->cache);
+    result r = run(f, "cache", "verify", "--json", "--cache", f->cache);
+    expect_status(&r, 1);
+    cJSON *j = parse_json(&r);
+    assert_int_equal((int)num(j, "bad"), 1);
+    assert_int_equal((int)num(j, "checked"), c.kernels);
+    cJSON_Delete(j);
+    result_free(&r);
+
+    c = precompile_ro(f, NULL, f->cache, extra);
+    assert_int_equal(c.compiled, 1);
+    assert_int_equal(c.cached, c.kernels - 1);
+    assert_int_equal(verify_status(f), 0);
+}
+
+static void test_rm_gc_stat(void **state) {
+    fixture *f = *state;
+    const char *const extra[] = {"--manifest", manifest_path(f), "--jobs", "2", NULL};
+    counts c = precompile_ro(f, NULL, f->cache, extra);
+    assert_int_equal(cache_entries(f, f->cache), c.kernels);
+
+    result r = run(f, "cache", "stat", "--cache", f->cache);
+    expect_status(&r, 0);
+    expect_in(r.out, "entries");
+    expect_in(r.out, "journal mode");
+    result_free(&r);
+
+    r = run(f, "cache", "rm", "--arch", "sm_100a", "--cache", f->cache);
+    expect_status(&r, 0);
+    expect_in(r.out, "removed 0 entries");
+    result_free(&r);
+
+    r = run(f, "cache", "gc", "--max-bytes", "0", "--json", "--cache", f->cache);
+    expect_status(&r, 0);
+    cJSON *j = parse_json(&r);
+    assert_int_equal((int)num(j, "cubin_bytes"), 0);
+    cJSON_Delete(j);
+    result_free(&r);
+    assert_int_equal(cache_entries(f, f->cache), 0);
+
+    c = precompile_ro(f, NULL, f->cache, extra);
+    assert_int_equal(c.compiled, c.kernels);
+    r = run(f, "cache", "rm", "--family", "pre_dispatch", "--cache", f->cache);
+    expect_status(&r, 0);
+    result_free(&r);
+    assert_int_equal(cache_entries(f, f->cache), 0);
+}
+
+static void test_export_snapshot(void **state) {
+    fixture *f = *state;
+    const char *const extra[] = {"--manifest", manifest_path(f), "--jobs", "2", NULL};
+    counts c = precompile_ro(f, NULL, f->cache, extra);
+    assert_int_equal(c.compiled, c.kernels);
+
+    char snapshot[PATH_MAX + 32], fresh[PATH_MAX + 32], imported[PATH_MAX + 32];
+    snprintf(snapshot, sizeof snapshot, "%s/snapshot.db", f->dir);
+    snprintf(fresh, sizeof fresh, "%s/fresh", f->dir);
+    snprintf(imported, sizeof imported, "%s/imported", f->dir);
+    result r = run(f, "cache", "export", snapshot, "--cache", f->cache);
+    expect_status(&r, 0);
+    result_free(&r);
+
+    counts served = precompile_ro(f, snapshot, fresh, extra);
+    assert_int_equal(served.kernels, c.kernels);
+    assert_int_equal(served.cached, c.kernels);
+    assert_int_equal(served.compiled, 0);
+
+    r = run(f, "cache", "import", snapshot, "--cache", imported);
+    expect_status(&r, 0);
+    expect_in(r.out, "imported");
+    result_free(&r);
+    assert_int_equal(cache_entries(f, imported), c.kernels);
+}
+
+/* A precompile killed mid-way leaves a cache the next run completes. */
+static void test_killed_precompile(void **state) {
+    fixture *f = *state;
+    const char *manifest = manifest_path(f);
+    /* One worker stretches the run well past the kill. */
+    const char *const args[] = {"precompile",     "--manifest", manifest, "--arch",
+                                "sm_90a,sm_100a", "--jobs",     "1",      "--json",
+                                "--cache",        f->cache,     NULL};
+    proc p;
+    spawn(f, &p, NULL, args);
+    struct timespec delay = {0, 300 * 1000 * 1000};
+    nanosleep(&delay, NULL);
+    kill(p.pid, SIGKILL);
+    result r = finish(&p);
+    result_free(&r);
+
+    counts c = precompile_ro(f, NULL, f->cache, args + 1);
+    assert_true(c.kernels >= 8);
+    assert_int_equal(c.failed, 0);
+    assert_int_equal(c.compiled + c.cached, c.kernels);
+    assert_int_equal(verify_status(f), 0);
+    assert_int_equal(cache_entries(f, f->cache), c.kernels);
+}
+
+static void test_info(void **state) {
+    fixture *f = *state;
+    result r = run(f, "info", "--json", "--cache", f->cache);
+    expect_status(&r, 0);
+    cJSON *j = parse_json(&r);
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(j, "cache_path");
+    assert_true(cJSON_IsString(path));
+    expect_in(path->valuestring, f->cache);
+    assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "megajit_version")));
+    cJSON_Delete(j);
+    result_free(&r);
+    r = run(f, "info", "--cache", f->cache);
+    expect_status(&r, 0);
+    expect_in(r.out, "journal mode");
+    result_free(&r);
+}
+
+int main(void) {
+    if (access(cli_path(), X_OK) != 0) {
+        fprintf(stderr, "test_cli: %s is missing (build it with `make cli`)\n", cli_path());
+        return 1;
+    }
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_help),
+        T(test_bad_flags),
+        T(test_bad_manifests),
+        T(test_presets_compile_all_archs),
+        T(test_concurrent_precompile),
+        T(test_verify_and_heal),
+        T(test_rm_gc_stat),
+        T(test_export_snapshot),
+        T(test_killed_precompile),
+        T(test_info),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
