@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The one script run on the GPU machine, from the repo root, with build/ made
+# here (make test-gpu) and carried. It keeps going after a failed step, bounds
+# every step by a timeout and by an overall deadline (the device call's limit is
+# 600 s), writes at most 7 files to $OUT and ends with a pass/fail table.
+#
+#   tests/gpu/run.sh            (OUT defaults to /tmp/mj-gpu-out)
+set -u
+
+OUT=${OUT:-/tmp/mj-gpu-out}
+mkdir -p "$OUT"
+# Kernels compiled by the first step serve the later ones; outside $OUT so it
+# never competes with the logs for the files that come back.
+export MEGAJIT_CACHE_DIR=/tmp/mjcache
+mkdir -p "$MEGAJIT_CACHE_DIR"
+export PATH="$PATH:/usr/local/cuda/bin"
+
+DEADLINE=$((SECONDS + ${MJ_GPU_BUDGET_S:-550}))
+TEST=build/tests/gpu/test_pre_dispatch
+CLI=build/bin/megajit
+ENV_LOG=$OUT/env.log
+SUMMARY=$OUT/summary.txt
+
+names=()
+results=()
+notes=()
+
+# step NAME LIMIT_S LOG CMD...: runs CMD with stdout+stderr to LOG (appended)
+# and to the terminal tail, under the smaller of LIMIT_S and the time left.
+step() {
+    local name=$1 limit=$2 log=$3
+    shift 3
+    local left=$((DEADLINE - SECONDS - 15))
+    ((left < limit)) && limit=$left
+    if ((limit < 5)); then
+        names+=("$name")
+        results+=("SKIP")
+        notes+=("no time left")
+        return
+    fi
+    echo "=== $name (limit ${limit}s) -> $log"
+    local start=$SECONDS rc
+    timeout -k 10 "$limit" "$@" >>"$log" 2>&1
+    rc=$?
+    local took=$((SECONDS - start))
+    tail -n "${TAIL_LINES:-8}" "$log"
+    local result=PASS
+    if ((rc == 124 || rc == 137)); then
+        result=TIMEOUT
+    elif ((rc != 0)); then
+        result="FAIL(rc=$rc)"
+    fi
+    names+=("$name")
+    results+=("$result")
+    notes+=("${took}s, $(basename "$log")")
+}
+
+# The last "N passed, N failed" line of a test log, for the table.
+counts() {
+    grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -n 1
+}
+
+{
+    echo "=== date: $(date -u)"
+    echo "=== uname: $(uname -a)"
+    echo "=== nvidia-smi"
+    nvidia-smi 2>&1
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1
+    echo "=== ldd $CLI"
+    ldd "$CLI" 2>&1
+    echo "=== ldd $TEST"
+    ldd "$TEST" 2>&1
+    echo "=== compute-sanitizer"
+    command -v compute-sanitizer && compute-sanitizer --version 2>&1 | tail -n 2
+} >"$ENV_LOG" 2>&1
+sed -n '1,40p' "$ENV_LOG"
+if ldd "$CLI" "$TEST" 2>/dev/null | grep -q 'not found'; then
+    echo "WARNING: missing shared libraries (see $ENV_LOG):"
+    ldd "$CLI" "$TEST" 2>/dev/null | grep 'not found'
+fi
+
+if [[ ! -x $TEST || ! -x $CLI ]]; then
+    echo "FATAL: $TEST or $CLI is missing: run 'make test-gpu' before carrying build/"
+    exit 2
+fi
+
+TAIL_LINES=14 step "test_pre_dispatch" 240 "$OUT/test_pre_dispatch.log" "$TEST"
+test_counts=$(counts "$OUT/test_pre_dispatch.log")
+
+if command -v compute-sanitizer >/dev/null; then
+    step "memcheck --quick" 110 "$OUT/memcheck.log" \
+        compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 "$TEST" --quick
+    step "racecheck --quick" 110 "$OUT/racecheck.log" \
+        compute-sanitizer --tool racecheck --error-exitcode 97 "$TEST" --quick
+else
+    names+=("compute-sanitizer")
+    results+=("SKIP")
+    notes+=("not installed")
+fi
+
+step "bench pre-dispatch --json" 60 "$OUT/bench.log" \
+    bash -c "$CLI bench pre-dispatch --json > '$OUT/bench_pre_dispatch.json'"
+TAIL_LINES=12 step "bench pre-dispatch" 60 "$OUT/bench.log" "$CLI" bench pre-dispatch
+step "megajit info" 20 "$ENV_LOG" "$CLI" info
+
+{
+    echo
+    echo "=== bench_pre_dispatch.json"
+    cat "$OUT/bench_pre_dispatch.json" 2>/dev/null
+    echo
+    echo "=== summary (logs in \$OUT: env.log test_pre_dispatch.log memcheck.log racecheck.log bench.log bench_pre_dispatch.json summary.txt)"
+    printf '%-28s %-14s %s\n' STEP RESULT NOTE
+    failed=0
+    for i in "${!names[@]}"; do
+        printf '%-28s %-14s %s\n' "${names[$i]}" "${results[$i]}" "${notes[$i]}"
+        [[ ${results[$i]} == PASS ]] || failed=$((failed + 1))
+    done
+    echo "test_pre_dispatch:         ${test_counts:-no summary line}"
+    echo "memcheck --quick:          $(counts "$OUT/memcheck.log") $(grep -m1 -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null)"
+    echo "racecheck --quick:         $(counts "$OUT/racecheck.log") $(grep -m1 -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null)"
+    echo "steps not passed: $failed"
+} >"$SUMMARY"
+cat "$SUMMARY"
+[[ $(grep -c '^steps not passed: 0$' "$SUMMARY") == 1 ]]
