@@ -1,0 +1,58 @@
+/*
+ * The MegaMoE format matrix: one row per supported precision combination.
+ * Kernels, heuristics, the API and the tests all read this table, so adding a
+ * precision is adding a row here (plus the kernel variant it names).
+ * Format codes are MJ_FMT_* (equal to enum mj_format).
+ */
+#ifndef MJ_HEURISTICS_MOE_FORMATS_H
+#define MJ_HEURISTICS_MOE_FORMATS_H
+
+#include "templates/layout/symm_layout.h"
+
+typedef enum mj_moe_activation {
+    MJ_ACT_SWIGLU = 0,
+    MJ_ACT_SWIGLUOAI = 1,
+    MJ_ACT_SITU = 2,
+    MJ_ACT_COUNT_ = 3
+} mj_moe_activation;
+
+#define MJ_ACT_BIT(act) (1u << (unsigned)(act))
+#define MJ_ACT_ALL                                                                                 \
+    (MJ_ACT_BIT(MJ_ACT_SWIGLU) | MJ_ACT_BIT(MJ_ACT_SWIGLUOAI) | MJ_ACT_BIT(MJ_ACT_SITU))
+
+/* Hopper has no FP4 tensor cores, so a row's kernel is chosen by the operand
+ * type its tensor cores consume after decoding, not by the storage formats. */
+typedef enum mj_moe_variant {
+    MJ_MOE_VARIANT_BF16 = 0,  /* BF16 x BF16 wgmma, no block scales */
+    MJ_MOE_VARIANT_FP8 = 1,   /* both operands as E4M3 (FP4 decodes exactly into E4M3),
+                                 block scales applied per K group to the fp32 accumulator */
+    MJ_MOE_VARIANT_W4A16 = 2, /* FP4 weights times their scale decoded exactly into BF16 */
+} mj_moe_variant;
+
+typedef struct mj_moe_format_row {
+    int weight_fmt;           /* W1 and W2 storage */
+    int dispatch_fmt;         /* tokens as pre-dispatch writes them: GEMM 1 input */
+    int l2_input_fmt;         /* the L1 epilogue quantizes GEMM 2's input into this */
+    unsigned activation_mask; /* MJ_ACT_BIT of each allowed activation */
+    int uses_x_scales;        /* GEMM 1 accumulator is multiplied by the per-token scale */
+    int variant;              /* mj_moe_variant */
+    const char *name;         /* "mxfp4-a8" */
+} mj_moe_format_row;
+
+int mj_moe_format_count(void);
+/* Row i in table order, NULL when out of range. */
+const mj_moe_format_row *mj_moe_format_at(int i);
+/* The row for a (weight, dispatch) pair; NULL when the pair is unsupported. */
+const mj_moe_format_row *mj_moe_format_find(int weight_fmt, int dispatch_fmt);
+/* Exact, case-sensitive name match; NULL when unknown or name is NULL. */
+const mj_moe_format_row *mj_moe_format_by_name(const char *name);
+
+/* 1 when row accepts act, 0 otherwise (also for a NULL row or unknown act). */
+int mj_moe_activation_allowed(const mj_moe_format_row *row, int act);
+/* 1 for the swiglu family (swiglu, swigluoai), the only activations with an
+ * optional clamp (NUMERICS.md step 3). */
+int mj_moe_activation_has_clamp(int act);
+/* "swiglu", "swigluoai", "situ"; NULL for an unknown activation. */
+const char *mj_moe_activation_name(int act);
+
+#endif /* MJ_HEURISTICS_MOE_FORMATS_H */

@@ -1,0 +1,302 @@
+/*
+ * The MegaMoE format table and launch heuristics (heuristics/). Expected
+ * values are worked out by hand from the rules in the headers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "heuristics/mega_moe_config.h"
+#include "heuristics/moe_formats.h"
+
+static void test_format_table_rows(void **state) {
+    (void)state;
+    static const struct {
+        const char *name;
+        int weight, dispatch, l2, x_scales, variant;
+    } want[] = {
+        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16},
+        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_FP8},
+        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_FP8},
+        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_W4A16},
+        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_VARIANT_FP8},
+        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_W4A16},
+    };
+    int n = (int)(sizeof want / sizeof want[0]);
+    assert_int_equal(mj_moe_format_count(), n);
+    for (int i = 0; i < n; i++) {
+        const mj_moe_format_row *byname = mj_moe_format_by_name(want[i].name);
+        const mj_moe_format_row *bypair = mj_moe_format_find(want[i].weight, want[i].dispatch);
+        assert_non_null(byname);
+        assert_ptr_equal(byname, bypair);
+        assert_ptr_equal(byname, mj_moe_format_at(i));
+        assert_string_equal(byname->name, want[i].name);
+        assert_int_equal(byname->weight_fmt, want[i].weight);
+        assert_int_equal(byname->dispatch_fmt, want[i].dispatch);
+        assert_int_equal(byname->l2_input_fmt, want[i].l2);
+        assert_int_equal(byname->uses_x_scales, want[i].x_scales);
+        assert_int_equal(byname->variant, want[i].variant);
+    }
+}
+
+static void test_format_table_rejects(void **state) {
+    (void)state;
+    assert_null(mj_moe_format_at(-1));
+    assert_null(mj_moe_format_at(mj_moe_format_count()));
+    assert_null(mj_moe_format_by_name(NULL));
+    assert_null(mj_moe_format_by_name(""));
+    assert_null(mj_moe_format_by_name("BF16"));
+    assert_null(mj_moe_format_by_name("mxfp4"));
+    /* pairs that are not rows */
+    assert_null(mj_moe_format_find(MJ_FMT_BF16, MJ_FMT_MXFP8));
+    assert_null(mj_moe_format_find(MJ_FMT_MXFP8, MJ_FMT_BF16));
+    assert_null(mj_moe_format_find(MJ_FMT_MXFP4, MJ_FMT_NVFP4));
+    assert_null(mj_moe_format_find(MJ_FMT_NVFP4, MJ_FMT_MXFP8));
+    assert_null(mj_moe_format_find(MJ_FMT_MXFP4, MJ_FMT_MXFP4));
+    assert_null(mj_moe_format_find(4, MJ_FMT_BF16));
+    assert_null(mj_moe_format_find(-1, -1));
+}
+
+static void test_format_names_unique(void **state) {
+    (void)state;
+    int n = mj_moe_format_count();
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            const mj_moe_format_row *a = mj_moe_format_at(i), *b = mj_moe_format_at(j);
+            assert_true(strcmp(a->name, b->name) != 0);
+            assert_false(a->weight_fmt == b->weight_fmt && a->dispatch_fmt == b->dispatch_fmt);
+        }
+}
+
+/* Per-token scales exist exactly where tokens are dispatched as NVFP4. */
+static void test_x_scales_follow_dispatch(void **state) {
+    (void)state;
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        const mj_moe_format_row *r = mj_moe_format_at(i);
+        assert_int_equal(r->uses_x_scales, r->dispatch_fmt == MJ_FMT_NVFP4);
+    }
+}
+
+static void test_activations(void **state) {
+    (void)state;
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        const mj_moe_format_row *r = mj_moe_format_at(i);
+        assert_true(mj_moe_activation_allowed(r, MJ_ACT_SWIGLU));
+        assert_true(mj_moe_activation_allowed(r, MJ_ACT_SWIGLUOAI));
+        assert_true(mj_moe_activation_allowed(r, MJ_ACT_SITU));
+        assert_false(mj_moe_activation_allowed(r, -1));
+        assert_false(mj_moe_activation_allowed(r, MJ_ACT_COUNT_));
+        assert_false(mj_moe_activation_allowed(r, 31));
+    }
+    assert_false(mj_moe_activation_allowed(NULL, MJ_ACT_SWIGLU));
+    mj_moe_format_row only_situ = *mj_moe_format_at(0);
+    only_situ.activation_mask = MJ_ACT_BIT(MJ_ACT_SITU);
+    assert_false(mj_moe_activation_allowed(&only_situ, MJ_ACT_SWIGLU));
+    assert_true(mj_moe_activation_allowed(&only_situ, MJ_ACT_SITU));
+
+    assert_true(mj_moe_activation_has_clamp(MJ_ACT_SWIGLU));
+    assert_true(mj_moe_activation_has_clamp(MJ_ACT_SWIGLUOAI));
+    assert_false(mj_moe_activation_has_clamp(MJ_ACT_SITU));
+    assert_false(mj_moe_activation_has_clamp(-1));
+    assert_false(mj_moe_activation_has_clamp(MJ_ACT_COUNT_));
+
+    assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLU), "swiglu");
+    assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLUOAI), "swigluoai");
+    assert_string_equal(mj_moe_activation_name(MJ_ACT_SITU), "situ");
+    assert_null(mj_moe_activation_name(MJ_ACT_COUNT_));
+    assert_null(mj_moe_activation_name(-1));
+}
+
+static void test_block_m_values(void **state) {
+    (void)state;
+    /* mean = T*R*K/E; pick the first candidate >= mean + sqrt(mean) */
+    assert_int_equal(mj_moe_block_m(1, 8, 256, 8), 8);      /* 0.25 + 0.5 */
+    assert_int_equal(mj_moe_block_m(0, 8, 256, 8), 8);      /* no tokens */
+    assert_int_equal(mj_moe_block_m(4096, 8, 256, 8), 256); /* 1024 + 32 > 256: capped */
+    assert_int_equal(mj_moe_block_m(16, 8, 256, 8), 8);     /* 4 + 2 = 6 */
+    assert_int_equal(mj_moe_block_m(20, 8, 256, 8), 8);     /* 5 + 2.236 = 7.24 */
+    assert_int_equal(mj_moe_block_m(24, 8, 256, 8), 16);    /* 6 + 2.449 = 8.45 */
+    assert_int_equal(mj_moe_block_m(36, 8, 256, 8), 16);    /* 9 + 3 = 12 */
+    assert_int_equal(mj_moe_block_m(64, 8, 256, 8), 32);    /* 16 + 4 = 20 */
+    assert_int_equal(mj_moe_block_m(128, 8, 256, 8), 64);   /* 32 + 5.66 = 37.7 */
+    assert_int_equal(mj_moe_block_m(256, 8, 256, 8), 128);  /* 64 + 8 = 72 */
+    assert_int_equal(mj_moe_block_m(448, 8, 256, 8), 128);  /* 112 + 10.58 = 122.6 */
+    assert_int_equal(mj_moe_block_m(480, 8, 256, 8), 256);  /* 120 + 10.95 = 130.95 */
+    assert_int_equal(mj_moe_block_m(2, 1, 2, 1), 8);        /* mean 1: 1 + 1 = 2 */
+    assert_int_equal(mj_moe_block_m(64, 1, 1, 1), 128);     /* 64 + 8 = 72 */
+    assert_int_equal(mj_moe_block_m(49, 1, 1, 1), 64);      /* 49 + 7 = 56 */
+    /* 12 + 3.46 = 15.46 and 13 + 3.61 = 16.61 straddle 16 */
+    assert_int_equal(mj_moe_block_m(12, 1, 1, 1), 16);
+    assert_int_equal(mj_moe_block_m(13, 1, 1, 1), 32);
+}
+
+static void test_block_m_monotone(void **state) {
+    (void)state;
+    static const int shapes[][3] = {{8, 256, 8}, {1, 8, 2}, {4, 64, 6}, {72, 288, 8}, {2, 2, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int prev = 0;
+        for (int t = 0; t <= 20000; t++) {
+            int bm = mj_moe_block_m(t, shapes[s][0], shapes[s][1], shapes[s][2]);
+            assert_true(bm >= prev);
+            assert_true(bm == 8 || bm == 16 || bm == 32 || bm == 64 || bm == 128 || bm == 256);
+            assert_int_equal(mj_moe_token_alignment() % bm, 0);
+            prev = bm;
+        }
+        assert_int_equal(prev, 256);
+    }
+}
+
+static void test_block_m_invalid(void **state) {
+    (void)state;
+    assert_int_equal(mj_moe_block_m(-1, 8, 256, 8), -1);
+    assert_int_equal(mj_moe_block_m(1, 0, 256, 8), -1);
+    assert_int_equal(mj_moe_block_m(1, MJ_MAX_RANKS + 1, 73 * 2, 8), -1);
+    assert_int_equal(mj_moe_block_m(1, 8, 0, 8), -1);
+    assert_int_equal(mj_moe_block_m(1, 8, 4, 1), -1);   /* fewer experts than ranks */
+    assert_int_equal(mj_moe_block_m(1, 8, 100, 8), -1); /* not a multiple of ranks */
+    assert_int_equal(mj_moe_block_m(1, 8, 256, 0), -1);
+    assert_int_equal(mj_moe_block_m(1, 1, 4, 5), -1); /* topk > experts */
+    assert_int_equal(mj_moe_block_m(1, MJ_MAX_RANKS, MJ_MAX_RANKS, 1), 8);
+}
+
+static void test_alignment(void **state) {
+    (void)state;
+    int a = mj_moe_token_alignment();
+    assert_int_equal(a, 256);
+    static const int cand[] = {8, 16, 32, 64, 128, 256};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(a % cand[i], 0);
+}
+
+static void test_max_pool_tokens(void **state) {
+    (void)state;
+    /* 8 ranks * 128 tokens * 8 slots = 8192, + 32 local experts * 255 = 8160
+     * -> 16352, aligned up to 256 = 16384 */
+    assert_int_equal(mj_moe_max_pool_tokens(128, 8, 256, 8), 16384);
+    /* 1 * 1 * 1 + 1 * 255 = 256 */
+    assert_int_equal(mj_moe_max_pool_tokens(1, 1, 1, 1), 256);
+    /* 2 * 3 * 2 = 12, + 2 * 255 = 522 -> 768 */
+    assert_int_equal(mj_moe_max_pool_tokens(3, 2, 4, 2), 768);
+    assert_int_equal(mj_moe_max_pool_tokens(0, 8, 256, 8), 0);
+    assert_int_equal(mj_moe_max_pool_tokens(128, 8, 100, 8), 0);
+    assert_int_equal(mj_moe_max_pool_tokens(128, 8, 256, 0), 0);
+}
+
+static mj_moe_problem problem(int tokens) {
+    mj_moe_problem p = {tokens, 8, 256, 8, 7168, 2048, 132};
+    return p;
+}
+
+static void test_config_values(void **state) {
+    (void)state;
+    mj_moe_config c;
+    /* decode: 1 token/rank, at most 8 local experts hit, 8 * 1 * 32 = 256 GEMM 1
+     * tiles of 128 rows >= 132 SMs */
+    mj_moe_problem p = problem(1);
+    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("bf16"), &c), 0);
+    assert_int_equal(c.block_m, 8);
+    assert_int_equal(c.block_n, 128);
+    assert_int_equal(c.block_k, 64);
+    assert_int_equal(c.num_threads, 384);
+    /* per stage 8*64*2 + 128*64*2 + 16 = 17424; fixed 8*128*2 + 8192 = 10240;
+     * (232448 - 10240) / 17424 = 12 -> capped at 8 */
+    assert_int_equal(c.stages, 8);
+
+    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp8"), &c), 0);
+    assert_int_equal(c.block_k, 128);
+    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("nvfp4"), &c), 0);
+    assert_int_equal(c.block_k, 128);
+    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp4-a16"), &c), 0);
+    assert_int_equal(c.block_k, 64);
+
+    /* prefill: 256 x 128 tiles; BF16 stage 256*64*2 + 128*64*2 + 16 = 49168,
+     * fixed 256*128*2 + 8192 = 73728 -> 158720 / 49168 = 3 */
+    p = problem(4096);
+    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("bf16"), &c), 0);
+    assert_int_equal(c.block_m, 256);
+    assert_int_equal(c.block_n, 128);
+    assert_int_equal(c.stages, 3);
+    /* mxfp8: 256*128 + 128*128 + (256+128)*128/32 + 16 = 50704 -> 3 */
+    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp8"), &c), 0);
+    assert_int_equal(c.stages, 3);
+    assert_int_equal(c.block_k, 128);
+
+    /* too few GEMM 1 tiles for the SMs: 1 token, K = 1 -> 1 expert hit, 2*256/128
+     * = 4 tiles < 132 -> 64-row tiles, one consumer warpgroup */
+    mj_moe_problem small = {1, 1, 8, 1, 1024, 256, 132};
+    assert_int_equal(mj_moe_config_for(&small, mj_moe_format_by_name("bf16"), &c), 0);
+    assert_int_equal(c.block_n, 64);
+    assert_int_equal(c.num_threads, 256);
+
+    /* H = I = 2880 (a multiple of 64, not 128): 64-row tiles, 64-wide K */
+    mj_moe_problem odd = {4096, 8, 128, 4, 2880, 2880, 132};
+    assert_int_equal(mj_moe_config_for(&odd, mj_moe_format_by_name("mxfp4-a8"), &c), 0);
+    assert_int_equal(c.block_n, 64);
+    assert_int_equal(c.block_k, 64);
+}
+
+/* Every row, every token count: a sane, deterministic config. */
+static void test_config_all_rows(void **state) {
+    (void)state;
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        const mj_moe_format_row *r = mj_moe_format_at(i);
+        for (int t = 0; t <= 8192; t += 37) {
+            mj_moe_problem p = problem(t);
+            mj_moe_config a, b;
+            assert_int_equal(mj_moe_config_for(&p, r, &a), 0);
+            assert_int_equal(mj_moe_config_for(&p, r, &b), 0);
+            assert_memory_equal(&a, &b, sizeof a);
+            assert_int_equal(a.block_m, mj_moe_block_m(t, 8, 256, 8));
+            assert_true(a.block_n == 64 || a.block_n == 128);
+            assert_true(a.block_k == 64 || a.block_k == 128);
+            assert_int_equal(p.hidden % a.block_k, 0);
+            assert_int_equal(p.intermediate % a.block_k, 0);
+            assert_true(a.stages >= 3 && a.stages <= 8);
+            assert_int_equal(a.num_threads, 128 + 128 * (a.block_n / 64));
+        }
+    }
+}
+
+static void test_config_invalid(void **state) {
+    (void)state;
+    const mj_moe_format_row *bf16 = mj_moe_format_by_name("bf16");
+    mj_moe_config c;
+    memset(&c, 0x5a, sizeof c);
+    mj_moe_config poison = c;
+    mj_moe_problem p = problem(1);
+    assert_int_equal(mj_moe_config_for(NULL, bf16, &c), -1);
+    assert_int_equal(mj_moe_config_for(&p, NULL, &c), -1);
+    assert_int_equal(mj_moe_config_for(&p, bf16, NULL), -1);
+    mj_moe_problem bad[] = {
+        {-1, 8, 256, 8, 7168, 2048, 132}, {1, 0, 256, 8, 7168, 2048, 132},
+        {1, 8, 255, 8, 7168, 2048, 132},  {1, 8, 256, 0, 7168, 2048, 132},
+        {1, 8, 256, 8, 7200, 2048, 132},  {1, 8, 256, 8, 0, 2048, 132},
+        {1, 8, 256, 8, 7168, 2016, 132},  {1, 8, 256, 8, 7168, -64, 132},
+        {1, 8, 256, 8, 7168, 2048, 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(mj_moe_config_for(&bad[i], bf16, &c), -1);
+        assert_memory_equal(&c, &poison, sizeof c);
+    }
+    mj_moe_format_row wrong = *bf16;
+    wrong.variant = 3;
+    assert_int_equal(mj_moe_config_for(&p, &wrong, &c), -1);
+    assert_memory_equal(&c, &poison, sizeof c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_table_rows),   cmocka_unit_test(test_format_table_rejects),
+        cmocka_unit_test(test_format_names_unique), cmocka_unit_test(test_x_scales_follow_dispatch),
+        cmocka_unit_test(test_activations),         cmocka_unit_test(test_block_m_values),
+        cmocka_unit_test(test_block_m_monotone),    cmocka_unit_test(test_block_m_invalid),
+        cmocka_unit_test(test_alignment),           cmocka_unit_test(test_max_pool_tokens),
+        cmocka_unit_test(test_config_values),       cmocka_unit_test(test_config_all_rows),
+        cmocka_unit_test(test_config_invalid),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
