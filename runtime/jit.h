@@ -10,6 +10,7 @@
 
 #include "apis/megajit.h"
 #include "runtime/kernel_spec.h"
+#include "runtime/templates.h"
 
 typedef struct mj_kernel mj_kernel;
 
@@ -32,5 +33,8 @@ mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cf
 /* Ensures spec is in the on-disk cache (compiles when missing). Needs no device. */
 mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
                        double *seconds);
+
+/* The on-disk cache key of spec when compiled from the given template set. */
+mj_status mj_jit_cache_key(const mj_template_set *set, const mj_kernel_spec *spec, uint8_t key[16]);
 
 #endif
