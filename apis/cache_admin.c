@@ -1,0 +1,174 @@
+/* mj_cache_*: the public cache inspection API over cache/admin.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "apis/megajit.h"
+#include "cache/admin.h"
+#include "cache/cache.h"
+#include "runtime/env.h"
+#include "runtime/error.h"
+
+struct mj_cache {
+    mjc_db *db;
+    mjc_detail detail; /* backs the strings of the last mj_cache_show */
+    mjc_stats stats;   /* backs the strings of the last mj_cache_stat */
+};
+
+static mj_status status_of(int rc) {
+    switch (rc) {
+    case MJC_OK:
+        return MJ_OK;
+    case MJC_ERR_NOT_FOUND:
+        return MJ_ERR_NOT_FOUND;
+    case MJC_ERR_ARG:
+    case MJC_ERR_AMBIGUOUS:
+        return MJ_ERR_INVALID_ARG;
+    case MJC_ERR_NOMEM:
+        return MJ_ERR_NOMEM;
+    default:
+        return MJ_ERR_CACHE;
+    }
+}
+
+static mj_status fail(const mj_cache *c, int rc, const char *what) {
+    const char *msg = c ? mjc_errmsg(c->db) : "";
+    return mj_fail(status_of(rc), "%s: %s", what, msg[0] ? msg : "the cache refused the request");
+}
+
+mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out) {
+    if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_open: out must not be NULL");
+    *out = NULL;
+    if (!dir) dir = mj_env_get()->cache_dir;
+    if (!dir || !*dir)
+        return mj_fail(MJ_ERR_CACHE, "mj_cache_open: no cache directory (set MEGAJIT_CACHE_DIR)");
+    mj_cache *c = calloc(1, sizeof *c);
+    if (!c) return mj_fail(MJ_ERR_NOMEM, "mj_cache_open: out of memory");
+    char err[512] = "";
+    mjc_open_opts opts = {.dir = dir, .ro_layers = NULL, .read_only = read_only};
+    int rc = mjc_open(&opts, &c->db, err, sizeof err);
+    if (rc != MJC_OK) {
+        free(c);
+        return mj_fail(status_of(rc), "mj_cache_open: %s", err);
+    }
+    *out = c;
+    return MJ_OK;
+}
+
+void mj_cache_close(mj_cache *c) {
+    if (!c) return;
+    mjc_detail_free(&c->detail);
+    mjc_close(c->db);
+    free(c);
+}
+
+const char *mj_cache_path(const mj_cache *c) {
+    return c ? mjc_path(c->db) : "";
+}
+
+static void to_entry(const mjc_info *in, mj_cache_entry *e) {
+    mjc_key_hex(in->key, e->key_hex);
+    e->family = in->family;
+    e->kernel_name = in->kernel_name;
+    e->lowered_name = in->lowered_name;
+    e->arch = in->arch;
+    e->compiler = in->compiler;
+    e->flags = in->flags;
+    e->cubin_bytes = in->cubin_size;
+    e->source_bytes = in->source_size;
+    e->created_at = in->created_at;
+    e->last_used_at = in->last_used_at;
+    e->hits = in->hits;
+    e->compile_ms = in->compile_ms;
+}
+
+typedef struct list_ctx {
+    mj_cache_entry_fn fn;
+    void *user;
+} list_ctx;
+
+static int list_one(const mjc_info *in, void *user) {
+    list_ctx *ctx = user;
+    mj_cache_entry e;
+    to_entry(in, &e);
+    return ctx->fn(&e, ctx->user);
+}
+
+mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_cache_entry_fn fn,
+                        void *user) {
+    if (!c || !fn) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_list: cache and fn are required");
+    list_ctx ctx = {fn, user};
+    int rc = mjc_list(c->db, family, arch, list_one, &ctx);
+    return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_list");
+}
+
+mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out) {
+    if (!c || !key_prefix || !out)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_show: cache, key_prefix and out are required");
+    memset(out, 0, sizeof *out);
+    mjc_detail_free(&c->detail);
+    int rc = mjc_show(c->db, key_prefix, &c->detail);
+    if (rc != MJC_OK) return fail(c, rc, "mj_cache_show");
+    to_entry(&c->detail.info, &out->entry);
+    out->source = c->detail.source;
+    out->log = c->detail.log;
+    out->headers = (const char *const *)c->detail.headers;
+    out->cubin = c->detail.cubin;
+    out->cubin_size = c->detail.cubin_size;
+    return MJ_OK;
+}
+
+mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out) {
+    if (!c || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_stat: cache and out are required");
+    memset(out, 0, sizeof *out);
+    int rc = mjc_stat(c->db, &c->stats);
+    if (rc != MJC_OK) return fail(c, rc, "mj_cache_stat");
+    out->entries = c->stats.entries;
+    out->cubin_bytes = c->stats.cubin_bytes;
+    out->file_bytes = c->stats.file_bytes;
+    out->hits = c->stats.hits;
+    out->compile_ms_total = c->stats.compile_ms_total;
+    out->compile_ms_max = c->stats.compile_ms_max;
+    out->journal_mode = c->stats.journal_mode;
+    out->filesystem = c->stats.filesystem;
+    return MJ_OK;
+}
+
+mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
+                          void *user) {
+    if (checked) *checked = 0;
+    if (bad) *bad = 0;
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_verify: cache is required");
+    int rc = mjc_verify(c->db, checked, bad, fn, user);
+    return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_verify");
+}
+
+mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value, int64_t *removed) {
+    if (removed) *removed = 0;
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_remove: cache is required");
+    int rc = mjc_remove(c->db, (mjc_select)sel, value, removed);
+    return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_remove");
+}
+
+mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed, int64_t *bytes_after) {
+    if (removed) *removed = 0;
+    if (bytes_after) *bytes_after = 0;
+    if (!c || max_bytes < 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_gc: needs a cache and max_bytes >= 0");
+    int rc = mjc_gc(c->db, max_bytes, removed, bytes_after);
+    return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_gc");
+}
+
+mj_status mj_cache_export(mj_cache *c, const char *file) {
+    if (!c || !file || !*file)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_export: cache and file are required");
+    int rc = mjc_export(c->db, file);
+    return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_export");
+}
+
+mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported) {
+    if (imported) *imported = 0;
+    if (!c || !file || !*file)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_import: cache and file are required");
+    int rc = mjc_import(c->db, file, imported);
+    return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_import");
+}

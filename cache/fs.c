@@ -1,0 +1,74 @@
+/* Filesystem facts the cache depends on: directory creation and the fs type. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include "cache/internal.h"
+
+typedef struct fs_kind {
+    unsigned long magic;
+    const char *name;
+    int network;
+} fs_kind;
+
+/* SQLite's locking is unreliable on network and FUSE filesystems (fcntl locks
+ * and the mmap'ed WAL index are not coherent across hosts), so those refuse a
+ * writable cache. 9p, overlay and tmpfs are local in every sandbox we run in. */
+static const fs_kind kinds[] = {
+    {0xEF53, "ext4", 0},       {0x58465342, "xfs", 0},     {0x9123683E, "btrfs", 0},
+    {0x01021994, "tmpfs", 0},  {0x794C7630, "overlay", 0}, {0x01021997, "9p", 0},
+    {0x2FC12FC1, "zfs", 0},    {0xF2F52010, "f2fs", 0},    {0x6969, "nfs", 1},
+    {0x517B, "smb", 1},        {0xFF534D42, "cifs", 1},    {0xFE534D42, "smb2", 1},
+    {0x0BD00BD0, "lustre", 1}, {0x47504653, "gpfs", 1},    {0x65735546, "fuse", 1},
+    {0x00C36400, "ceph", 1},
+};
+
+static const fs_kind *fs_lookup(const char *dir, unsigned long *magic) {
+    struct statfs sf;
+    if (!dir || statfs(dir, &sf) != 0) return NULL;
+    *magic = (unsigned long)sf.f_type & 0xFFFFFFFFul;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (kinds[i].magic == *magic) return &kinds[i];
+    return NULL;
+}
+
+const char *mjc_filesystem_name(const char *dir) {
+    static _Thread_local char unknown[32];
+    unsigned long magic = 0;
+    const fs_kind *k = fs_lookup(dir, &magic);
+    if (k) return k->name;
+    if (!magic) return "unknown";
+    snprintf(unknown, sizeof unknown, "0x%lx", magic);
+    return unknown;
+}
+
+int mjc_fs_is_network(const char *dir) {
+    unsigned long magic = 0;
+    const fs_kind *k = fs_lookup(dir, &magic);
+    return k && k->network;
+}
+
+int mjc_mkdirs(const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return -1;
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    int rc = mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}
+
+int64_t mjc_file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}

@@ -1,0 +1,68 @@
+/* Private to the cache implementation files: the handle layout and small helpers. */
+#ifndef MJ_CACHE_INTERNAL_H
+#define MJ_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cache/cache.h"
+
+#define MJC_APPLICATION_ID 0x4D4A4954 /* 'MJIT' */
+#define MJC_SCHEMA_VERSION 1
+
+struct mjc_db {
+    pthread_mutex_t mu;  /* guards everything below except dir/path */
+    struct mjc_db *next; /* registry walked around fork() */
+    char *dir;           /* writable directory, NULL when none */
+    char *path;          /* dir/megajit-cache.db, "" when none */
+    int read_only;       /* requested, or the schema is newer than ours */
+    int reopen;          /* conn was closed for a fork(); reopen before use */
+    sqlite3 *conn;       /* NULL when there is no usable writable database */
+    dev_t dev;           /* identity of the file conn opened; recovery compares it */
+    ino_t ino;
+    char journal[16];
+    sqlite3 **layers;
+    size_t num_layers;
+    char err[512];
+};
+
+/* Result of opening one database file. */
+typedef struct mjc_conn_info {
+    sqlite3 *conn;
+    int newer;     /* user_version above ours: opened read-only */
+    int sqlite_rc; /* primary SQLite code of the failure, 0 when none */
+    dev_t dev;
+    ino_t ino;
+    char journal[16];
+} mjc_conn_info;
+
+/* schema.c */
+int mjc_schema_open(const char *path, int read_only, mjc_conn_info *ci, char *err, size_t errlen);
+/* Opens an immutable snapshot and checks it is ours (MJC_OK, MJC_ERR_FOREIGN, ...). */
+int mjc_snapshot_open(const char *path, sqlite3 **out, char *err, size_t errlen);
+/* "file:" URI of path with query appended; malloc'ed. */
+char *mjc_uri(const char *path, const char *query);
+void mjc_hash(const void *data, size_t size, uint8_t out[MJC_KEY_BYTES]);
+
+/* fs.c */
+int mjc_mkdirs(const char *dir);
+/* 1 when dir lives on a filesystem SQLite must not write to (network, FUSE). */
+int mjc_fs_is_network(const char *dir);
+int64_t mjc_file_size(const char *path);
+
+/* store.c: the helpers below expect db->mu held. */
+void mjc_set_err(mjc_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Makes db->conn usable (reopening after fork); MJC_OK or an error already in db->err. */
+int mjc_writable(mjc_db *db, int need_write);
+/* Records a failed SQLite call; a corrupt database is moved aside and recreated. */
+int mjc_sql_fail(mjc_db *db, int rc, const char *what);
+/* BEGIN IMMEDIATE, retried with jitter when the busy timeout was not enough. */
+int mjc_begin(mjc_db *db);
+void mjc_rollback(mjc_db *db);
+int mjc_is_corrupt(int rc);
+void mjc_lock(mjc_db *db);
+void mjc_unlock(mjc_db *db);
+
+#endif
