@@ -6,9 +6,7 @@
 #include "runtime/error.h"
 #include "runtime/jit.h"
 #include "runtime/runtime_impl.h"
-
-/* Ids checked per CTA of the check kernel: 256 threads x 4 ids. */
-#define MJ_PD_CHECK_IDS_PER_CTA 1024
+#include "templates/layout/pre_dispatch_launch.h"
 
 mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj_arch arch,
                                mj_kernel_spec *out) {
@@ -18,6 +16,11 @@ mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj
     if (role != MJ_PD_ROLE_MAIN && role != MJ_PD_ROLE_CHECK)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown pre-dispatch kernel role %d", role);
     if (!mj_arch_name(arch)) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
+    if (topk * MJ_PD_TOKENS_PER_CTA > hidden / 8)
+        return mj_fail(
+            MJ_ERR_INVALID_ARG,
+            "pre-dispatch: top-k %d needs hidden >= %d (one thread per slot of %d tokens)", topk,
+            topk * MJ_PD_TOKENS_PER_CTA * 8, MJ_PD_TOKENS_PER_CTA);
     mj_kernel_spec_init(out, MJ_FAMILY_PRE_DISPATCH, arch);
     out->num_params = 4;
     out->params[MJ_PD_PARAM_ROLE] = role;
@@ -93,15 +96,18 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
             (unsigned)(((int64_t)num_tokens * c->num_topk + MJ_PD_CHECK_IDS_PER_CTA - 1) /
                        MJ_PD_CHECK_IDS_PER_CTA);
         void *args[] = {&topk_ids, &region, &tokens, &experts};
-        mj_launch_config lc = {{ctas, 1, 1}, {256, 1, 1}, 0, 0, pdl};
+        mj_launch_config lc = {{ctas, 1, 1}, {MJ_PD_CHECK_THREADS, 1, 1}, 0, 0, pdl};
         if ((st = mj_jit_launch(rt, check_kernel, &lc, stream, args)) != MJ_OK) return st;
     }
-    unsigned threads = (unsigned)c->hidden / 8;
-    int64_t pad_entries = (int64_t)(max_tokens - num_tokens) * c->num_topk;
-    unsigned grid = (unsigned)num_tokens + (unsigned)((pad_entries + threads - 1) / threads);
     void *args[] = {&x,      &topk_ids, &topk_weights, &expert_scales,
                     &region, &tokens,   &max_tokens,   &experts};
-    mj_launch_config lc = {{grid, 1, 1}, {threads, 1, 1}, 0, 0, pdl};
+    /* After our own check kernel, PDL is always safe: the main kernel waits for
+     * it before reading anything. Otherwise the family's setting decides. */
+    mj_launch_config lc = {{mj_pd_grid(c->hidden, c->num_topk, num_tokens, max_tokens), 1, 1},
+                           {(unsigned)c->hidden / 8, 1, 1},
+                           0,
+                           0,
+                           num_tokens > 0 ? 1 : pdl};
     if ((st = mj_jit_launch(rt, main_kernel, &lc, stream, args)) != MJ_OK) return st;
     return rt->check_device_inputs ? report_bad_ids(rt, buf, rank, stream) : MJ_OK;
 }
