@@ -31,13 +31,11 @@ static void load_driver(void) {
                  "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)");
         return;
     }
-    /* CUDA_VERSION selects the ABI of each entry point that cuda.h's macros
-     * name (cuMemAlloc -> cuMemAlloc_v2), so the table matches the prototypes. */
-#define MJ_CU_LOAD(name)                                                                           \
+#define MJ_CU_LOAD(name, version)                                                                  \
     {                                                                                              \
         CUdriverProcAddressQueryResult q;                                                          \
         void *p = NULL;                                                                            \
-        CUresult r = get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q);           \
+        CUresult r = get_proc(#name, &p, version, CU_GET_PROC_ADDRESS_DEFAULT, &q);                \
         if (r != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !p) {                         \
             snprintf(driver_error, sizeof driver_error,                                            \
                      r == CUDA_ERROR_STUB_LIBRARY                                                  \

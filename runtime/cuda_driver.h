@@ -7,51 +7,69 @@
 #define MJ_CUDA_DRIVER_H
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include "apis/megajit.h"
 
 #define MJ_CU_FUNCTIONS(X)                                                                         \
-    X(cuInit)                                                                                      \
-    X(cuDriverGetVersion)                                                                          \
-    X(cuGetErrorName)                                                                              \
-    X(cuGetErrorString)                                                                            \
-    X(cuDeviceGet)                                                                                 \
-    X(cuDeviceGetCount)                                                                            \
-    X(cuDeviceGetAttribute)                                                                        \
-    X(cuDeviceGetName)                                                                             \
-    X(cuDevicePrimaryCtxRetain)                                                                    \
-    X(cuDevicePrimaryCtxRelease)                                                                   \
-    X(cuCtxGetCurrent)                                                                             \
-    X(cuCtxSetCurrent)                                                                             \
-    X(cuCtxGetDevice)                                                                              \
-    X(cuCtxSynchronize)                                                                            \
-    X(cuLibraryLoadData)                                                                           \
-    X(cuLibraryUnload)                                                                             \
-    X(cuLibraryGetKernel)                                                                          \
-    X(cuKernelGetFunction)                                                                         \
-    X(cuFuncSetAttribute)                                                                          \
-    X(cuLaunchKernelEx)                                                                            \
-    X(cuStreamIsCapturing)                                                                         \
-    X(cuStreamSynchronize)                                                                         \
-    X(cuStreamCreate)                                                                              \
-    X(cuStreamDestroy)                                                                             \
-    X(cuMemAlloc)                                                                                  \
-    X(cuMemFree)                                                                                   \
-    X(cuMemsetD8Async)                                                                             \
-    X(cuMemsetD8)                                                                                  \
-    X(cuMemcpyHtoD)                                                                                \
-    X(cuMemcpyDtoH)                                                                                \
-    X(cuMemcpyDtoDAsync)                                                                           \
-    X(cuMemcpyDtoHAsync)                                                                           \
-    X(cuEventCreate)                                                                               \
-    X(cuEventDestroy)                                                                              \
-    X(cuEventRecord)                                                                               \
-    X(cuEventSynchronize)                                                                          \
-    X(cuEventElapsedTime)
+    X(cuInit, 2000)                                                                                \
+    X(cuDriverGetVersion, 2020)                                                                    \
+    X(cuGetErrorName, 6000)                                                                        \
+    X(cuGetErrorString, 6000)                                                                      \
+    X(cuDeviceGet, 2000)                                                                           \
+    X(cuDeviceGetCount, 2000)                                                                      \
+    X(cuDeviceGetAttribute, 2000)                                                                  \
+    X(cuDeviceGetName, 2000)                                                                       \
+    X(cuDevicePrimaryCtxRetain, 7000)                                                              \
+    X(cuDevicePrimaryCtxRelease, 11000)                                                            \
+    X(cuCtxGetCurrent, 4000)                                                                       \
+    X(cuCtxSetCurrent, 4000)                                                                       \
+    X(cuCtxGetDevice, 2000)                                                                        \
+    X(cuCtxSynchronize, 2000)                                                                      \
+    X(cuLibraryLoadData, 12000)                                                                    \
+    X(cuLibraryUnload, 12000)                                                                      \
+    X(cuLibraryGetKernel, 12000)                                                                   \
+    X(cuKernelGetFunction, 12000)                                                                  \
+    X(cuFuncSetAttribute, 9000)                                                                    \
+    X(cuLaunchKernelEx, 11060)                                                                     \
+    X(cuStreamIsCapturing, 10000)                                                                  \
+    X(cuStreamSynchronize, 2000)                                                                   \
+    X(cuStreamCreate, 2000)                                                                        \
+    X(cuStreamDestroy, 4000)                                                                       \
+    X(cuMemAlloc, 3020)                                                                            \
+    X(cuMemFree, 3020)                                                                             \
+    X(cuMemsetD8Async, 3020)                                                                       \
+    X(cuMemsetD8, 3020)                                                                            \
+    X(cuMemcpyHtoD, 3020)                                                                          \
+    X(cuMemcpyDtoH, 3020)                                                                          \
+    X(cuMemcpyDtoDAsync, 3020)                                                                     \
+    X(cuMemcpyDtoHAsync, 3020)                                                                     \
+    X(cuEventCreate, 2000)                                                                         \
+    X(cuEventDestroy, 4000)                                                                        \
+    X(cuEventRecord, 2000)                                                                         \
+    X(cuEventSynchronize, 2000)                                                                    \
+    X(cuEventElapsedTime, 12080)                                                                   \
+    X(cuMemcpyHtoDAsync, 3020)                                                                     \
+    X(cuDeviceGetPCIBusId, 4010)                                                                   \
+    X(cuDeviceGetByPCIBusId, 4010)                                                                 \
+    X(cuDeviceCanAccessPeer, 4000)                                                                 \
+    X(cuMemGetAllocationGranularity, 10020)                                                        \
+    X(cuMemCreate, 10020)                                                                          \
+    X(cuMemRelease, 10020)                                                                         \
+    X(cuMemExportToShareableHandle, 10020)                                                         \
+    X(cuMemImportFromShareableHandle, 10020)                                                       \
+    X(cuMemAddressReserve, 10020)                                                                  \
+    X(cuMemAddressFree, 10020)                                                                     \
+    X(cuMemMap, 10020)                                                                             \
+    X(cuMemUnmap, 10020)                                                                           \
+    X(cuMemSetAccess, 10020)
 
-/* Function pointer table; types come from cuda.h's prototypes. */
+/* Function pointer table. Each entry is fetched at the ABI version whose
+ * prototype cuda.h gives that name (cuMemAlloc is cuMemAlloc_v2, 3020;
+ * cuCtxGetDevice stays the 2000 one although CUDA 13 added a _v2 with another
+ * signature), and typed with the matching PFN from cudaTypedefs.h. */
 typedef struct mj_cuda {
-#define MJ_CU_FIELD(name) __typeof__(&name) name;
+#define MJ_CU_FIELD(name, version) PFN_##name##_v##version name;
     MJ_CU_FUNCTIONS(MJ_CU_FIELD)
 #undef MJ_CU_FIELD
     int driver_version;
