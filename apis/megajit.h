@@ -147,13 +147,24 @@ typedef struct mj_symm_config {
     int num_topk;            /* K */
     int max_tokens_per_rank; /* T_max: rows of each rank's input region */
     mj_format dispatch_format;
-    int num_ranks; /* ranks emulated inside this process on one GPU (>= 1) */
+    int num_ranks; /* ranks: emulated in this process, or the communicator's size (>= 1) */
 } mj_symm_config;
 
 /* One device allocation holding num_ranks rank regions (base + per-rank offsets).
  * Records the MegaMoE family's SM count at creation; a later launch with another
  * count is refused. The buffer is zeroed once here. */
 mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out);
+/* One process per GPU: cfg->num_ranks must equal the size of nccl_comm (an
+ * ncclComm_t whose device is the runtime's); this process is its rank. Each rank's
+ * region is allocated with CUDA VMM, shared with FABRIC handles or file descriptors
+ * and every peer is mapped into one address range, so views of any rank give
+ * addresses this process can use. Collective: every rank calls it with the same
+ * cfg; when it returns on any rank, every rank's region is mapped and zeroed.
+ * NCCL (libnccl.so.2) is loaded at run time; MJ_ERR_UNSUPPORTED without it or
+ * without peer-to-peer access between the GPUs. Keep the communicator alive
+ * until the buffer is destroyed: destroying such a buffer is collective as well. */
+mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *cfg, void *nccl_comm,
+                                     mj_symm_buffer **out);
 void mj_symm_buffer_destroy(mj_symm_buffer *buf);
 
 typedef enum mj_view_id {

@@ -1,4 +1,5 @@
-/* Symmetric buffers: one allocation holding every emulated rank's region. */
+/* Symmetric buffers: one allocation holding every emulated rank's region, or
+ * (symm_buffer_nccl.c) one process per rank with the peers mapped. */
 #include <stdlib.h>
 
 #include "apis/symm_buffer_impl.h"
@@ -47,6 +48,7 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
     if (!b) return mj_fail(MJ_ERR_NOMEM, "out of memory");
     b->rt = rt;
     b->cfg = *cfg;
+    b->rank = -1;
     b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
     int fmt = (int)cfg->dispatch_format;
     b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
@@ -65,7 +67,10 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
 
 void mj_symm_buffer_destroy(mj_symm_buffer *b) {
     if (!b) return;
-    if (mj_runtime_bind(b->rt) == MJ_OK) b->rt->cu->cuMemFree(b->base);
+    if (b->dist)
+        mj_symm_dist_destroy(b);
+    else if (mj_runtime_bind(b->rt) == MJ_OK)
+        b->rt->cu->cuMemFree(b->base);
     free(b);
 }
 

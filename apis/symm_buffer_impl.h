@@ -5,7 +5,11 @@
 #include <cuda.h>
 
 #include "apis/megajit.h"
+#include "runtime/fd_exchange.h"
 #include "templates/layout/symm_layout.h"
+
+/* The multi-process backend (VMM mapping + the group its collectives use). */
+typedef struct mj_symm_dist mj_symm_dist;
 
 struct mj_symm_buffer {
     mj_runtime *rt;
@@ -14,14 +18,36 @@ struct mj_symm_buffer {
     CUdeviceptr base;
     size_t rank_bytes; /* stride between rank regions */
     mj_input_layout layout;
+    int rank;           /* this process's rank; -1 = every rank emulated in this process */
+    mj_symm_dist *dist; /* NULL for emulated buffers */
 };
 
 /* Validates a config; the message names the bad field. */
 mj_status mj_symm_config_check(const mj_symm_config *c);
 
-/* Device address of rank r's region. */
+/* Collective over the ranks of g: every process passes the same cfg (num_ranks
+ * = g's size) and its own rank. The all-gather and its ctx must stay usable until
+ * mj_symm_buffer_destroy, which is collective too. The entry point behind
+ * mj_symm_buffer_create_nccl, open to tests that connect processes without NCCL. */
+mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config *cfg, int rank,
+                                            mj_allgather_fn allgather, void *ctx,
+                                            mj_symm_buffer **out);
+/* Collective teardown of a distributed buffer's memory (not of b itself). */
+void mj_symm_dist_destroy(mj_symm_buffer *b);
+
+/* Device address of rank r's region (mapped peers and emulated ranks alike). */
 static inline CUdeviceptr mj_symm_rank_base(const struct mj_symm_buffer *b, int rank) {
     return b->base + (CUdeviceptr)rank * b->rank_bytes;
+}
+
+/* Peers as seen from `rank` (a process's own rank, or any emulated one). */
+static inline mj_peers mj_symm_peers(const struct mj_symm_buffer *b, int rank) {
+    mj_peers p = {.base = mj_symm_rank_base(b, rank),
+                  .rank = (mj_u32)rank,
+                  .num_ranks = (mj_u32)b->cfg.num_ranks};
+    for (int r = 0; r < b->cfg.num_ranks; r++)
+        p.offsets[r] = (mj_i64)(r - rank) * (mj_i64)b->rank_bytes;
+    return p;
 }
 
 #endif
