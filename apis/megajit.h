@@ -148,6 +148,10 @@ typedef struct mj_symm_config {
     int max_tokens_per_rank; /* T_max: rows of each rank's input region */
     mj_format dispatch_format;
     int num_ranks; /* ranks: emulated in this process, or the communicator's size (>= 1) */
+    /* MegaMoE expert intermediate size I; 0 = a buffer for pre-dispatch only.
+     * > 0 adds the regions mj_mega_moe works in (sized for num_ranks, the
+     * experts, top-k and max tokens). */
+    int intermediate;
 } mj_symm_config;
 
 /* One device allocation holding num_ranks rank regions (base + per-rank offsets).
@@ -201,6 +205,72 @@ mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, in
 mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
                           const int32_t *topk_ids, const float *topk_weights,
                           const float *expert_scales, int num_tokens, mj_stream stream);
+
+/* ---------------------------------------------------------------- MegaMoE */
+
+typedef enum mj_activation {
+    MJ_ACTIVATION_SWIGLU = 0,    /* h = g * sigmoid(g), v = u */
+    MJ_ACTIVATION_SWIGLUOAI = 1, /* h = g * sigmoid(1.702 g), v = u + 1 */
+    MJ_ACTIVATION_SITU = 2,      /* h = 4 tanh(g / 4) sigmoid(g), v = 25 tanh(u / 25) */
+} mj_activation;
+
+/* One MoE layer as one rank sees it. Supported (weight, dispatch) pairs and the
+ * GEMM 2 input format they imply: bf16/bf16, mxfp8/mxfp8, mxfp4/mxfp8,
+ * mxfp4/bf16, nvfp4/nvfp4, nvfp4/bf16. */
+typedef struct mj_moe_config {
+    int hidden;              /* H, a multiple of 256, <= 8192 */
+    int intermediate;        /* I, a multiple of 64 */
+    int num_experts;         /* global; a multiple of num_ranks */
+    int num_topk;            /* K */
+    int num_ranks;           /* expert-parallel ranks */
+    int rank;                /* the rank these weights belong to */
+    int max_tokens_per_rank; /* as the symmetric buffer was created with */
+    mj_format weight_format;
+    mj_format dispatch_format;
+    mj_activation activation;
+    float clamp;  /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
+    int block_m;  /* 0: the heuristics choose per token count; 8/16/32/64: forced */
+} mj_moe_config;
+
+/* Local expert weights of one rank, in the kernel's private device layout. */
+typedef struct mj_weights mj_weights;
+
+mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out);
+void mj_weights_destroy(mj_weights *w);
+
+typedef enum mj_projection {
+    MJ_PROJ_GATE = 0, /* [I][H] */
+    MJ_PROJ_UP = 1,   /* [I][H] */
+    MJ_PROJ_DOWN = 2, /* [H][I] */
+} mj_projection;
+
+/* Loads one projection of local expert e (0 .. E/R - 1) from the checkpoint
+ * layout: row-major [out][in] in the weight format (BF16 values, E4M3 bytes,
+ * or E2M1 packed two per byte with the even element in the low nibble) and
+ * scales [out][in / group] (UE8M0 bytes for MX formats, UE4M3 for NVFP4; NULL
+ * for BF16). from_device: both pointers are device memory. Synchronous.
+ * MX weight scales must keep every decoded weight exact in BF16 (bytes 3..246). */
+mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
+                          const void *scales, int from_device);
+
+/* Per-expert fp32 scalars (default 1), kept in device arrays so a reload needs
+ * no recompile and no CUDA-graph recapture: GEMM 1 gate/up alphas (NVFP4 global
+ * scales), GEMM 2 alpha, and the GEMM 2 input scale (NUMERICS.md steps 2, 5, 7). */
+mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
+                                float l1_alpha_up, float l2_alpha, float l2_act_scale);
+
+/* The BLOCK_M (tokens per tile) a launch with num_tokens per rank uses. */
+mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m);
+
+/* One MoE layer for rank weights->rank: dispatch of the tokens pre-dispatched
+ * into buf across ranks, expert GEMM 1, activation, GEMM 2 and combine, in one
+ * persistent kernel of the MegaMoE family's SM count on `stream`. y: device
+ * BF16 [num_tokens][H]. recv_stats (device int32 [E/R], may be NULL) gets the
+ * received (token, slot) count of each local expert added. With emulated ranks
+ * every rank's call must be in flight together (one stream each, the family SM
+ * count divided among them): the ranks wait for each other inside the kernel. */
+mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights, void *y,
+                      int num_tokens, int32_t *recv_stats, mj_stream stream);
 
 /* ------------------------------------------------------ offline precompile */
 

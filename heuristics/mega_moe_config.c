@@ -56,7 +56,7 @@ static int stage_bytes(int block_m, int block_n, int block_k, int act_fmt, int w
     return act + weight + scales + 16; /* + a full/empty barrier pair */
 }
 
-int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_moe_config *out) {
+int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_moe_launch_config *out) {
     if (!p || !fmt || !out) return -1;
     int block_m = mj_moe_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk);
     if (block_m < 0 || p->hidden < 64 || p->hidden % 64 || p->intermediate < 64 ||

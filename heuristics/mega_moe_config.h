@@ -23,19 +23,19 @@ typedef struct mj_moe_problem {
     int num_sms;
 } mj_moe_problem;
 
-typedef struct mj_moe_config {
+typedef struct mj_moe_launch_config {
     int block_m;     /* tokens per tile (wgmma N): 8, 16, 32, 64, 128 or 256 */
     int block_n;     /* weight rows per tile (wgmma M): 64 or 128 */
     int block_k;     /* reduction elements per pipeline stage */
     int stages;      /* shared-memory pipeline depth */
     int num_threads; /* one producer warpgroup plus one consumer per 64 weight rows */
-} mj_moe_config;
+} mj_moe_launch_config;
 
 /* BLOCK_M for num_tokens per rank; -1 for invalid arguments. */
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
 
 /* 0 and *out filled, or -1 (nothing written) for invalid arguments. */
-int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_moe_config *out);
+int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_moe_launch_config *out);
 
 /* Every BLOCK_M candidate divides this, so per-expert token runs padded to it
  * fit any tile size the heuristic may pick. */

@@ -193,7 +193,7 @@ static mj_moe_problem problem(int tokens) {
 
 static void test_config_values(void **state) {
     (void)state;
-    mj_moe_config c;
+    mj_moe_launch_config c;
     /* decode: 1 token/rank, at most 8 local experts hit, 8 * 1 * 32 = 256 GEMM 1
      * tiles of 128 rows >= 132 SMs */
     mj_moe_problem p = problem(1);
@@ -246,7 +246,7 @@ static void test_config_all_rows(void **state) {
         const mj_moe_format_row *r = mj_moe_format_at(i);
         for (int t = 0; t <= 8192; t += 37) {
             mj_moe_problem p = problem(t);
-            mj_moe_config a, b;
+            mj_moe_launch_config a, b;
             assert_int_equal(mj_moe_config_for(&p, r, &a), 0);
             assert_int_equal(mj_moe_config_for(&p, r, &b), 0);
             assert_memory_equal(&a, &b, sizeof a);
@@ -264,9 +264,9 @@ static void test_config_all_rows(void **state) {
 static void test_config_invalid(void **state) {
     (void)state;
     const mj_moe_format_row *bf16 = mj_moe_format_by_name("bf16");
-    mj_moe_config c;
+    mj_moe_launch_config c;
     memset(&c, 0x5a, sizeof c);
-    mj_moe_config poison = c;
+    mj_moe_launch_config poison = c;
     mj_moe_problem p = problem(1);
     assert_int_equal(mj_moe_config_for(NULL, bf16, &c), -1);
     assert_int_equal(mj_moe_config_for(&p, NULL, &c), -1);
