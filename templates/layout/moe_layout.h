@@ -20,12 +20,12 @@
 
 #include "layout/symm_layout.h"
 
-/* Workspace words (u32). The barrier words only ever grow. */
-#define MJ_MOE_WS_GRID_ARRIVE 0 /* CTAs of this rank arrived at grid barriers */
-#define MJ_MOE_WS_GRID_GEN 1    /* grid barriers completed by this rank */
-#define MJ_MOE_WS_XRANK 2       /* arrivals of all ranks at cross-rank barriers */
-#define MJ_MOE_WS_XRANK_SEEN 3  /* cross-rank barriers this rank completed */
-#define MJ_MOE_WS_WORDS 64      /* then list_count[E] (u32) and lists */
+/* Workspace counters (u64 index). They only ever grow, so no launch or graph
+ * replay has to reset them, and 64 bits never wrap in practice. */
+#define MJ_MOE_WS_GRID_ARRIVE 0 /* arrivals of this rank's CTAs at grid barriers */
+#define MJ_MOE_WS_XRANK 1       /* arrivals of all ranks at this rank's cross-rank barriers */
+#define MJ_MOE_WS_XRANK_SEEN 2  /* cross-rank barriers this rank passed (its CTA 0 only) */
+#define MJ_MOE_WS_WORDS 64      /* u32 words before list_count[E] and the lists */
 
 #define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
