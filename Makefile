@@ -5,7 +5,8 @@ CC ?= gcc
 BUILD := build
 
 DEB_PACKAGES := libxxhash-dev libsqlite3-dev libcjson-dev libcmocka-dev
-CPPFLAGS := -I. -I$(CUDA_HOME)/include -D_GNU_SOURCE
+# -Itemplates: template headers include each other relative to the template root.
+CPPFLAGS := -I. -Itemplates -I$(CUDA_HOME)/include -D_GNU_SOURCE
 CWARN := -std=c11 -Wall -Wextra -Werror -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 LIBS := -lsqlite3 -lxxhash -lcjson -ldl -lpthread -lm

@@ -21,7 +21,9 @@
  *         "dispatch_format": "mxfp8",            bf16 | mxfp8 | mxfp4 | nvfp4
  *         "activation": "swiglu",                swiglu | swigluoai
  *         "clamp": 7.0,                          optional positive number
- *         "num_sms": 0                           optional, >= 0 (0 = all SMs)
+ *         "num_sms": 0                           optional, >= 0 (0 = all SMs; MegaMoE
+ *                                                kernels are then compiled for 132, the
+ *                                                H100/H200 SM count, on sm_90a)
  *       }
  *     ]
  *   }
@@ -47,6 +49,7 @@
 
 #include "apis/megajit.h"
 #include "apis/specs.h"
+#include "heuristics/moe_formats.h"
 #include "runtime/error.h"
 #include "runtime/jit.h"
 #include "runtime/kernel_spec.h"
@@ -140,8 +143,68 @@ static mj_status enumerate_pre_dispatch(const layer *l, mj_arch arch, kernel_lis
     return MJ_OK;
 }
 
+/* The SM count a layer with num_sms 0 ("all SMs") is compiled for, per arch:
+ * precompiling runs without a device, so the arch's flagship part stands in. */
+static int default_num_sms(mj_arch arch) {
+    return arch == MJ_ARCH_SM90A ? 132 : 0;
+}
+
+static mj_status add_mega_moe(const layer *l, const mj_moe_config *cfg, int block_m, int num_sms,
+                              mj_arch arch, kernel_list *out) {
+    mj_kernel_spec spec;
+    mj_status st = mj_mega_moe_spec(cfg, block_m, num_sms, arch, &spec);
+    if (st != MJ_OK) return st;
+    char clamp[32] = "";
+    if (l->clamp > 0) snprintf(clamp, sizeof clamp, ",clamp=%g", l->clamp);
+    char desc[200];
+    snprintf(desc, sizeof desc, "mega_moe<H=%d,I=%d,E=%d,K=%d,R=%d,T=%d,%s,%s%s,bm=%d,sms=%d> %s",
+             l->hidden, l->intermediate, l->experts, l->topk, l->ranks, l->max_tokens_per_rank,
+             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
+             kActivationNames[l->act], clamp, block_m, num_sms, mj_arch_name(arch));
+    return kernel_list_add(out, &spec, desc);
+}
+
+/* Every BLOCK_M a launch can pick for 0..max_tokens_per_rank tokens. The pick
+ * never decreases with the token count, so each next value is found by a
+ * binary search for the first token count past the current one. */
+static mj_status enumerate_mega_moe(const layer *l, mj_arch arch, kernel_list *out) {
+    /* Only sm_90a has a MegaMoE kernel, and layers whose formats are no
+     * MegaMoE pair can still use pre-dispatch on their own. */
+    if (arch != MJ_ARCH_SM90A ||
+        !mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format))
+        return MJ_OK;
+    mj_moe_config cfg = {.hidden = l->hidden,
+                         .intermediate = l->intermediate,
+                         .num_experts = l->experts,
+                         .num_topk = l->topk,
+                         .num_ranks = l->ranks,
+                         .max_tokens_per_rank = l->max_tokens_per_rank,
+                         .weight_format = l->weight_format,
+                         .dispatch_format = l->dispatch_format,
+                         .activation = (mj_activation)l->act,
+                         .clamp = (float)l->clamp};
+    int num_sms = l->num_sms ? l->num_sms : default_num_sms(arch);
+    int tokens = 0, block_m;
+    for (;;) {
+        mj_status st = mj_mega_moe_block_m(&cfg, tokens, &block_m);
+        if (st == MJ_OK) st = add_mega_moe(l, &cfg, block_m, num_sms, arch, out);
+        if (st != MJ_OK) return st;
+        int lo = tokens + 1, hi = l->max_tokens_per_rank + 1; /* first larger pick in [lo, hi) */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2, bm;
+            if ((st = mj_mega_moe_block_m(&cfg, mid, &bm)) != MJ_OK) return st;
+            if (bm > block_m)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        if (lo > l->max_tokens_per_rank) return MJ_OK;
+        tokens = lo;
+    }
+}
+
 /* One entry per kernel family a deployment can request. */
-static const family_enumerator kFamilyEnumerators[] = {enumerate_pre_dispatch};
+static const family_enumerator kFamilyEnumerators[] = {enumerate_pre_dispatch, enumerate_mega_moe};
 
 static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
                            size_t num_layers, kernel_list *out) {

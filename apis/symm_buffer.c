@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "apis/symm_buffer_impl.h"
+#include "templates/layout/moe_layout.h"
 #include "runtime/error.h"
 #include "runtime/runtime_impl.h"
 
@@ -35,7 +36,19 @@ mj_status mj_symm_config_check(const mj_symm_config *c) {
     if (c->max_tokens_per_rank <= 0 || c->max_tokens_per_rank > (1 << 20))
         return mj_fail(MJ_ERR_INVALID_ARG, "max_tokens_per_rank %d outside 1..%d",
                        c->max_tokens_per_rank, 1 << 20);
+    if (c->intermediate < 0 || c->intermediate % 64)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "intermediate %d must be 0 (pre-dispatch only) or a positive multiple of 64",
+                       c->intermediate);
     return MJ_OK;
+}
+
+size_t mj_symm_rank_bytes(const mj_symm_config *c) {
+    int fmt = (int)c->dispatch_format;
+    if (c->intermediate > 0)
+        return mj_layout_moe_rank_bytes(c->hidden, c->intermediate, c->num_experts, c->num_topk,
+                                        c->num_ranks, c->max_tokens_per_rank, fmt);
+    return mj_layout_rank_bytes(c->hidden, c->num_topk, c->max_tokens_per_rank, fmt);
 }
 
 mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out) {
@@ -52,7 +65,7 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
     b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
     int fmt = (int)cfg->dispatch_format;
     b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
-    b->rank_bytes = mj_layout_rank_bytes(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
+    b->rank_bytes = mj_symm_rank_bytes(cfg);
     size_t total = b->rank_bytes * (size_t)cfg->num_ranks;
     CUresult r = rt->cu->cuMemAlloc(&b->base, total);
     if (r == CUDA_SUCCESS) r = rt->cu->cuMemsetD8(b->base, 0, total);

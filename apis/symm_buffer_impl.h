@@ -24,6 +24,9 @@ struct mj_symm_buffer {
 
 /* Validates a config; the message names the bad field. */
 mj_status mj_symm_config_check(const mj_symm_config *c);
+/* Bytes one rank's region needs (with the MegaMoE regions when c->intermediate
+ * > 0); c must pass mj_symm_config_check. */
+size_t mj_symm_rank_bytes(const mj_symm_config *c);
 
 /* Collective over the ranks of g: every process passes the same cfg (num_ranks
  * = g's size) and its own rank. The all-gather and its ctx must stay usable until

@@ -83,9 +83,7 @@ mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config
     int fmt = (int)cfg->dispatch_format;
     b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
     d->group = (mj_group){rank, cfg->num_ranks, allgather, ctx};
-    st = mj_vmm_create(
-        rt->cu, rt->device, &d->group,
-        mj_layout_rank_bytes(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt), &d->vmm);
+    st = mj_vmm_create(rt->cu, rt->device, &d->group, mj_symm_rank_bytes(cfg), &d->vmm);
     if (st != MJ_OK) {
         free(d);
         free(b);

@@ -56,13 +56,14 @@ static int stage_bytes(int block_m, int block_n, int block_k, int act_fmt, int w
     return act + weight + scales + 16; /* + a full/empty barrier pair */
 }
 
-int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_moe_launch_config *out) {
+int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt,
+                      mj_moe_launch_config *out) {
     if (!p || !fmt || !out) return -1;
     int block_m = mj_moe_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk);
     if (block_m < 0 || p->hidden < 64 || p->hidden % 64 || p->intermediate < 64 ||
         p->intermediate % 64 || p->num_sms < 1)
         return -1;
-    if (fmt->variant < MJ_MOE_VARIANT_BF16 || fmt->variant > MJ_MOE_VARIANT_W4A16) return -1;
+    if (fmt->variant < 0 || fmt->variant >= MJ_MOE_VARIANT_COUNT_) return -1;
 
     /* GEMM 1 has N = 2*I (gate and up halves of one tile: I % 64 suffices for
      * 128 rows), GEMM 2 has N = H. Fewer GEMM 1 tiles than SMs leaves SMs idle,
@@ -75,11 +76,9 @@ int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_
     double l1_tiles = experts_hit * m_tiles * (2.0 * p->intermediate / 128.0);
     int block_n = (p->hidden % 128 == 0 && l1_tiles >= p->num_sms) ? 128 : 64;
 
-    /* One 128-byte swizzle row of K per stage: 64 BF16 or 128 FP8 elements. FP8
-     * falls back to 64 when a 128 block would split H or I. */
+    /* One 128-byte swizzle row of K per stage: 64 elements of the BF16 that
+     * every variant decodes into. */
     int block_k = 64;
-    if (fmt->variant == MJ_MOE_VARIANT_FP8 && p->hidden % 128 == 0 && p->intermediate % 128 == 0)
-        block_k = 128;
 
     /* Both GEMMs share the pipeline, so size a stage for the larger input. */
     int act_fmt = mj_format_bits(fmt->dispatch_fmt) >= mj_format_bits(fmt->l2_input_fmt)

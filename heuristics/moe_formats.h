@@ -20,13 +20,14 @@ typedef enum mj_moe_activation {
 #define MJ_ACT_ALL                                                                                 \
     (MJ_ACT_BIT(MJ_ACT_SWIGLU) | MJ_ACT_BIT(MJ_ACT_SWIGLUOAI) | MJ_ACT_BIT(MJ_ACT_SITU))
 
-/* Hopper has no FP4 tensor cores, so a row's kernel is chosen by the operand
- * type its tensor cores consume after decoding, not by the storage formats. */
+/* How a row's kernel computes, independent of the storage formats. The first
+ * MegaMoE kernel decodes every operand exactly into BF16 (a block-scaled value
+ * times its scale is exact in BF16 for the scale bytes the weight loader
+ * accepts) and runs BF16 x BF16 wgmma, so every row names that variant; faster
+ * variants (FP8 operands on Hopper's FP8 tensor cores) will be added here. */
 typedef enum mj_moe_variant {
-    MJ_MOE_VARIANT_BF16 = 0,  /* BF16 x BF16 wgmma, no block scales */
-    MJ_MOE_VARIANT_FP8 = 1,   /* both operands as E4M3 (FP4 decodes exactly into E4M3),
-                                 block scales applied per K group to the fp32 accumulator */
-    MJ_MOE_VARIANT_W4A16 = 2, /* FP4 weights times their scale decoded exactly into BF16 */
+    MJ_MOE_VARIANT_BF16_DECODE = 0,
+    MJ_MOE_VARIANT_COUNT_ = 1
 } mj_moe_variant;
 
 typedef struct mj_moe_format_row {

@@ -8,6 +8,27 @@
 enum { MJ_PD_ROLE_MAIN = 0, MJ_PD_ROLE_CHECK = 1 };
 enum { MJ_PD_PARAM_ROLE = 0, MJ_PD_PARAM_HIDDEN, MJ_PD_PARAM_FORMAT, MJ_PD_PARAM_TOPK };
 
+/* MegaMoE spec parameters, in the order of mj::mega_moe_kernel's template
+ * arguments. Formats are MJ_FMT_* codes, the activation an mj_activation, the
+ * clamp the bits of its float (0 = none). */
+enum {
+    MJ_MOE_PARAM_HIDDEN = 0,
+    MJ_MOE_PARAM_INTERMEDIATE,
+    MJ_MOE_PARAM_EXPERTS,
+    MJ_MOE_PARAM_TOPK,
+    MJ_MOE_PARAM_RANKS,
+    MJ_MOE_PARAM_MAX_TOKENS,
+    MJ_MOE_PARAM_WEIGHT_FMT,
+    MJ_MOE_PARAM_DISPATCH_FMT,
+    MJ_MOE_PARAM_L2_FMT,
+    MJ_MOE_PARAM_ACTIVATION,
+    MJ_MOE_PARAM_CLAMP_BITS,
+    MJ_MOE_PARAM_BLOCK_M,
+    MJ_MOE_PARAM_NUM_SMS,
+    MJ_MOE_NUM_PARAMS
+};
+
 extern const mj_family_codegen mj_pre_dispatch_codegen;
+extern const mj_family_codegen mj_mega_moe_codegen;
 
 #endif

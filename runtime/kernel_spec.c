@@ -26,6 +26,7 @@ const mj_family_codegen *mj_family_codegen_get(mj_family family) {
     case MJ_FAMILY_PRE_DISPATCH:
         return &mj_pre_dispatch_codegen;
     case MJ_FAMILY_MEGA_MOE:
+        return &mj_mega_moe_codegen;
     case MJ_FAMILY_COUNT_:
         break;
     }

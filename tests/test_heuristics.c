@@ -19,12 +19,12 @@ static void test_format_table_rows(void **state) {
         const char *name;
         int weight, dispatch, l2, x_scales, variant;
     } want[] = {
-        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16},
-        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_FP8},
-        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_FP8},
-        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_W4A16},
-        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_VARIANT_FP8},
-        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_W4A16},
+        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16_DECODE},
+        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_BF16_DECODE},
+        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_BF16_DECODE},
+        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16_DECODE},
+        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_VARIANT_BF16_DECODE},
+        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16_DECODE},
     };
     int n = (int)(sizeof want / sizeof want[0]);
     assert_int_equal(mj_moe_format_count(), n);
@@ -206,12 +206,11 @@ static void test_config_values(void **state) {
      * (232448 - 10240) / 17424 = 12 -> capped at 8 */
     assert_int_equal(c.stages, 8);
 
-    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp8"), &c), 0);
-    assert_int_equal(c.block_k, 128);
-    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("nvfp4"), &c), 0);
-    assert_int_equal(c.block_k, 128);
-    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp4-a16"), &c), 0);
-    assert_int_equal(c.block_k, 64);
+    /* every row decodes into BF16, so K stays 64 whatever the storage format */
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        assert_int_equal(mj_moe_config_for(&p, mj_moe_format_at(i), &c), 0);
+        assert_int_equal(c.block_k, 64);
+    }
 
     /* prefill: 256 x 128 tiles; BF16 stage 256*64*2 + 128*64*2 + 16 = 49168,
      * fixed 256*128*2 + 8192 = 73728 -> 158720 / 49168 = 3 */
@@ -220,10 +219,10 @@ static void test_config_values(void **state) {
     assert_int_equal(c.block_m, 256);
     assert_int_equal(c.block_n, 128);
     assert_int_equal(c.stages, 3);
-    /* mxfp8: 256*128 + 128*128 + (256+128)*128/32 + 16 = 50704 -> 3 */
+    /* mxfp8: 256*64 + 128*64 + (256+128)*64/32 + 16 = 25360 -> 158720 / 25360 = 6 */
     assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp8"), &c), 0);
-    assert_int_equal(c.stages, 3);
-    assert_int_equal(c.block_k, 128);
+    assert_int_equal(c.stages, 6);
+    assert_int_equal(c.block_k, 64);
 
     /* too few GEMM 1 tiles for the SMs: 1 token, K = 1 -> 1 expert hit, 2*256/128
      * = 4 tiles < 132 -> 64-row tiles, one consumer warpgroup */
@@ -252,7 +251,7 @@ static void test_config_all_rows(void **state) {
             assert_memory_equal(&a, &b, sizeof a);
             assert_int_equal(a.block_m, mj_moe_block_m(t, 8, 256, 8));
             assert_true(a.block_n == 64 || a.block_n == 128);
-            assert_true(a.block_k == 64 || a.block_k == 128);
+            assert_int_equal(a.block_k, 64);
             assert_int_equal(p.hidden % a.block_k, 0);
             assert_int_equal(p.intermediate % a.block_k, 0);
             assert_true(a.stages >= 3 && a.stages <= 8);
@@ -283,7 +282,7 @@ static void test_config_invalid(void **state) {
         assert_memory_equal(&c, &poison, sizeof c);
     }
     mj_moe_format_row wrong = *bf16;
-    wrong.variant = 3;
+    wrong.variant = MJ_MOE_VARIANT_COUNT_;
     assert_int_equal(mj_moe_config_for(&p, &wrong, &c), -1);
     assert_memory_equal(&c, &poison, sizeof c);
 }

@@ -1,0 +1,43 @@
+/* The MegaMoE weights object and launch preparation, shared by apis/weights.c,
+ * apis/mega_moe.c, the manifest and the GPU tests (which take a prepared
+ * launch, change its arguments for negative controls and launch it themselves). */
+#ifndef MJ_MEGA_MOE_IMPL_H
+#define MJ_MEGA_MOE_IMPL_H
+
+#include <cuda.h>
+
+#include "apis/megajit.h"
+#include "heuristics/moe_formats.h"
+#include "runtime/jit.h"
+#include "templates/layout/moe_layout.h"
+
+enum { MJ_MOE_NUM_PROJECTIONS = 3 };
+
+struct mj_weights {
+    mj_runtime *rt;
+    mj_moe_config cfg;
+    const mj_moe_format_row *format;
+    int local_experts;
+    mj_moe_weight_layout layout;
+    CUdeviceptr w1, w1_sf, w2, w2_sf; /* the scale arrays are 0 for BF16 weights */
+    /* One allocation of four fp32 [E_local] arrays, in mj_moe_args order:
+     * l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale. */
+    CUdeviceptr alphas;
+    /* [E_local][MJ_MOE_NUM_PROJECTIONS]: 1 once that projection was loaded, so a
+     * launch never reads weights nobody wrote. */
+    unsigned char *loaded;
+};
+
+/* Validates cfg (the message names the field) and returns its format row. */
+mj_status mj_moe_config_check(const mj_moe_config *cfg, const mj_moe_format_row **row);
+
+/* Everything mj_mega_moe does short of launching: validates the buffer, the
+ * weights and the arguments, gets (compiling when missing) the kernel and
+ * fills its launch shape and its one argument. Launch with
+ *   void *params[] = {args};  mj_jit_launch(rt, *k, lc, stream, params);
+ * Nothing is written to the device. */
+mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                              void *y, int num_tokens, int32_t *recv_stats, mj_stream stream,
+                              mj_kernel **k, mj_launch_config *lc, mj_moe_args *args);
+
+#endif

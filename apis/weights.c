@@ -1,0 +1,196 @@
+/* MegaMoE expert weights of one rank, in the kernel's device layout
+ * (templates/layout/moe_layout.h). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "apis/mega_moe_impl.h"
+#include "runtime/error.h"
+#include "runtime/runtime_impl.h"
+
+static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
+
+/* A UE8M0 byte e scales by 2^(e - 127). Below 3, the smallest E4M3 subnormal
+ * times the scale falls under BF16's smallest subnormal (2^-133); above 246,
+ * E4M3's 448 times the scale overflows BF16. Inside, every decoded weight of
+ * both MX formats is a BF16 value, which the BF16 tensor-core path relies on. */
+#define MX_SCALE_MIN 3
+#define MX_SCALE_MAX 246
+/* UE4M3 scales are E4M3 bytes >= 0: no sign bit, and 0x7f is NaN. */
+#define UE4M3_NAN 0x7f
+
+static void free_device(const mj_cuda *cu, mj_weights *w) {
+    CUdeviceptr *ptrs[] = {&w->w1, &w->w1_sf, &w->w2, &w->w2_sf, &w->alphas};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        if (*ptrs[i]) cu->cuMemFree(*ptrs[i]);
+}
+
+static CUresult alloc_all(const mj_cuda *cu, mj_weights *w) {
+    mj_u64 e = (mj_u64)w->local_experts;
+    const mj_moe_weight_layout *l = &w->layout;
+    CUresult r = cu->cuMemAlloc(&w->w1, e * l->w1_expert_bytes);
+    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->w2, e * l->w2_expert_bytes);
+    if (r == CUDA_SUCCESS && l->w1_sf_expert_bytes)
+        r = cu->cuMemAlloc(&w->w1_sf, e * l->w1_sf_expert_bytes);
+    if (r == CUDA_SUCCESS && l->w2_sf_expert_bytes)
+        r = cu->cuMemAlloc(&w->w2_sf, e * l->w2_sf_expert_bytes);
+    size_t alpha_bytes = 4 * (size_t)e * sizeof(float);
+    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->alphas, alpha_bytes);
+    if (r == CUDA_SUCCESS) {
+        float *ones = malloc(alpha_bytes);
+        if (!ones) return CUDA_ERROR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < 4 * (size_t)e; i++)
+            ones[i] = 1.0f;
+        r = cu->cuMemcpyHtoD(w->alphas, ones, alpha_bytes);
+        free(ones);
+    }
+    return r;
+}
+
+mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out) {
+    if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_create: NULL argument");
+    *out = NULL;
+    const mj_moe_format_row *row;
+    mj_status st = mj_moe_config_check(cfg, &row);
+    if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
+    mj_weights *w = calloc(1, sizeof *w);
+    int local = cfg->num_experts / cfg->num_ranks;
+    unsigned char *loaded = calloc((size_t)local * MJ_MOE_NUM_PROJECTIONS, 1);
+    if (!w || !loaded) {
+        free(w);
+        free(loaded);
+        return mj_fail(MJ_ERR_NOMEM, "out of memory");
+    }
+    w->rt = rt;
+    w->cfg = *cfg;
+    w->format = row;
+    w->local_experts = local;
+    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, (int)cfg->weight_format);
+    w->loaded = loaded;
+    CUresult r = alloc_all(rt->cu, w);
+    if (r != CUDA_SUCCESS) {
+        free_device(rt->cu, w);
+        free(loaded);
+        free(w);
+        return mj_cuda_fail(r, "allocating the MegaMoE weights");
+    }
+    *out = w;
+    return MJ_OK;
+}
+
+void mj_weights_destroy(mj_weights *w) {
+    if (!w) return;
+    if (mj_runtime_bind(w->rt) == MJ_OK) free_device(w->rt->cu, w);
+    free(w->loaded);
+    free(w);
+}
+
+static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
+                              const unsigned char *sf, int rows, int groups) {
+    int fmt = (int)w->cfg.weight_format;
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < groups; g++) {
+            unsigned b = sf[(size_t)r * (size_t)groups + (size_t)g];
+            if (fmt == MJ_FMT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
+                return mj_fail(MJ_ERR_INVALID_ARG,
+                               "mj_weights_load: local expert %d %s: scale byte %u at row %d "
+                               "group %d is not a UE4M3 scale (negative or NaN)",
+                               e, kProjectionNames[proj], b, r, g);
+            if (fmt != MJ_FMT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
+                return mj_fail(MJ_ERR_INVALID_ARG,
+                               "mj_weights_load: local expert %d %s: scale byte %u at row %d "
+                               "group %d would make decoded weights inexact in BF16 (MX weight "
+                               "scale bytes must be %d..%d)",
+                               e, kProjectionNames[proj], b, r, g, MX_SCALE_MIN, MX_SCALE_MAX);
+        }
+    return MJ_OK;
+}
+
+mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
+                          const void *scales, int from_device) {
+    if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
+    int e = local_expert;
+    if (e < 0 || e >= w->local_experts)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: local expert %d outside 0..%d", e,
+                       w->local_experts - 1);
+    if ((unsigned)proj >= MJ_MOE_NUM_PROJECTIONS)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: unknown projection %d", (int)proj);
+    if (!data) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: data is NULL");
+    int fmt = (int)w->cfg.weight_format, group = mj_format_group(fmt);
+    const char *fmt_name = mj_format_name(w->cfg.weight_format);
+    if (group && !scales)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_weights_load: local expert %d %s: missing scales (%s weights are "
+                       "block-scaled)",
+                       e, kProjectionNames[proj], fmt_name);
+    if (!group && scales)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_weights_load: local expert %d %s: bf16 weights take no scales", e,
+                       kProjectionNames[proj]);
+    mj_status st = mj_runtime_bind(w->rt);
+    if (st != MJ_OK) return st;
+    const mj_cuda *cu = w->rt->cu;
+    int hidden = w->cfg.hidden, inter = w->cfg.intermediate;
+    int rows = proj == MJ_PROJ_DOWN ? hidden : inter;
+    int cols = proj == MJ_PROJ_DOWN ? inter : hidden;
+    size_t data_bytes = (size_t)rows * (size_t)cols * (size_t)mj_format_bits(fmt) / 8;
+    int groups = group ? cols / group : 0;
+    size_t sf_bytes = (size_t)rows * (size_t)groups;
+    /* Gate rows come first in an expert's W1 block, then the up rows. */
+    size_t half = proj == MJ_PROJ_UP ? 1 : 0;
+    CUdeviceptr dst, dst_sf;
+    if (proj == MJ_PROJ_DOWN) {
+        dst = w->w2 + (CUdeviceptr)e * w->layout.w2_expert_bytes;
+        dst_sf = w->w2_sf + (CUdeviceptr)e * w->layout.w2_sf_expert_bytes;
+    } else {
+        dst = w->w1 + (CUdeviceptr)e * w->layout.w1_expert_bytes + half * data_bytes;
+        dst_sf = w->w1_sf + (CUdeviceptr)e * w->layout.w1_sf_expert_bytes + half * sf_bytes;
+    }
+
+    CUresult r = CUDA_SUCCESS;
+    if (group) {
+        /* Checked on the host before anything is written: a rejected load
+         * leaves the previous contents intact. */
+        unsigned char *host_sf = from_device ? malloc(sf_bytes) : (unsigned char *)scales;
+        if (!host_sf) return mj_fail(MJ_ERR_NOMEM, "out of memory");
+        if (from_device) r = cu->cuMemcpyDtoH(host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes);
+        if (r == CUDA_SUCCESS) {
+            st = check_scales(w, e, proj, host_sf, rows, groups);
+            if (st == MJ_OK) r = cu->cuMemcpyHtoD(dst_sf, host_sf, sf_bytes);
+        }
+        if (from_device) free(host_sf);
+        if (st != MJ_OK) return st;
+    }
+    if (r == CUDA_SUCCESS)
+        r = from_device ? cu->cuMemcpyDtoD(dst, (CUdeviceptr)(uintptr_t)data, data_bytes)
+                        : cu->cuMemcpyHtoD(dst, data, data_bytes);
+    /* Device-to-device copies return before they finish; the load promises
+     * the caller may free its source on return. */
+    if (r == CUDA_SUCCESS && from_device) r = cu->cuStreamSynchronize(NULL);
+    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_weights_load: copying weights");
+    w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj] = 1;
+    return MJ_OK;
+}
+
+mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
+                                float l1_alpha_up, float l2_alpha, float l2_act_scale) {
+    if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: weights are NULL");
+    int e = local_expert;
+    if (e < 0 || e >= w->local_experts)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: local expert %d outside 0..%d",
+                       e, w->local_experts - 1);
+    const float values[4] = {l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale};
+    static const char *const names[4] = {"l1_alpha_gate", "l1_alpha_up", "l2_alpha",
+                                         "l2_act_scale"};
+    for (int i = 0; i < 4; i++)
+        if (!isfinite(values[i]))
+            return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: %s %g is not finite",
+                           names[i], (double)values[i]);
+    mj_status st = mj_runtime_bind(w->rt);
+    if (st != MJ_OK) return st;
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < 4 && r == CUDA_SUCCESS; i++)
+        r = w->rt->cu->cuMemcpyHtoD(
+            w->alphas + ((CUdeviceptr)i * (CUdeviceptr)w->local_experts + (CUdeviceptr)e) * 4,
+            &values[i], sizeof(float));
+    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "mj_weights_set_alphas: copying");
+}

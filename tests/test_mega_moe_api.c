@@ -1,0 +1,400 @@
+/* The MegaMoE host API without a GPU: config validation, specs and their name
+ * expressions, BLOCK_M choice, manifest enumeration, buffer sizing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apis/mega_moe_impl.h"
+#include "apis/megajit.h"
+#include "apis/specs.h"
+#include "apis/symm_buffer_impl.h"
+#include "runtime/family_codegen.h"
+
+/* Kimi-K2-like: mxfp4 weights, mxfp8 dispatch. */
+static mj_moe_config good(void) {
+    return (mj_moe_config){.hidden = 7168,
+                           .intermediate = 2048,
+                           .num_experts = 256,
+                           .num_topk = 8,
+                           .num_ranks = 8,
+                           .rank = 3,
+                           .max_tokens_per_rank = 4096,
+                           .weight_format = MJ_FORMAT_MXFP4,
+                           .dispatch_format = MJ_FORMAT_MXFP8,
+                           .activation = MJ_ACTIVATION_SWIGLU,
+                           .clamp = 0.0f,
+                           .block_m = 0};
+}
+
+static void expect_error(mj_status got, mj_status want, const char *needle) {
+    assert_int_equal(got, want);
+    if (!strstr(mj_last_error(), needle)) fail_msg("\"%s\" lacks \"%s\"", mj_last_error(), needle);
+}
+
+static mj_status spec_of(const mj_moe_config *c, mj_kernel_spec *s) {
+    return mj_mega_moe_spec(c, 16, 132, MJ_ARCH_SM90A, s);
+}
+
+static const char *name_of(const mj_kernel_spec *s) {
+    static char name[256];
+    const mj_family_codegen *cg = mj_family_codegen_get(MJ_FAMILY_MEGA_MOE);
+    assert_non_null(cg);
+    assert_string_equal(cg->template_path, "mega_moe.cuh");
+    int n = cg->name_expression(s, name, sizeof name);
+    assert_true(n > 0 && n < (int)sizeof name);
+    return name;
+}
+
+static void test_spec_rejects_bad_configs(void **state) {
+    (void)state;
+    mj_kernel_spec s;
+    mj_moe_config c;
+#define REJECT(assign, needle)                                                                     \
+    do {                                                                                           \
+        c = good();                                                                                \
+        assign;                                                                                    \
+        expect_error(spec_of(&c, &s), MJ_ERR_INVALID_ARG, needle);                                 \
+        expect_error(mj_mega_moe_block_m(&c, 1, &(int){0}), MJ_ERR_INVALID_ARG, needle);           \
+    } while (0)
+    REJECT(c.hidden = 7200, "hidden 7200");
+    REJECT(c.hidden = 128, "hidden 128");
+    REJECT(c.hidden = 8448, "hidden 8448");
+    REJECT(c.hidden = 0, "hidden 0");
+    REJECT(c.intermediate = 2016, "intermediate 2016");
+    REJECT(c.intermediate = 0, "intermediate 0");
+    REJECT(c.intermediate = -64, "intermediate -64");
+    REJECT(c.num_experts = 260, "num_experts 260");
+    REJECT(c.num_experts = 0, "num_experts 0");
+    REJECT(c.num_topk = 257, "num_topk 257");
+    REJECT(c.num_topk = 0, "num_topk 0");
+    REJECT(c.num_ranks = 0, "num_ranks 0");
+    REJECT((c.num_ranks = MJ_MAX_RANKS + 1, c.num_experts = 73 * 4), "num_ranks 73");
+    REJECT(c.rank = 8, "rank 8");
+    REJECT(c.rank = -1, "rank -1");
+    REJECT(c.max_tokens_per_rank = 0, "max_tokens_per_rank 0");
+    REJECT(c.weight_format = MJ_FORMAT_NVFP4, "(weight_format nvfp4, dispatch_format mxfp8)");
+    REJECT(c.dispatch_format = MJ_FORMAT_NVFP4, "(weight_format mxfp4, dispatch_format nvfp4)");
+    REJECT((c.weight_format = MJ_FORMAT_BF16, c.dispatch_format = MJ_FORMAT_MXFP8),
+           "not a MegaMoE format pair");
+    REJECT(c.weight_format = (mj_format)7, "dispatch_format mxfp8)");
+    REJECT(c.dispatch_format = (mj_format)9, "unsupported dispatch format 9");
+    REJECT(c.activation = (mj_activation)3, "unknown activation 3");
+    REJECT(c.activation = (mj_activation)-1, "unknown activation -1");
+    REJECT((c.activation = MJ_ACTIVATION_SITU, c.clamp = 7.0f), "clamp 7: only swiglu");
+    REJECT(c.clamp = -1.0f, "clamp -1 must be finite");
+    REJECT(c.clamp = INFINITY, "must be finite");
+    REJECT(c.clamp = NAN, "must be finite");
+    REJECT(c.block_m = 12, "block_m 12");
+    REJECT(c.block_m = 128, "block_m 128");
+    REJECT(c.block_m = -8, "block_m -8");
+#undef REJECT
+    expect_error(spec_of(NULL, &s), MJ_ERR_INVALID_ARG, "config is NULL");
+    expect_error(mj_mega_moe_block_m(NULL, 1, &(int){0}), MJ_ERR_INVALID_ARG, "config is NULL");
+}
+
+static void test_spec_rejects_bad_launch_shape(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    mj_kernel_spec s;
+    expect_error(mj_mega_moe_spec(&c, 12, 132, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+                 "block_m 12");
+    expect_error(mj_mega_moe_spec(&c, 128, 132, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+                 "block_m 128");
+    expect_error(mj_mega_moe_spec(&c, 0, 132, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "block_m 0");
+    expect_error(mj_mega_moe_spec(&c, 16, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "num_sms 0");
+    expect_error(mj_mega_moe_spec(&c, 16, 132, (mj_arch)80, &s), MJ_ERR_INVALID_ARG,
+                 "unknown arch 80");
+    expect_error(mj_mega_moe_spec(&c, 16, 132, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
+                 "no kernel for sm_100a");
+}
+
+static void test_spec_and_name(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    c.clamp = 7.0f;
+    c.rank = 5;
+    c.block_m = 64; /* neither enters the spec */
+    mj_kernel_spec s;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
+    assert_int_equal(s.arch, MJ_ARCH_SM90A);
+    assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 13);
+    assert_string_equal(name_of(&s),
+                        "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
+                        "16, 132>");
+    for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
+        assert_int_equal(s.params[i], 0);
+    mj_kernel_spec other;
+    c.rank = 0;
+    c.block_m = 0;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+
+    /* -0 and 0 are both "no clamp": one kernel, one cache key */
+    c.clamp = -0.0f;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    c.clamp = 0.0f;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    assert_int_equal(s.params[MJ_MOE_PARAM_CLAMP_BITS], 0);
+
+    /* the L2 format comes from the table; situ without a clamp is fine */
+    static const struct {
+        mj_format w, d;
+        mj_activation act;
+        float clamp;
+        const char *name;
+    } rows[] = {
+        {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 66>"},
+        {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 66>"},
+        {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 66>"},
+        {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 8, 66>"},
+        {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 66>"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mj_moe_config r = {4096,      1536,        128,           4, 2, 1, 64, rows[i].w,
+                           rows[i].d, rows[i].act, rows[i].clamp, 0};
+        assert_int_equal(mj_mega_moe_spec(&r, 8, 66, MJ_ARCH_SM90A, &s), MJ_OK);
+        assert_string_equal(name_of(&s), rows[i].name);
+    }
+}
+
+static void test_block_m(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    int bm = -1;
+    /* mean = t * 8 * 8 / 256 tokens per expert; the tile covers mean + sqrt(mean) */
+    static const struct {
+        int tokens, block_m;
+    } want[] = {{0, 8}, {1, 8}, {20, 8}, {40, 16}, {100, 32}, {200, 64}, {1000, 64}, {4096, 64}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(mj_mega_moe_block_m(&c, want[i].tokens, &bm), MJ_OK);
+        assert_int_equal(bm, want[i].block_m);
+    }
+    /* the kernel's tile never exceeds 64, whatever the heuristic says */
+    for (int t = 0; t <= c.max_tokens_per_rank; t += 97) {
+        assert_int_equal(mj_mega_moe_block_m(&c, t, &bm), MJ_OK);
+        assert_true(bm == 8 || bm == 16 || bm == 32 || bm == MJ_MOE_MAX_BLOCK_M);
+    }
+    c.block_m = 32;
+    assert_int_equal(mj_mega_moe_block_m(&c, 0, &bm), MJ_OK);
+    assert_int_equal(bm, 32);
+    assert_int_equal(mj_mega_moe_block_m(&c, 4096, &bm), MJ_OK);
+    assert_int_equal(bm, 32);
+    expect_error(mj_mega_moe_block_m(&c, -1, &bm), MJ_ERR_INVALID_ARG, "num_tokens -1");
+    expect_error(mj_mega_moe_block_m(&c, 4097, &bm), MJ_ERR_INVALID_ARG, "num_tokens 4097");
+    expect_error(mj_mega_moe_block_m(&c, 1, NULL), MJ_ERR_INVALID_ARG, "block_m is NULL");
+}
+
+static void expect_kernels(mj_manifest *m, size_t count, size_t mega, const char *mega_first) {
+    assert_int_equal(mj_manifest_kernel_count(m), count);
+    size_t n = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < count; i++) {
+        const char *d = mj_manifest_kernel_describe(m, i);
+        if (strncmp(d, "mega_moe<", 9) != 0) continue;
+        if (!first) first = d;
+        assert_non_null(strstr(d, "> sm_90a"));
+        n++;
+    }
+    assert_int_equal(n, mega);
+    if (mega_first) assert_string_equal(first, mega_first);
+}
+
+static void test_manifest_presets(void **state) {
+    (void)state;
+    static const struct {
+        const char *preset;
+        const char *first;
+    } want[] = {
+        {"deepseek-v3-ep8",
+         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,mxfp8,swiglu,bm=8,sms=132> sm_90a"},
+        {"kimi-k2-ep8",
+         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,mxfp4-a8,swiglu,bm=8,sms=132> sm_90a"},
+        {"qwen3-235b-ep4",
+         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,nvfp4,swiglu,bm=8,sms=132> sm_90a"},
+        {"gpt-oss-120b-ep1", "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,mxfp4-a16,swigluoai,"
+                             "clamp=7,bm=8,sms=132> sm_90a"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        mj_manifest *m = NULL;
+        assert_int_equal(mj_manifest_preset(want[i].preset, &m), MJ_OK);
+        /* pre-dispatch main + check, and BLOCK_M 8, 16, 32, 64 */
+        expect_kernels(m, 6, 4, want[i].first);
+        assert_int_equal(mj_manifest_set_archs(m, "sm_90a,sm_100a"), MJ_OK);
+        expect_kernels(m, 8, 4, want[i].first);
+        assert_int_equal(mj_manifest_set_archs(m, "sm_100a"), MJ_OK);
+        expect_kernels(m, 2, 0, NULL);
+        mj_manifest_destroy(m);
+    }
+}
+
+static const char kLayerHead[] =
+    "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256, ";
+
+static mj_manifest *parse_layer(const char *rest) {
+    char json[1024];
+    snprintf(json, sizeof json, "%s%s}]}", kLayerHead, rest);
+    mj_manifest *m = NULL;
+    if (mj_manifest_parse(json, &m) != MJ_OK) fail_msg("%s: %s", json, mj_last_error());
+    return m;
+}
+
+static void test_manifest_block_m_set(void **state) {
+    (void)state;
+    /* 16 experts, top-16, 16 ranks: mean = 16 t; t = 1 covers 20 -> 32 (16 is
+     * skipped), t = 2 covers 37.7 -> 64 */
+    mj_manifest *m = parse_layer(
+        "\"experts\": 16, \"topk\": 16, \"ranks\": 16, \"max_tokens_per_rank\": 2,"
+        " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\","
+        " \"num_sms\": 66");
+    expect_kernels(m, 5, 3,
+                   "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=8,sms=66> sm_90a");
+    assert_string_equal(
+        mj_manifest_kernel_describe(m, 3),
+        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=32,sms=66> sm_90a");
+    assert_string_equal(
+        mj_manifest_kernel_describe(m, 4),
+        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=64,sms=66> sm_90a");
+    mj_manifest_destroy(m);
+
+    /* one token: only the smallest tile */
+    m = parse_layer("\"experts\": 64, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
+                    " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
+                    " \"activation\": \"swigluoai\", \"clamp\": 0.5");
+    expect_kernels(m, 3, 1,
+                   "mega_moe<H=1024,I=256,E=64,K=2,R=1,T=1,nvfp4-a16,swigluoai,clamp=0.5,bm=8,sms="
+                   "132> sm_90a");
+    mj_manifest_destroy(m);
+
+    /* a pair without a MegaMoE kernel still gets pre-dispatch */
+    m = parse_layer("\"experts\": 64, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 64,"
+                    " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"mxfp8\","
+                    " \"activation\": \"swiglu\"");
+    expect_kernels(m, 2, 0, NULL);
+    mj_manifest_destroy(m);
+}
+
+static mj_symm_config symm(int intermediate) {
+    return (mj_symm_config){.hidden = 7168,
+                            .num_experts = 256,
+                            .num_topk = 8,
+                            .max_tokens_per_rank = 4096,
+                            .dispatch_format = MJ_FORMAT_MXFP8,
+                            .num_ranks = 8,
+                            .intermediate = intermediate};
+}
+
+static void test_symm_sizes(void **state) {
+    (void)state;
+    mj_symm_config c = symm(0);
+    assert_int_equal(mj_symm_config_check(&c), MJ_OK);
+    assert_int_equal(mj_symm_rank_bytes(&c), mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
+    c = symm(2048);
+    assert_int_equal(mj_symm_config_check(&c), MJ_OK);
+    size_t bytes = mj_symm_rank_bytes(&c);
+    assert_int_equal(bytes, mj_layout_moe_rank_bytes(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8));
+    assert_int_equal(bytes % MJ_RANK_ALIGN, 0);
+
+    /* every MegaMoE region follows the input region, aligned and big enough */
+    mj_moe_layout l = mj_layout_moe(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8);
+    mj_u64 pairs = 4096ull * 8, p = 8ull * pairs;
+    assert_int_equal(l.pool_rows, p);
+    assert_true(l.ws_offset >= mj_layout_input(7168, 8, 4096, MJ_FMT_MXFP8).end);
+    assert_true(l.list_count_offset >= l.ws_offset + MJ_MOE_WS_WORDS * 4);
+    assert_true(l.list_offset >= l.list_count_offset + 256 * 4);
+    assert_true(l.pool_offset >= l.list_offset + 256 * pairs * 4);
+    assert_true(l.pool_meta_offset >= l.pool_offset + p * 7168 * 2);
+    assert_true(l.pool2_offset >= l.pool_meta_offset + p * MJ_MOE_META_WORDS * 4);
+    assert_true(l.combine_offset >= l.pool2_offset + p * 2048 * 2);
+    assert_true(l.end >= l.combine_offset + pairs * 7168 * 2);
+    mj_u64 offsets[] = {l.list_offset,  l.pool_offset,    l.pool_meta_offset,
+                        l.pool2_offset, l.combine_offset, l.end};
+    for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++)
+        assert_int_equal(offsets[i] % MJ_LAYOUT_ALIGN, 0);
+    assert_true(bytes >= l.end && bytes - l.end < MJ_RANK_ALIGN);
+    assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
+
+    /* the smallest buffer still takes one whole rank stride */
+    c = (mj_symm_config){256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
+    assert_int_equal(mj_symm_config_check(&c), MJ_OK);
+    assert_int_equal(mj_symm_rank_bytes(&c), MJ_RANK_ALIGN);
+
+    c = symm(-64);
+    expect_error(mj_symm_config_check(&c), MJ_ERR_INVALID_ARG, "intermediate -64");
+    c = symm(100);
+    expect_error(mj_symm_config_check(&c), MJ_ERR_INVALID_ARG, "intermediate 100");
+}
+
+static void test_weights_without_device(void **state) {
+    (void)state;
+    mj_runtime_options o = {.cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime *rt = NULL;
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    mj_moe_config c = good();
+    mj_weights *w = (mj_weights *)&c;
+    expect_error(mj_weights_create(NULL, &c, &w), MJ_ERR_INVALID_ARG, "NULL argument");
+    expect_error(mj_weights_create(rt, &c, NULL), MJ_ERR_INVALID_ARG, "NULL argument");
+    c.clamp = -2.0f;
+    expect_error(mj_weights_create(rt, &c, &w), MJ_ERR_INVALID_ARG, "clamp -2");
+    assert_null(w);
+    c = good();
+    c.num_ranks = 3;
+    expect_error(mj_weights_create(rt, &c, &w), MJ_ERR_INVALID_ARG, "num_experts 256");
+    c = good();
+    if (mj_runtime_has_device(rt)) {
+        mj_runtime_destroy(rt);
+        skip();
+    }
+    assert_int_equal(mj_weights_create(rt, &c, &w), MJ_ERR_NO_DEVICE);
+    assert_null(w);
+    mj_weights_destroy(NULL);
+
+    expect_error(mj_weights_load(NULL, 0, MJ_PROJ_GATE, &c, &c, 0), MJ_ERR_INVALID_ARG,
+                 "weights are NULL");
+    expect_error(mj_weights_set_alphas(NULL, 0, 1, 1, 1, 1), MJ_ERR_INVALID_ARG,
+                 "weights are NULL");
+    int32_t y;
+    expect_error(mj_mega_moe(rt, NULL, NULL, &y, 1, NULL, NULL), MJ_ERR_INVALID_ARG,
+                 "NULL runtime, buffer or weights");
+    mj_kernel *k;
+    mj_launch_config lc;
+    mj_moe_args args;
+    expect_error(mj_mega_moe_prepare(rt, NULL, NULL, &y, 1, NULL, NULL, &k, &lc, NULL),
+                 MJ_ERR_INVALID_ARG, "NULL output");
+    expect_error(mj_mega_moe_prepare(rt, NULL, NULL, &y, 1, NULL, NULL, &k, &lc, &args),
+                 MJ_ERR_INVALID_ARG, "NULL runtime, buffer or weights");
+    mj_symm_buffer *buf = (mj_symm_buffer *)&c;
+    mj_symm_config sc = symm(2048);
+    assert_int_equal(mj_symm_buffer_create(rt, &sc, &buf), MJ_ERR_NO_DEVICE);
+    assert_null(buf);
+    sc.intermediate = -1;
+    expect_error(mj_symm_buffer_create(rt, &sc, &buf), MJ_ERR_INVALID_ARG, "intermediate -1");
+    mj_runtime_destroy(rt);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_rejects_bad_configs),
+        cmocka_unit_test(test_spec_rejects_bad_launch_shape),
+        cmocka_unit_test(test_spec_and_name),
+        cmocka_unit_test(test_block_m),
+        cmocka_unit_test(test_manifest_presets),
+        cmocka_unit_test(test_manifest_block_m_set),
+        cmocka_unit_test(test_symm_sizes),
+        cmocka_unit_test(test_weights_without_device),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
