@@ -30,6 +30,7 @@
     X(cuLibraryUnload, 12000)                                                                      \
     X(cuLibraryGetKernel, 12000)                                                                   \
     X(cuKernelGetFunction, 12000)                                                                  \
+    X(cuFuncLoad, 12040)                                                                           \
     X(cuFuncSetAttribute, 9000)                                                                    \
     X(cuLaunchKernelEx, 11060)                                                                     \
     X(cuStreamIsCapturing, 10000)                                                                  \

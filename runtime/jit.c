@@ -284,6 +284,9 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
     return st;
 }
 
+/* Loads the function now rather than at its launch: with lazy loading a
+ * launch that must load can wait on kernels already running, and kernels of
+ * emulated ranks spin until every rank's kernel runs. */
 static mj_status load(mj_runtime *rt, struct mj_kernel *k) {
     const mj_cuda *cu = rt->cu;
     pthread_mutex_lock(&k->load_lock);
@@ -297,7 +300,8 @@ static mj_status load(mj_runtime *rt, struct mj_kernel *k) {
             st = mj_cuda_fail(r, "cuLibraryLoadData");
         } else if ((r = cu->cuLibraryGetKernel(&kernel, k->library, k->lowered_name)) !=
                        CUDA_SUCCESS ||
-                   (r = cu->cuKernelGetFunction(&fn, kernel)) != CUDA_SUCCESS) {
+                   (r = cu->cuKernelGetFunction(&fn, kernel)) != CUDA_SUCCESS ||
+                   (r = cu->cuFuncLoad(fn)) != CUDA_SUCCESS) {
             st = mj_cuda_fail(r, k->name_expression);
         } else {
             free(k->cubin);

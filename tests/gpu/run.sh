@@ -17,6 +17,7 @@ export PATH="$PATH:/usr/local/cuda/bin"
 
 DEADLINE=$((SECONDS + ${MJ_GPU_BUDGET_S:-550}))
 TEST=build/tests/gpu/test_pre_dispatch
+MOE_TEST=build/tests/gpu/test_mega_moe
 CLI=build/bin/megajit
 ENV_LOG=$OUT/env.log
 SUMMARY=$OUT/summary.txt
@@ -79,19 +80,32 @@ if ldd "$CLI" "$TEST" 2>/dev/null | grep -q 'not found'; then
     ldd "$CLI" "$TEST" 2>/dev/null | grep 'not found'
 fi
 
-if [[ ! -x $TEST || ! -x $CLI ]]; then
-    echo "FATAL: $TEST or $CLI is missing: run 'make test-gpu' before carrying build/"
+if [[ ! -x $TEST || ! -x $CLI || ! -x $MOE_TEST ]]; then
+    echo "FATAL: $TEST, $MOE_TEST or $CLI is missing: run 'make test-gpu' before carrying build/"
     exit 2
 fi
 
 TAIL_LINES=14 step "test_pre_dispatch" 240 "$OUT/test_pre_dispatch.log" "$TEST"
 test_counts=$(counts "$OUT/test_pre_dispatch.log")
+# MegaMoE output is appended to the existing logs ($OUT keeps at most 7 files),
+# so each step's counts are read right after it.
+echo "=== test_mega_moe" >>"$OUT/test_pre_dispatch.log"
+TAIL_LINES=14 step "test_mega_moe" 200 "$OUT/test_pre_dispatch.log" "$MOE_TEST"
+moe_counts=$(counts "$OUT/test_pre_dispatch.log")
 
 if command -v compute-sanitizer >/dev/null; then
     step "memcheck --quick" 110 "$OUT/memcheck.log" \
         compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 "$TEST" --quick
     step "racecheck --quick" 110 "$OUT/racecheck.log" \
         compute-sanitizer --tool racecheck --error-exitcode 97 "$TEST" --quick
+    memcheck_counts="$(counts "$OUT/memcheck.log") $(grep -m1 -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null)"
+    racecheck_counts="$(counts "$OUT/racecheck.log") $(grep -m1 -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null)"
+    echo "=== test_mega_moe --quick" >>"$OUT/memcheck.log"
+    step "memcheck test_mega_moe --quick" 90 "$OUT/memcheck.log" \
+        compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 "$MOE_TEST" --quick
+    echo "=== test_mega_moe --quick" >>"$OUT/racecheck.log"
+    step "racecheck test_mega_moe --quick" 90 "$OUT/racecheck.log" \
+        compute-sanitizer --tool racecheck --error-exitcode 97 "$MOE_TEST" --quick
 else
     names+=("compute-sanitizer")
     results+=("SKIP")
@@ -101,6 +115,7 @@ fi
 step "bench pre-dispatch --json" 60 "$OUT/bench.log" \
     bash -c "$CLI bench pre-dispatch --json > '$OUT/bench_pre_dispatch.json'"
 TAIL_LINES=12 step "bench pre-dispatch" 60 "$OUT/bench.log" "$CLI" bench pre-dispatch
+TAIL_LINES=12 step "test_mega_moe --timing" 90 "$OUT/bench.log" "$MOE_TEST" --timing
 step "megajit info" 20 "$ENV_LOG" "$CLI" info
 
 {
@@ -116,8 +131,12 @@ step "megajit info" 20 "$ENV_LOG" "$CLI" info
         [[ ${results[$i]} == PASS ]] || failed=$((failed + 1))
     done
     echo "test_pre_dispatch:         ${test_counts:-no summary line}"
-    echo "memcheck --quick:          $(counts "$OUT/memcheck.log") $(grep -m1 -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null)"
-    echo "racecheck --quick:         $(counts "$OUT/racecheck.log") $(grep -m1 -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null)"
+    echo "memcheck --quick:          ${memcheck_counts:-not run}"
+    echo "racecheck --quick:         ${racecheck_counts:-not run}"
+    echo "test_mega_moe:             ${moe_counts:-no summary line}"
+    echo "memcheck mega_moe --quick: $(counts "$OUT/memcheck.log") $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null | tail -n 1)"
+    echo "racecheck mega_moe --quick: $(counts "$OUT/racecheck.log") $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null | tail -n 1)"
+    echo "mega_moe timing:           see bench.log (table after 'MegaMoE decode timing')"
     echo "steps not passed: $failed"
 } >"$SUMMARY"
 cat "$SUMMARY"
