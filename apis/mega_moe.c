@@ -182,12 +182,13 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
     return MJ_OK;
 }
 
-mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
-                              void *y, int num_tokens, int32_t *recv_stats, mj_stream stream,
-                              mj_kernel **k, mj_launch_config *lc, mj_moe_args *args) {
-    if (!k || !lc || !args) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_prepare: NULL output");
-    mj_status st = check_launch(rt, buf, weights, y, num_tokens);
-    if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
+/* The kernel a launch with num_tokens uses (compiled and loaded), its BLOCK_M
+ * and SM count. */
+static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                               int num_tokens, mj_stream stream, mj_kernel **k, int *block_m,
+                               int *num_sms) {
+    mj_status st = mj_runtime_bind(rt);
+    if (st != MJ_OK) return st;
     /* The workspace and the cross-CTA barriers were sized for the CTA count the
      * buffer recorded; another grid would wait on CTAs that never run. */
     int sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
@@ -196,12 +197,32 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
                        "mj_mega_moe: the symmetric buffer was sized for %d SMs, family set to %d "
                        "(set the MegaMoE family's SM count before creating the buffer)",
                        buf->num_sms, sms);
-    const mj_moe_config *c = &weights->cfg;
-    int block_m;
     mj_kernel_spec spec;
-    if ((st = mj_mega_moe_block_m(c, num_tokens, &block_m)) != MJ_OK ||
-        (st = mj_mega_moe_spec(c, block_m, sms, rt->arch, &spec)) != MJ_OK ||
-        (st = mj_jit_get(rt, &spec, stream, k)) != MJ_OK)
+    *num_sms = sms;
+    if ((st = mj_mega_moe_block_m(&weights->cfg, num_tokens, block_m)) != MJ_OK ||
+        (st = mj_mega_moe_spec(&weights->cfg, *block_m, sms, rt->arch, &spec)) != MJ_OK)
+        return st;
+    return mj_jit_get(rt, &spec, stream, k);
+}
+
+mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                             int num_tokens) {
+    /* Only the shapes matter here: a stand-in output passes the y check. */
+    static unsigned short no_output;
+    mj_status st = check_launch(rt, buf, weights, &no_output, num_tokens);
+    mj_kernel *k;
+    int block_m, sms;
+    return st != MJ_OK ? st : select_kernel(rt, buf, weights, num_tokens, NULL, &k, &block_m, &sms);
+}
+
+mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                              void *y, int num_tokens, int32_t *recv_stats, mj_stream stream,
+                              mj_kernel **k, mj_launch_config *lc, mj_moe_args *args) {
+    if (!k || !lc || !args) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_prepare: NULL output");
+    int block_m, sms;
+    mj_status st = check_launch(rt, buf, weights, y, num_tokens);
+    if (st != MJ_OK ||
+        (st = select_kernel(rt, buf, weights, num_tokens, stream, k, &block_m, &sms)) != MJ_OK)
         return st;
     *lc = (mj_launch_config){{(unsigned)sms, 1, 1},
                              {MJ_MOE_THREADS, 1, 1},
@@ -211,7 +232,7 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
     int local = weights->local_experts;
     const float *alphas = (const float *)(uintptr_t)weights->alphas;
     *args = (mj_moe_args){
-        .peers = mj_symm_peers(buf, c->rank),
+        .peers = mj_symm_peers(buf, weights->cfg.rank),
         .w1 = (const unsigned char *)(uintptr_t)weights->w1,
         .w1_sf = (const unsigned char *)(uintptr_t)weights->w1_sf,
         .w2 = (const unsigned char *)(uintptr_t)weights->w2,

@@ -262,13 +262,21 @@ mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_
 /* The BLOCK_M (tokens per tile) a launch with num_tokens per rank uses. */
 mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m);
 
+/* Compiles (or reads from the cache) and loads the kernel that mj_mega_moe
+ * with num_tokens would launch; nothing runs on the device. A server calls it
+ * at start-up; emulated ranks must call it for every rank before launching
+ * any, since a rank's kernel waits inside for the others. */
+mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                             int num_tokens);
+
 /* One MoE layer for rank weights->rank: dispatch of the tokens pre-dispatched
  * into buf across ranks, expert GEMM 1, activation, GEMM 2 and combine, in one
  * persistent kernel of the MegaMoE family's SM count on `stream`. y: device
  * BF16 [num_tokens][H]. recv_stats (device int32 [E/R], may be NULL) gets the
  * received (token, slot) count of each local expert added. With emulated ranks
  * every rank's call must be in flight together (one stream each, the family SM
- * count divided among them): the ranks wait for each other inside the kernel. */
+ * count divided among them, after mj_mega_moe_warmup of every rank): the ranks
+ * wait for each other inside the kernel. */
 mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights, void *y,
                       int num_tokens, int32_t *recv_stats, mj_stream stream);
 

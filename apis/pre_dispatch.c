@@ -16,11 +16,12 @@ mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj
     if (role != MJ_PD_ROLE_MAIN && role != MJ_PD_ROLE_CHECK)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown pre-dispatch kernel role %d", role);
     if (!mj_arch_name(arch)) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    if (topk * MJ_PD_TOKENS_PER_CTA > hidden / 8)
+    int per_cta = mj_pd_tokens_per_cta((int)fmt);
+    if (topk * per_cta > hidden / 8)
         return mj_fail(
             MJ_ERR_INVALID_ARG,
             "pre-dispatch: top-k %d needs hidden >= %d (one thread per slot of %d tokens)", topk,
-            topk * MJ_PD_TOKENS_PER_CTA * 8, MJ_PD_TOKENS_PER_CTA);
+            topk * per_cta * 8, per_cta);
     mj_kernel_spec_init(out, MJ_FAMILY_PRE_DISPATCH, arch);
     out->num_params = 4;
     out->params[MJ_PD_PARAM_ROLE] = role;
@@ -103,11 +104,12 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
                     &region, &tokens,   &max_tokens,   &experts};
     /* After our own check kernel, PDL is always safe: the main kernel waits for
      * it before reading anything. Otherwise the family's setting decides. */
-    mj_launch_config lc = {{mj_pd_grid(c->hidden, c->num_topk, num_tokens, max_tokens), 1, 1},
-                           {(unsigned)c->hidden / 8, 1, 1},
-                           0,
-                           0,
-                           num_tokens > 0 ? 1 : pdl};
+    mj_launch_config lc = {
+        {mj_pd_grid((int)c->dispatch_format, c->hidden, c->num_topk, num_tokens, max_tokens), 1, 1},
+        {(unsigned)c->hidden / 8, 1, 1},
+        0,
+        0,
+        num_tokens > 0 ? 1 : pdl};
     if ((st = mj_jit_launch(rt, main_kernel, &lc, stream, args)) != MJ_OK) return st;
     return rt->check_device_inputs ? report_bad_ids(rt, buf, rank, stream) : MJ_OK;
 }

@@ -245,6 +245,35 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     return st;
 }
 
+/* Loads the function (cuFuncLoad) at its first request rather than inside a
+ * launch: loading can wait for kernels already running, and the kernels of
+ * emulated ranks spin until every rank's kernel runs. */
+static mj_status load(mj_runtime *rt, struct mj_kernel *k) {
+    const mj_cuda *cu = rt->cu;
+    pthread_mutex_lock(&k->load_lock);
+    mj_status st = MJ_OK;
+    if (!k->function) {
+        CUfunction fn = NULL;
+        CUkernel kernel = NULL;
+        CUresult r = cu->cuLibraryLoadData(&k->library, k->cubin, NULL, NULL, 0, NULL, NULL, 0);
+        if (r != CUDA_SUCCESS) {
+            k->library = NULL;
+            st = mj_cuda_fail(r, "cuLibraryLoadData");
+        } else if ((r = cu->cuLibraryGetKernel(&kernel, k->library, k->lowered_name)) !=
+                       CUDA_SUCCESS ||
+                   (r = cu->cuKernelGetFunction(&fn, kernel)) != CUDA_SUCCESS ||
+                   (r = cu->cuFuncLoad(fn)) != CUDA_SUCCESS) {
+            st = mj_cuda_fail(r, k->name_expression);
+        } else {
+            free(k->cubin);
+            k->cubin = NULL;
+            __atomic_store_n(&k->function, fn, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&k->load_lock);
+    return st;
+}
+
 mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream stream,
                      mj_kernel **out) {
     uint64_t hash = mj_kernel_spec_hash(spec);
@@ -280,36 +309,9 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
         mj_closure_free(&job.closure);
     }
     pthread_mutex_unlock(&rt->build_lock);
+    /* First use loads the module too, before anything of the caller runs. */
+    if (st == MJ_OK && rt->cu && !__atomic_load_n(&k->function, __ATOMIC_ACQUIRE)) st = load(rt, k);
     *out = k;
-    return st;
-}
-
-/* Loads the function now rather than at its launch: with lazy loading a
- * launch that must load can wait on kernels already running, and kernels of
- * emulated ranks spin until every rank's kernel runs. */
-static mj_status load(mj_runtime *rt, struct mj_kernel *k) {
-    const mj_cuda *cu = rt->cu;
-    pthread_mutex_lock(&k->load_lock);
-    mj_status st = MJ_OK;
-    if (!k->function) {
-        CUfunction fn = NULL;
-        CUkernel kernel = NULL;
-        CUresult r = cu->cuLibraryLoadData(&k->library, k->cubin, NULL, NULL, 0, NULL, NULL, 0);
-        if (r != CUDA_SUCCESS) {
-            k->library = NULL;
-            st = mj_cuda_fail(r, "cuLibraryLoadData");
-        } else if ((r = cu->cuLibraryGetKernel(&kernel, k->library, k->lowered_name)) !=
-                       CUDA_SUCCESS ||
-                   (r = cu->cuKernelGetFunction(&fn, kernel)) != CUDA_SUCCESS ||
-                   (r = cu->cuFuncLoad(fn)) != CUDA_SUCCESS) {
-            st = mj_cuda_fail(r, k->name_expression);
-        } else {
-            free(k->cubin);
-            k->cubin = NULL;
-            __atomic_store_n(&k->function, fn, __ATOMIC_RELEASE);
-        }
-    }
-    pthread_mutex_unlock(&k->load_lock);
     return st;
 }
 

@@ -116,17 +116,18 @@ template <> struct Quantizer<MJ_FMT_NVFP4> {
 
 } // namespace pd
 
-// Token CTAs (MJ_PD_TOKENS_PER_CTA consecutive tokens each), then padding CTAs
+// Token CTAs (mj_pd_tokens_per_cta consecutive tokens each), then padding CTAs
 // that set the top-k entries of rows [num_tokens, max_tokens) to (-1, 0).
 // Launch: grid = mj_pd_grid(...), block = kHidden / 8 (8 BF16 per thread).
 template <int kHidden, int kFormat, int kTopk>
-__global__ void __launch_bounds__(kHidden / 8)
+__global__ void __launch_bounds__(kHidden / 8, 2)
     pre_dispatch_kernel(const unsigned short *__restrict__ x, const int *__restrict__ topk_ids,
                         const float *__restrict__ topk_weights,
                         const float *__restrict__ expert_scales, unsigned char *__restrict__ region,
                         int num_tokens, int max_tokens, int num_experts) {
     constexpr int kThreads = kHidden / 8;
-    constexpr int kTokens = MJ_PD_TOKENS_PER_CTA;
+    constexpr int kTokens =
+        kFormat == MJ_FMT_BF16 ? MJ_PD_TOKENS_PER_CTA_BF16 : MJ_PD_TOKENS_PER_CTA_QUANT;
     static_assert(kHidden % 256 == 0, "whole warps, and whole scale groups per warp");
     static_assert(kThreads <= 1024, "hidden must be <= 8192");
     static_assert(kTopk >= 1 && kTopk * kTokens <= kThreads, "one thread per top-k slot");
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(kHidden / 8)
     asm volatile("griddepcontrol.wait;" ::: "memory");
 
     const int t = (int)threadIdx.x;
-    const int token_ctas = (int)mj_pd_token_ctas(num_tokens);
+    const int token_ctas = (int)mj_pd_token_ctas(kFormat, num_tokens);
     const bool token_cta = (int)blockIdx.x < token_ctas;
     const int first = (int)blockIdx.x * kTokens;
 
@@ -158,7 +159,6 @@ __global__ void __launch_bounds__(kHidden / 8)
     if (slot_thread) {
         id = topk_ids[slot];
         w = topk_weights[slot];
-        if (expert_scales != nullptr && id >= 0) w = w * expert_scales[id];
     }
 
     volatile mj_u32 *ws = reinterpret_cast<volatile mj_u32 *>(region);
@@ -183,6 +183,8 @@ __global__ void __launch_bounds__(kHidden / 8)
             }
             pd::Quantizer<kFormat>::template run<kTokens>(in, valid, x_rows, sf_rows, scales, t);
             if (slot_thread) {
+                // Only now are the ids known to be in range for the scale lookup.
+                if (expert_scales != nullptr && id >= 0) w = w * expert_scales[id];
                 ids_out[slot] = id;
                 w_out[slot] = w;
             }

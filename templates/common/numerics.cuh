@@ -108,15 +108,22 @@ MJ_HD float f32_from_e4m3(unsigned char b) {
     return f32_from_bits(sign | ((e + 120u) << 23) | (m << 20));
 }
 
-// 4-bit E2M1 code; thresholds implement RNE with saturation to 6, and the sign
-// is dropped with a zero index so -0 is never produced.
+// 4-bit E2M1 code: RNE with saturation to 6, and the sign dropped with a zero
+// index so -0 is never produced. From 1 up the code is the fp32 exponent and
+// top mantissa bit after rounding the mantissa to one bit (a carry moves into
+// the exponent); below 1 it is the subnormal step 0.5. NaN compares false: 0.
 MJ_HD unsigned char e2m1_from_f32(float x) {
-    float a = abs_f32(x);
-    mj_u32 idx = (mj_u32)(a > 0.25f) + (mj_u32)(a >= 0.75f) + (mj_u32)(a > 1.25f) +
-                 (mj_u32)(a >= 1.75f) + (mj_u32)(a > 2.5f) + (mj_u32)(a >= 3.5f) +
-                 (mj_u32)(a > 5.0f);
+    const mj_u32 u = f32_bits(x), a = u & 0x7fffffffu;
+    mj_u32 idx;
+    if (a >= 0x3f800000u && a <= 0x7f800000u) {
+        idx = ((a + 0x1fffffu + ((a >> 22) & 1u)) >> 22) - 252u; // 1.0 -> 2
+        idx = idx > 7u ? 7u : idx;
+    } else {
+        const float f = f32_from_bits(a);
+        idx = (mj_u32)(f > 0.25f) + (mj_u32)(f >= 0.75f);
+    }
     if (idx == 0u) return 0;
-    return (unsigned char)(((f32_bits(x) >> 28) & 8u) | idx);
+    return (unsigned char)(((u >> 28) & 8u) | idx);
 }
 
 // UE8M0 byte of the smallest power of two >= v (v > 0): the biased exponent,

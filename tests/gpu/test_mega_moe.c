@@ -20,21 +20,22 @@
  * reference's counts.
  *
  * Negative controls (the numeric check must FAIL; the test passes when it
- * does). Result lines from the H200 run (fill in from the log, grep "control"):
+ * does). calc_diff per format row measured on the H200, 2026-11-29
+ * (bf16 / mxfp8 / mxfp4-a8 / mxfp4-a16 / nvfp4 / nvfp4-a16):
  *   control swap-gate-up        (gate data loaded as up and vice versa)
- *       calc_diff=<pending H200 run> -> detected
+ *       0.483 / 0.483 / 0.487 / 0.432 / 0.457 / 0.533 -> detected
  *   control no-routing-weight   (GPU top-k weights all 1.0, reference keeps them)
- *       calc_diff=<pending H200 run> -> detected
+ *       0.287 / 0.242 / 0.245 / 0.21 / 0.256 / 0.19 -> detected
  *   control wrong-scale         (+1 on every gate scale byte of the one expert
  *                                every token uses; bf16 row skipped, no scales)
- *       calc_diff=<pending H200 run> -> detected
+ *       - / 0.201 / 0.201 / 0.201 / 0.0054 / 0.00166 -> detected
  *   control wrong-scale-1-byte  (+1 on a single scale byte: informational only,
  *                                its effect is ~1e-4 at these shapes, below the bar)
- *       calc_diff=<pending H200 run> (not counted)
+ *       - / 1.5e-4 / 4.6e-4 / 1.9e-5 / 0 / 7.8e-16 (not counted)
  *   control wrong-alpha         (l2_alpha x2 on the GPU only)
- *       calc_diff=<pending H200 run> -> detected
- *   control wrong-peer-offset   (offsets of two peers swapped in every rank's
- *                                args, R = 2 and 4; a hang also counts as detected)
+ *       0.2 on every row -> detected
+ *   control wrong-peer-offset   (every peer offset set to the own region in every
+ *                                rank's args, R = 2 and 4; a hang also counts)
  *       calc_diff=<pending H200 run> -> detected
  */
 #include <cuda.h>
@@ -820,9 +821,18 @@ static void poison_outputs(ctx *c, const run *u) {
     CU(cuCtxSynchronize());
 }
 
-/* Launches every rank back to back, each on its own stream. A refused launch
- * after an accepted one leaves the accepted ranks waiting forever. */
+/* Launches every rank back to back, each on its own stream, after loading
+ * every rank's kernel (a load may wait for kernels already spinning). A
+ * refused launch after an accepted one leaves the accepted ranks waiting
+ * forever. */
 static int run_launch(ctx *c, run *u, const CUstream *streams) {
+    for (int r = 0; r < u->sc.ranks; r++) {
+        mj_status st = mj_mega_moe_warmup(c->rt, u->buf, u->w[r], u->sc.tokens[r]);
+        if (st != MJ_OK) {
+            printf("  warm-up of rank %d -> %s: %s\n", r, mj_status_name(st), mj_last_error());
+            return 0;
+        }
+    }
     for (int r = 0; r < u->sc.ranks; r++) {
         int T = u->sc.tokens[r];
         void *y = (void *)(uintptr_t)c->d_y[r];
@@ -835,13 +845,13 @@ static int run_launch(ctx *c, run *u, const CUstream *streams) {
             st = mj_mega_moe_prepare(c->rt, u->buf, u->w[r], y, T, st_ptr, streams[r], &k, &lc,
                                      &args);
             if (st == MJ_OK && u->ctl == CTL_PEERS) {
-                /* The same permutation on every rank keeps the barrier
-                 * protocol whole (every rank still signals every region) while
-                 * the data of two ranks lands in each other's regions. */
-                int a = u->sc.ranks == 2 ? 0 : 1, b = a + 1;
-                mj_i64 t = args.peers.offsets[a];
-                args.peers.offsets[a] = args.peers.offsets[b];
-                args.peers.offsets[b] = t;
+                /* Every peer offset collapses onto the own region, on every
+                 * rank: each rank still gets R barrier signals (all its own),
+                 * so nothing hangs, but tokens never reach remote experts.
+                 * Swapping two peers on every rank is no control: the kernel
+                 * sees a consistent relabeling (calc_diff 0 on the H200). */
+                for (int p = 0; p < u->sc.ranks; p++)
+                    args.peers.offsets[p] = 0;
             }
             if (st == MJ_OK) {
                 void *params[] = {&args};
