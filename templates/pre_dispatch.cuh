@@ -79,13 +79,15 @@ template <> struct Quantizer<MJ_FMT_MXFP4> : MxQuantizer<MJ_FMT_MXFP4> {};
 
 template <> struct Quantizer<MJ_FMT_NVFP4> {
     // Row maxima need the whole CTA: warp maxima of all rows meet in shared
-    // memory behind one barrier.
+    // memory, one warp per row reduces them to the row's scale, and every
+    // thread reads that scale after a second barrier.
     template <int kTokens>
     static __device__ __forceinline__ void
     run(const uint4 (&in)[kTokens], const bool (&valid)[kTokens],
         unsigned char *const (&x_row)[kTokens], unsigned char *const (&sf_row)[kTokens],
         float *const (&x_scale)[kTokens], int t) {
         __shared__ float warp_max[kTokens][32];
+        __shared__ float token_scale[kTokens];
         float v[kTokens][8], amax[kTokens];
 #pragma unroll
         for (int i = 0; i < kTokens; i++) {
@@ -98,14 +100,18 @@ template <> struct Quantizer<MJ_FMT_NVFP4> {
             if ((t & 31) == 0) warp_max[i][t >> 5] = m;
         }
         __syncthreads();
-        const int warps = (int)(blockDim.x >> 5);
+        const int warps = (int)(blockDim.x >> 5), lane = t & 31;
+        for (int i = t >> 5; i < kTokens; i += warps) {
+            float m = lane < warps ? warp_max[i][lane] : 0.0f;
+            for (int s = 1; s < 32; s <<= 1)
+                m = max_num(m, __shfl_xor_sync(kFullMask, m, s));
+            if (lane == 0) token_scale[i] = nvfp4_token_scale(m);
+        }
+        __syncthreads();
 #pragma unroll
         for (int i = 0; i < kTokens; i++) {
             if (!valid[i]) continue;
-            float rowmax = 0.0f;
-            for (int w = 0; w < warps; w++)
-                rowmax = max_num(rowmax, warp_max[i][w]);
-            const float pts = nvfp4_token_scale(rowmax);
+            const float pts = token_scale[i];
             const unsigned char sf = nvfp4_group_sf(amax[i], pts);
             reinterpret_cast<mj_u32 *>(x_row[i])[t] = pack_e2m1x8(v[i], nvfp4_group_inv(sf, pts));
             if ((t & 1) == 0) sf_row[i][t >> 1] = sf;

@@ -109,21 +109,18 @@ MJ_HD float f32_from_e4m3(unsigned char b) {
 }
 
 // 4-bit E2M1 code: RNE with saturation to 6, and the sign dropped with a zero
-// index so -0 is never produced. From 1 up the code is the fp32 exponent and
-// top mantissa bit after rounding the mantissa to one bit (a carry moves into
-// the exponent); below 1 it is the subnormal step 0.5. NaN compares false: 0.
+// index so -0 is never produced. Adding M rounds |x| to the ulp of M (RNE) and
+// leaves the rounded multiple in M's low mantissa bits: M = 2^22 steps 0.5
+// below 2 (codes 0-4), 2^23 steps 1 below 4 (codes 4-6), 2^24 steps 2 above
+// (codes 6-7, then saturation). NaN gives 0, as no threshold is crossed.
 MJ_HD unsigned char e2m1_from_f32(float x) {
-    const mj_u32 u = f32_bits(x), a = u & 0x7fffffffu;
-    mj_u32 idx;
-    if (a >= 0x3f800000u && a <= 0x7f800000u) {
-        idx = ((a + 0x1fffffu + ((a >> 22) & 1u)) >> 22) - 252u; // 1.0 -> 2
-        idx = idx > 7u ? 7u : idx;
-    } else {
-        const float f = f32_from_bits(a);
-        idx = (mj_u32)(f > 0.25f) + (mj_u32)(f >= 0.75f);
-    }
-    if (idx == 0u) return 0;
-    return (unsigned char)(((u >> 28) & 8u) | idx);
+    const float a = abs_f32(x);
+    const float magic = a < 2.0f ? 4194304.0f : a < 4.0f ? 8388608.0f : 16777216.0f;
+    const mj_u32 first = a < 2.0f ? 0u : a < 4.0f ? 2u : 4u;
+    mj_u32 idx = f32_bits(a + magic) - f32_bits(magic) + first;
+    idx = idx > 7u ? 7u : idx;
+    if (idx == 0u || a != a) return 0;
+    return (unsigned char)(((f32_bits(x) >> 28) & 8u) | idx);
 }
 
 // UE8M0 byte of the smallest power of two >= v (v > 0): the biased exponent,
