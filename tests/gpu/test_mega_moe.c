@@ -204,8 +204,8 @@ typedef struct scenario {
 #define SWIGLUOAI MJ_ACT_SWIGLUOAI
 #define SITU MJ_ACT_SITU
 
-/* Every row runs all of these: all activations at R = 1 and 2, swiglu at 4
- * and 8; tokens 0, 1 and T_max on some ranks. Token counts are chosen so each
+/* Every row runs all of these: every activation (swiglu with and without
+ * clamp) at R = 1, 2, 4 and 8; tokens 0, 1 and T_max on some ranks. Token counts are chosen so each
  * (row, scenario) needs at most two kernels (BLOCK_M follows the count). */
 static const scenario kMatrix[] = {
     {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0},
@@ -217,7 +217,13 @@ static const scenario kMatrix[] = {
     {2, SWIGLUOAI, CLAMP, {64, 64}, ROUTE_ONE, -1, 1, 0},
     {2, SITU, 0, {64, 64}, ROUTE_SKEW, 1, 0, 0},
     {4, SWIGLU, 0, {64, 0, 1, 64}, ROUTE_RANDOM, 2, 1, 0},
+    {4, SWIGLU, CLAMP, {1, 64, 64, 0}, ROUTE_DUP, -1, 0, 0},
+    {4, SWIGLUOAI, CLAMP, {64, 64, 1, 64}, ROUTE_ONE, 1, 1, 0},
+    {4, SITU, 0, {64, 1, 0, 64}, ROUTE_SKEW, -1, 0, 0},
     {8, SWIGLU, 0, {64, 0, 1, 64, 0, 64, 64, 1}, ROUTE_SKEW, 7, 0, 0},
+    {8, SWIGLU, CLAMP, {1, 64, 64, 0, 64, 1, 0, 64}, ROUTE_RANDOM, 3, 1, 0},
+    {8, SWIGLUOAI, CLAMP, {64, 64, 1, 64, 0, 64, 1, 64}, ROUTE_DUP, -1, 0, 0},
+    {8, SITU, 0, {0, 64, 64, 1, 64, 64, 1, 0}, ROUTE_ONE, 5, 1, 0},
 };
 static const scenario kQuick[] = {
     {2, SWIGLU, CLAMP, {8, 0}, ROUTE_RANDOM, -1, 1, 0},
