@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apis/bench_impl.h"
 #include "apis/megajit.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -45,7 +46,7 @@ typedef struct bench {
     uint64_t *host_chunk;
 } bench;
 
-static uint64_t rng_next(uint64_t *s) {
+uint64_t mj_bench_rng(uint64_t *s) {
     uint64_t x = *s;
     x ^= x >> 12;
     x ^= x << 25;
@@ -56,7 +57,7 @@ static uint64_t rng_next(uint64_t *s) {
 
 /* Uniform in [-1, 1). */
 static float rng_sym(uint64_t *s) {
-    return (float)(rng_next(s) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    return (float)(mj_bench_rng(s) >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
 static uint16_t bf16_rne(float f) {
@@ -78,7 +79,7 @@ static int cmp_float(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static float median_ms(float *v, int n) {
+float mj_bench_median_ms(float *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_float);
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
 }
@@ -105,17 +106,30 @@ static void bench_free(bench *b) {
     free(b->host_chunk);
 }
 
+/* Frees b and returns st with the error sentence it had: freeing calls back
+ * into the runtime, which may replace the thread's error. */
+static mj_status bench_finish(bench *b, mj_status st) {
+    if (st == MJ_OK) {
+        bench_free(b);
+        return MJ_OK;
+    }
+    char why[1024];
+    snprintf(why, sizeof why, "%s", mj_last_error());
+    bench_free(b);
+    return mj_fail(st, "%s", why);
+}
+
 /* Random rows of varied magnitude (one power-of-two scale per row), so every
  * block scale differs and the quantizer does its full work. */
 static void fill_host_set(bench *b, uint64_t *rng, int hidden, int num_tokens, int topk) {
     for (int t = 0; t < num_tokens; t++) {
-        float scale = pow2f((int)(rng_next(rng) % 33) - 16);
+        float scale = pow2f((int)(mj_bench_rng(rng) % 33) - 16);
         uint16_t *row = b->host_x + (size_t)t * (size_t)hidden;
         for (int h = 0; h < hidden; h++)
             row[h] = bf16_rne(rng_sym(rng) * scale);
     }
     for (size_t i = 0; i < (size_t)num_tokens * (size_t)topk; i++) {
-        b->host_ids[i] = (int32_t)(rng_next(rng) % BENCH_EXPERTS);
+        b->host_ids[i] = (int32_t)(mj_bench_rng(rng) % BENCH_EXPERTS);
         b->host_weights[i] = 0.5f * (rng_sym(rng) + 1.0f);
     }
 }
@@ -173,6 +187,41 @@ static mj_status alloc(const mj_cuda *cu, CUdeviceptr *p, size_t bytes, const ch
     return MJ_OK;
 }
 
+/* Times iters copies of at least min_bytes on b's stream and events (both
+ * sized by the caller); *gbps counts bytes read plus bytes written. */
+static mj_status copy_run(bench *b, size_t min_bytes, int iters, uint64_t *rng, double *gbps) {
+    const mj_cuda *cu = b->cu;
+    CUresult r;
+    mj_status st;
+    size_t copy_n = min_bytes < BENCH_COPY_MIN_BYTES ? BENCH_COPY_MIN_BYTES : min_bytes;
+    copy_n = (copy_n + 255) & ~(size_t)255;
+    b->host_chunk = malloc(BENCH_COPY_CHUNK);
+    if (!b->host_chunk) return mj_fail(MJ_ERR_NOMEM, "bench: out of host memory");
+    if ((st = alloc(cu, &b->copy_src, copy_n, "bench: cuMemAlloc(copy source)")) != MJ_OK ||
+        (st = alloc(cu, &b->copy_dst, copy_n, "bench: cuMemAlloc(copy destination)")) != MJ_OK)
+        return st;
+    for (size_t i = 0; i < BENCH_COPY_CHUNK / sizeof(uint64_t); i++)
+        b->host_chunk[i] = mj_bench_rng(rng);
+    for (size_t off = 0; off < copy_n; off += BENCH_COPY_CHUNK) {
+        size_t n = copy_n - off < BENCH_COPY_CHUNK ? copy_n - off : BENCH_COPY_CHUNK;
+        if ((r = cu->cuMemcpyHtoD(b->copy_src + off, b->host_chunk, n)) != CUDA_SUCCESS)
+            return mj_cuda_fail(r, "bench: cuMemcpyHtoD(copy source)");
+    }
+    if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
+        return mj_cuda_fail(r, "bench: cuCtxSynchronize(copy source)");
+    for (int i = 0; i < 3; i++)
+        if ((st = op_copy(b, i, &copy_n)) != MJ_OK) return st;
+    if ((r = cu->cuStreamSynchronize(b->stream)) != CUDA_SUCCESS)
+        return mj_cuda_fail(r, "bench: copy warm-up");
+    if ((st = time_each(b, iters, op_copy, &copy_n)) != MJ_OK) return st;
+    const double copy_ms = mj_bench_median_ms(b->times_ms, iters);
+    if (copy_ms <= 0.0)
+        return mj_fail(MJ_ERR_CUDA, "bench: the median copy time was not positive (%g ms)",
+                       copy_ms);
+    *gbps = 2.0 * (double)copy_n / (copy_ms * 1e6);
+    return MJ_OK;
+}
+
 static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, int num_tokens,
                            int topk, int iters, mj_bench_pre_dispatch_result *out) {
     const mj_cuda *cu = b->cu;
@@ -212,9 +261,7 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
     b->host_x = malloc(x_bytes);
     b->host_ids = malloc(pair_bytes);
     b->host_weights = malloc(pair_bytes);
-    b->host_chunk = malloc(BENCH_COPY_CHUNK);
-    if (!b->events || !b->times_ms || !b->host_x || !b->host_ids || !b->host_weights ||
-        !b->host_chunk)
+    if (!b->events || !b->times_ms || !b->host_x || !b->host_ids || !b->host_weights)
         return mj_fail(MJ_ERR_NOMEM, "bench: out of host memory");
     for (int i = 0; i < iters * 2; i++) {
         if ((r = cu->cuEventCreate(&b->events[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
@@ -247,41 +294,19 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
     if ((r = cu->cuStreamSynchronize(b->stream)) != CUDA_SUCCESS)
         return mj_cuda_fail(r, "bench: pre-dispatch warm-up");
     if ((st = time_each(b, iters, op_pre_dispatch, &args)) != MJ_OK) return st;
-    const double kernel_ms = median_ms(b->times_ms, iters);
+    const double kernel_ms = mj_bench_median_ms(b->times_ms, iters);
 
     double bytes = (double)x_bytes + (double)(T * H * (size_t)mj_format_bits((int)fmt) / 8) +
                    (group ? (double)(T * (H / (size_t)group)) : 0.0) +
                    (fmt == MJ_FORMAT_NVFP4 ? 4.0 * (double)T : 0.0) + 4.0 * (double)pair_bytes;
 
-    size_t copy_n = (size_t)(bytes / 2);
-    if (copy_n < BENCH_COPY_MIN_BYTES) copy_n = BENCH_COPY_MIN_BYTES;
-    copy_n = (copy_n + 255) & ~(size_t)255;
-    if ((st = alloc(cu, &b->copy_src, copy_n, "bench: cuMemAlloc(copy source)")) != MJ_OK ||
-        (st = alloc(cu, &b->copy_dst, copy_n, "bench: cuMemAlloc(copy destination)")) != MJ_OK)
-        return st;
-    for (size_t i = 0; i < BENCH_COPY_CHUNK / sizeof(uint64_t); i++)
-        b->host_chunk[i] = rng_next(&rng);
-    for (size_t off = 0; off < copy_n; off += BENCH_COPY_CHUNK) {
-        size_t n = copy_n - off < BENCH_COPY_CHUNK ? copy_n - off : BENCH_COPY_CHUNK;
-        if ((r = cu->cuMemcpyHtoD(b->copy_src + off, b->host_chunk, n)) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench: cuMemcpyHtoD(copy source)");
-    }
-    if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
-        return mj_cuda_fail(r, "bench: cuCtxSynchronize(copy source)");
-    for (int i = 0; i < 3; i++)
-        if ((st = op_copy(b, i, &copy_n)) != MJ_OK) return st;
-    if ((r = cu->cuStreamSynchronize(b->stream)) != CUDA_SUCCESS)
-        return mj_cuda_fail(r, "bench: copy warm-up");
-    if ((st = time_each(b, iters, op_copy, &copy_n)) != MJ_OK) return st;
-    const double copy_ms = median_ms(b->times_ms, iters);
-
-    if (kernel_ms <= 0.0 || copy_ms <= 0.0)
-        return mj_fail(MJ_ERR_CUDA, "bench: a median event time was not positive (%g ms, %g ms)",
-                       kernel_ms, copy_ms);
+    if (kernel_ms <= 0.0)
+        return mj_fail(MJ_ERR_CUDA, "bench: the median kernel time was not positive (%g ms)",
+                       kernel_ms);
+    if ((st = copy_run(b, (size_t)(bytes / 2), iters, &rng, &out->copy_gbps)) != MJ_OK) return st;
     out->bytes = bytes;
     out->kernel_us = kernel_ms * 1e3;
     out->kernel_gbps = bytes / (kernel_ms * 1e6);
-    out->copy_gbps = 2.0 * (double)copy_n / (copy_ms * 1e6);
     /* The copy moved at least as many bytes as the kernel; scale its time to the same bytes. */
     out->copy_us = bytes / (out->copy_gbps * 1e3);
     out->fraction_of_copy = out->kernel_gbps / out->copy_gbps;
@@ -308,15 +333,29 @@ mj_status mj_bench_pre_dispatch(mj_runtime *rt, mj_format fmt, int hidden, int n
     memset(&b, 0, sizeof b);
     b.cu = rt->cu;
     memset(out, 0, sizeof *out);
-    st = bench_run(&b, rt, fmt, hidden, num_tokens, num_topk, iters, out);
-    if (st == MJ_OK) {
-        bench_free(&b);
-        return MJ_OK;
+    st = bench_finish(&b, bench_run(&b, rt, fmt, hidden, num_tokens, num_topk, iters, out));
+    if (st != MJ_OK) memset(out, 0, sizeof *out);
+    return st;
+}
+
+mj_status mj_bench_copy_gbps(mj_runtime *rt, size_t min_bytes, int iters, double *gbps) {
+    mj_status st = mj_runtime_bind(rt);
+    if (st != MJ_OK) return st;
+    if (!rt->cu) return mj_fail(MJ_ERR_NO_DEVICE, "bench: no CUDA driver");
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.cu = rt->cu;
+    CUresult r = b.cu->cuStreamCreate(&b.stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) return bench_finish(&b, mj_cuda_fail(r, "bench: cuStreamCreate"));
+    b.events = calloc((size_t)iters * 2, sizeof *b.events);
+    b.times_ms = calloc((size_t)iters, sizeof *b.times_ms);
+    if (!b.events || !b.times_ms)
+        return bench_finish(&b, mj_fail(MJ_ERR_NOMEM, "bench: out of host memory"));
+    for (int i = 0; i < iters * 2; i++) {
+        if ((r = b.cu->cuEventCreate(&b.events[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
+            return bench_finish(&b, mj_cuda_fail(r, "bench: cuEventCreate"));
+        b.num_events = i + 1;
     }
-    /* Freeing calls back into the runtime, which may replace the thread's error. */
-    char why[1024];
-    snprintf(why, sizeof why, "%s", mj_last_error());
-    bench_free(&b);
-    memset(out, 0, sizeof *out);
-    return mj_fail(st, "%s", why);
+    uint64_t rng = (uint64_t)time(NULL) ^ 0x9E3779B97F4A7C15ull;
+    return bench_finish(&b, copy_run(&b, min_bytes, iters, &rng, gbps));
 }

@@ -269,6 +269,7 @@ static void test_help(void **state) {
         {"cache", "gc", "--help"},     {"cache", "export", "--help"},
         {"cache", "import", "--help"}, {"info", "--help", NULL},
         {"bench", "--help", NULL},     {"bench", "pre-dispatch", "--help"},
+        {"bench", "mega-moe", "--help"},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         proc p;

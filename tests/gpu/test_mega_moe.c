@@ -7,6 +7,14 @@
  * so an unwritten element fails like a wrong one.
  *
  *   test_mega_moe [--quick] [--seed N] [--timing] [--budget S] [--no-precompile]
+ *   launch_ranks --gpus N -- test_mega_moe --real-ranks [--seed N]
+ *
+ * --real-ranks: one process per GPU under tests/gpu/launch_ranks; rank r uses
+ * device r, joins the launcher's NCCL communicator and a symmetric buffer from
+ * mj_symm_buffer_create_nccl, and runs every format row (swiglu) plus one
+ * clamp case. Every rank draws all ranks' inputs from the same seed (derived
+ * from the NCCL id unless --seed is given), so each computes the fp64
+ * reference of all ranks on the host and checks its own y and recv_stats.
  *
  * --quick: one row (nvfp4), R = 2, H 256, I 64, E 4, K 2, T <= 8, for
  * compute-sanitizer. --timing: only the decode timing table (bench/RESULTS.md).
@@ -54,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apis/bench_impl.h"
 #include "apis/mega_moe_impl.h"
 #include "apis/megajit.h"
 #include "apis/specs.h"
@@ -72,6 +81,13 @@ static int g_passed, g_failed, g_skipped, g_quick, g_timing;
 static double g_budget_s = 140.0, g_t0;
 static uint64_t g_rng;
 static char g_case[384] = "setup";
+/* --real-ranks: this process's rank (-1: all ranks emulated here) and communicator. */
+static int g_real_rank = -1;
+static void *g_comm;
+
+static int mine(int r) {
+    return g_real_rank < 0 || r == g_real_rank;
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -718,15 +734,21 @@ static int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl)
     u->hot = sh->E - 1;
     u->m = model_get(c, row_index, sc->alphas);
 
-    if (!expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms_for(c->device_sms, R)),
-                   "mj_family_set_num_sms(mega_moe)"))
+    int local_ranks = g_real_rank < 0 ? R : 1;
+    if (!expect_ok(
+            mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms_for(c->device_sms, local_ranks)),
+            "mj_family_set_num_sms(mega_moe)"))
         return 0;
     mj_symm_config cfg = {sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u->row->dispatch_fmt, R, sh->I};
-    if (!expect_ok(mj_symm_buffer_create(c->rt, &cfg, &u->buf), "mj_symm_buffer_create")) return 0;
+    if (!expect_ok(g_comm ? mj_symm_buffer_create_nccl(c->rt, &cfg, g_comm, &u->buf)
+                          : mj_symm_buffer_create(c->rt, &cfg, &u->buf),
+                   "mj_symm_buffer_create"))
+        return 0;
     uint8_t *saved = xmalloc(u->m->w1sfb);
     int bumped = ctl == CTL_SCALE_EXPERT || ctl == CTL_SCALE_BYTE ? bump_scales(u, sh, saved) : 0;
     int ok = 1;
     for (int r = 0; r < R && ok; r++) {
+        if (!mine(r)) continue;
         mj_moe_config mc = moe_cfg(sh, u->row, sc, r);
         ok = expect_ok(mj_weights_create(c->rt, &mc, &u->w[r]), "mj_weights_create") &&
              load_weights(c, u, r);
@@ -741,7 +763,7 @@ static int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl)
     for (int r = 0; r < R; r++) {
         int T = sc->tokens[r];
         gen_rank_inputs(c, u, r);
-        if (T) {
+        if (T && mine(r)) {
             CU(cuMemcpyHtoD(c->d_x[r], c->x[r], (size_t)T * sh->H * 2));
             CU(cuMemcpyHtoD(c->d_ids[r], c->ids[r], (size_t)T * sh->K * 4));
             CU(cuMemcpyHtoD(c->d_tw[r], c->tw_gpu[r], (size_t)T * sh->K * 4));
@@ -749,6 +771,7 @@ static int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl)
     }
     CU(cuCtxSynchronize());
     for (int r = 0; r < R; r++) {
+        if (!mine(r)) continue;
         char what[64];
         snprintf(what, sizeof what, "mj_pre_dispatch(rank %d)", r);
         if (!expect_ok(mj_pre_dispatch(c->rt, u->buf, r, (const void *)(uintptr_t)c->d_x[r],
@@ -820,6 +843,7 @@ static int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl)
 
 static void poison_outputs(ctx *c, const run *u) {
     for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
         CU(cuMemsetD16(c->d_y[r], (unsigned short)POISON16,
                        (size_t)(c->sh.TMAX + Y_SLACK) * c->sh.H));
         CU(cuMemsetD32(c->d_stats[r], 0, (size_t)u->local));
@@ -833,13 +857,19 @@ static void poison_outputs(ctx *c, const run *u) {
  * forever. */
 static int run_launch(ctx *c, run *u, const CUstream *streams) {
     for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
         mj_status st = mj_mega_moe_warmup(c->rt, u->buf, u->w[r], u->sc.tokens[r]);
         if (st != MJ_OK) {
             printf("  warm-up of rank %d -> %s: %s\n", r, mj_status_name(st), mj_last_error());
             return 0;
         }
     }
+    /* Real ranks: every peer's inputs are pre-dispatched and its kernel is
+     * loaded before any rank's kernel starts waiting for the others. */
+    if (g_comm && !expect_ok(mj_launcher_barrier(g_comm, u->sc.ranks), "barrier before launch"))
+        return 0;
     for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
         int T = u->sc.tokens[r];
         void *y = (void *)(uintptr_t)c->d_y[r];
         int32_t *st_ptr = (int32_t *)(uintptr_t)c->d_stats[r];
@@ -868,9 +898,9 @@ static int run_launch(ctx *c, run *u, const CUstream *streams) {
         }
         if (st != MJ_OK) {
             printf("  launch of rank %d -> %s: %s\n", r, mj_status_name(st), mj_last_error());
-            if (r > 0) {
-                printf("FATAL [%s]: ranks 0..%d are in flight and will wait for rank %d forever\n",
-                       g_case, r - 1, r);
+            if (r > 0 || g_comm) {
+                printf("FATAL [%s]: other ranks are in flight and will wait for rank %d forever\n",
+                       g_case, r);
                 g_failed++;
                 finish();
             }
@@ -926,6 +956,7 @@ static int run_check(ctx *c, const run *u, int stats_mult, int verbose, double *
     int ok_all = 1;
     size_t cap = (size_t)(sh->TMAX + Y_SLACK) * (size_t)sh->H;
     for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
         int T = u->sc.tokens[r];
         size_t n = (size_t)T * (size_t)sh->H;
         CU(cuMemcpyDtoH(c->y_got[r], c->d_y[r], cap * 2));
@@ -1616,6 +1647,44 @@ static void test_timing(ctx *c) {
     free(hw2sf);
 }
 
+/* One process per rank: every format row with swiglu, plus one clamp case.
+ * A failed setup or launch leaves the peers' collectives out of step, so it
+ * ends the run (the launcher then stops the others); a failed check does not. */
+static void test_real_ranks(ctx *c, int world) {
+    for (int i = 0; i <= mj_moe_format_count(); i++) {
+        int clamp_case = i == mj_moe_format_count();
+        int row_index = clamp_case ? row_index_by_name("nvfp4") : i;
+        scenario sc = {world, SWIGLU, 0, {0}, ROUTE_RANDOM, -1, 0, 0};
+        if (clamp_case) {
+            sc.clamp = CLAMP;
+            sc.route = ROUTE_DUP;
+            sc.alphas = 1;
+        }
+        static const int pattern[] = {64, 37, 1, 0};
+        for (int r = 0; r < world; r++)
+            sc.tokens[r] = pattern[r % 4];
+        run u = {.row = mj_moe_format_at(row_index), .sc = sc, .route = route_of(&sc, row_index)};
+        char d[256];
+        describe(&u, d, sizeof d);
+        set_case("real-ranks rank %d of %d: %s", g_real_rank, world, d);
+        if (!run_setup(c, &u, row_index, &sc, CTL_NONE)) {
+            record(0);
+            finish();
+        }
+        poison_outputs(c, &u);
+        if (!run_launch(c, &u, c->s)) {
+            record(0);
+            finish();
+        }
+        wait_or_die(c, c->s, world);
+        double worst = 0;
+        int ok = run_check(c, &u, 1, 1, &worst);
+        run_teardown(&u);
+        printf("  worst calc_diff %.3g\n", worst);
+        record(ok);
+    }
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void ctx_alloc(ctx *c) {
@@ -1685,9 +1754,11 @@ static void ctx_free(ctx *c) {
 
 int main(int argc, char **argv) {
     uint64_t seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)clock();
-    int do_precompile = 1;
+    int do_precompile = 1, real_ranks = 0, seed_given = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) {
+        if (!strcmp(argv[i], "--real-ranks")) {
+            real_ranks = 1;
+        } else if (!strcmp(argv[i], "--quick")) {
             g_quick = 1;
         } else if (!strcmp(argv[i], "--timing")) {
             g_timing = 1;
@@ -1695,22 +1766,45 @@ int main(int argc, char **argv) {
             do_precompile = 0;
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             seed = strtoull(argv[++i], NULL, 0);
+            seed_given = 1;
         } else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
             g_budget_s = strtod(argv[++i], NULL);
         } else {
             fprintf(stderr,
-                    "usage: %s [--quick] [--timing] [--seed N] [--budget S] [--no-precompile]\n",
-                    argv[0]);
+                    "usage: %s [--quick] [--timing] [--seed N] [--budget S] [--no-precompile]\n"
+                    "       launch_ranks --gpus N -- %s --real-ranks [--seed N]\n",
+                    argv[0], argv[0]);
             return 2;
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    int world = 1;
+    if (real_ranks) {
+        if (!mj_launcher_env(&g_real_rank, &world) || world > MAX_R) {
+            fprintf(stderr,
+                    "%s --real-ranks: run it under launch_ranks --gpus N (2 <= N <= %d): "
+                    "MEGAJIT_RANK, MEGAJIT_WORLD or MEGAJIT_NCCL_ID is missing\n",
+                    argv[0], MAX_R);
+            return 2;
+        }
+        /* All ranks need the same inputs; the NCCL id is the same for every
+         * rank and new for every launch. */
+        if (!seed_given) {
+            seed = 1469598103934665603ull;
+            for (const char *p = getenv("MEGAJIT_NCCL_ID"); *p; p++)
+                seed = (seed ^ (unsigned char)*p) * 1099511628211ull;
+        }
+        /* Each rank compiles only its own kernels; the workers would repeat
+         * every rank's matrix on every rank. */
+        do_precompile = 0;
+    }
     g_t0 = now_s();
     g_rng = seed ? seed : 1;
     printf("test_mega_moe %s, seed %" PRIu64 " (rerun with --seed %" PRIu64 ")\n",
-           g_timing  ? "--timing"
-           : g_quick ? "--quick"
-                     : "full",
+           real_ranks ? "--real-ranks"
+           : g_timing ? "--timing"
+           : g_quick  ? "--quick"
+                      : "full",
            seed, seed);
     /* Emulated ranks spin on each other inside the kernel; a lazily loaded
      * kernel may need a context synchronization to load, which would wait for
@@ -1732,15 +1826,23 @@ int main(int argc, char **argv) {
     CUdevice dev;
     CUcontext cu_ctx;
     char dev_name[128];
-    CU(cuDeviceGet(&dev, 0));
+    int dev_index = g_real_rank < 0 ? 0 : g_real_rank;
+    CU(cuDeviceGet(&dev, dev_index));
     CU(cuDeviceGetName(dev_name, sizeof dev_name, dev));
     CU(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
     CU(cuCtxSetCurrent(cu_ctx));
+    if (real_ranks) {
+        set_case("rank %d joining %d ranks", g_real_rank, world);
+        if (!expect_ok(mj_launcher_join(g_real_rank, world, &g_comm), "mj_launcher_join")) {
+            record(0);
+            finish();
+        }
+    }
 
     ctx c;
     memset(&c, 0, sizeof c);
     CU(cuDeviceGetAttribute(&c.device_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-    printf("device 0: %s, %d SMs\n", dev_name, c.device_sms);
+    printf("device %d: %s, %d SMs\n", dev_index, dev_name, c.device_sms);
     c.sh = g_timing ? kFull : g_quick ? kQuickShape : kFull;
     c.wait_timeout_s = g_quick ? 90.0 : 20.0;
 
@@ -1770,7 +1872,9 @@ int main(int argc, char **argv) {
     };
     enum { NUM_SECTIONS = sizeof sections / sizeof sections[0] };
     double section_s[NUM_SECTIONS + 1] = {0};
-    if (g_timing) {
+    if (real_ranks) {
+        test_real_ranks(&c, world);
+    } else if (g_timing) {
         double t0 = now_s();
         test_timing(&c);
         section_s[0] = now_s() - t0;
@@ -1801,6 +1905,7 @@ int main(int argc, char **argv) {
     printf("total %.2f s\n", now_s() - g_t0);
     ctx_free(&c);
     mj_runtime_destroy(c.rt);
+    mj_launcher_leave(g_comm);
     CU(cuDevicePrimaryCtxRelease(dev));
     finish();
 }
