@@ -70,6 +70,7 @@
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"
 #include "templates/layout/symm_layout.h"
+#include "tests/gpu/check.h"
 #include "tests/reference/moe_ref.h"
 #include "tests/reference/quant.h"
 
@@ -77,60 +78,15 @@ enum { MAX_R = 8, Y_SLACK = 8, NUM_ROWS_MAX = 8 };
 #define POISON16 0xFFFFu
 #define CLAMP 7.0f /* 0x40E00000, exact in BF16 */
 
-static int g_passed, g_failed, g_skipped, g_quick, g_timing;
+static int g_quick, g_timing;
 static double g_budget_s = 140.0, g_t0;
 static uint64_t g_rng;
-static char g_case[384] = "setup";
 /* --real-ranks: this process's rank (-1: all ranks emulated here) and communicator. */
 static int g_real_rank = -1;
 static void *g_comm;
 
 static int mine(int r) {
     return g_real_rank < 0 || r == g_real_rank;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void finish(void) {
-    if (g_skipped) printf("%d skipped (time budget of %.0f s)\n", g_skipped, g_budget_s);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    fflush(stdout);
-    exit(g_failed ? 1 : 0);
-}
-
-/* A failed driver call leaves nothing sensible to test (a kernel fault poisons
- * the context), so it ends the run. */
-#define CU(call) cu_check((call), #call, __FILE__, __LINE__)
-static void cu_check(CUresult r, const char *what, const char *file, int line) {
-    if (r == CUDA_SUCCESS) return;
-    const char *name = "?", *msg = "?";
-    cuGetErrorName(r, &name);
-    cuGetErrorString(r, &msg);
-    printf("FATAL %s:%d during [%s]: %s -> %d %s (%s)\n", file, line, g_case, what, (int)r, name,
-           msg);
-    g_failed++;
-    finish();
-}
-
-static void set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_case(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_case, sizeof g_case, fmt, ap);
-    va_end(ap);
-}
-
-static void record(int ok) {
-    if (ok)
-        g_passed++;
-    else
-        g_failed++;
-    printf("%s %s\n", ok ? "PASS" : "FAIL", g_case);
-    fflush(stdout);
 }
 
 /* Past the budget the remaining cases are skipped rather than letting the

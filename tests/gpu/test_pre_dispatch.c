@@ -19,6 +19,7 @@
 
 #include "apis/megajit.h"
 #include "templates/layout/symm_layout.h"
+#include "tests/gpu/check.h"
 #include "tests/reference/quant.h"
 
 #define POISON 0xA5
@@ -28,53 +29,8 @@
 #define MAX_HIDDEN 8192
 #define MAX_ROWS 4100
 
-static int g_passed, g_failed, g_quick;
+static int g_quick;
 static uint64_t g_rng;
-static char g_case[256] = "setup";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void finish(void) {
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    fflush(stdout);
-    exit(g_failed ? 1 : 0);
-}
-
-/* A failed driver call leaves nothing sensible to test (a kernel fault poisons
- * the context), so it ends the run. */
-#define CU(call) cu_check((call), #call, __FILE__, __LINE__)
-static void cu_check(CUresult r, const char *what, const char *file, int line) {
-    if (r == CUDA_SUCCESS) return;
-    const char *name = "?", *msg = "?";
-    cuGetErrorName(r, &name);
-    cuGetErrorString(r, &msg);
-    printf("FATAL %s:%d during [%s]: %s -> %d %s (%s)\n", file, line, g_case, what, (int)r, name,
-           msg);
-    g_failed++;
-    finish();
-}
-
-static void set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_case(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_case, sizeof g_case, fmt, ap);
-    va_end(ap);
-}
-
-/* Counts one check under the current case name. */
-static void record(int ok) {
-    if (ok)
-        g_passed++;
-    else
-        g_failed++;
-    printf("%s %s\n", ok ? "PASS" : "FAIL", g_case);
-    fflush(stdout);
-}
 
 static int expect_ok(mj_status st, const char *what) {
     if (st == MJ_OK) return 1;
