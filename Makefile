@@ -114,16 +114,16 @@ $(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_
 test-cpu: $(TEST_BIN)
 	@set -e; pass=0; fail=0; for t in $(TEST_BIN); do \
 	  echo "== $$t"; if MEGAJIT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
-	echo "test binaries: $$pass passed, $$fail failed"; test $$fail = 0
+	echo "binaries: $$pass passed, $$fail failed"; test $$fail = 0
 
 test: deps
-	$(MAKE) all
-	$(MAKE) test-cpu
+	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory test-cpu
 
 test-gpu: all $(GPU_BIN)
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) --no-print-directory all
 	rm -rf $(BUILD)/demo-cache
 	$(BUILD)/bin/megajit precompile --preset deepseek-v3-ep8 --arch sm_90a --cache $(BUILD)/demo-cache
 	$(BUILD)/bin/megajit cache stat --cache $(BUILD)/demo-cache
