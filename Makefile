@@ -93,9 +93,14 @@ $(BUILD)/bin/megajit: $(CLI_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
 
-$(BUILD)/lib/pkgconfig/megajit.pc: Makefile
-	@mkdir -p $(@D)
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(PREFIX)' > $@
+# pkg-config file for a prefix: $(call pc_file,PREFIX,OUT)
+pc_file = printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(1)' > $(2)
+
+# The in-tree file points at build/ (apis/megajit.h is copied into build/include).
+$(BUILD)/lib/pkgconfig/megajit.pc: Makefile apis/megajit.h
+	@mkdir -p $(@D) $(BUILD)/include
+	cp apis/megajit.h $(BUILD)/include/
+	$(call pc_file,$(abspath $(BUILD)),$@)
 
 $(TEST_C_BIN): $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bin/megajit
 	@mkdir -p $(@D)
@@ -134,7 +139,8 @@ install: all
 	install -m 644 $(BUILD)/lib/libmegajit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/lib/libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/libmegajit.so
-	install -m 644 $(BUILD)/lib/pkgconfig/megajit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(BUILD)/lib/libcjson.so.1 $(DESTDIR)$(PREFIX)/lib/
+	$(call pc_file,$(PREFIX),$(DESTDIR)$(PREFIX)/lib/pkgconfig/megajit.pc)
 	install -m 755 $(BUILD)/bin/megajit $(DESTDIR)$(PREFIX)/bin/
 
 format:
