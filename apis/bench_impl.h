@@ -17,8 +17,8 @@ float mj_bench_median_ms(float *v, int n);
 mj_status mj_bench_copy_gbps(mj_runtime *rt, size_t min_bytes, int iters, double *gbps);
 
 /* tests/gpu/launch_ranks starts each rank with MEGAJIT_RANK, MEGAJIT_WORLD and
- * MEGAJIT_NCCL_ID. Returns 1 and the rank and world when they are set with a
- * world > 1, 0 otherwise. */
+ * MEGAJIT_NCCL_ID. Returns 1 and the rank and world when they are set (a
+ * world of one included), 0 otherwise. */
 int mj_launcher_env(int *rank, int *world);
 /* Under the launcher: makes device `rank`'s primary context current (so a
  * runtime created afterwards attaches to it) and joins the launcher's NCCL

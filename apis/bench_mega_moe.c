@@ -353,7 +353,7 @@ int mj_launcher_env(int *rank, int *world) {
     const char *rs = getenv("MEGAJIT_RANK"), *ws = getenv("MEGAJIT_WORLD");
     *rank = rs ? atoi(rs) : 0;
     *world = ws ? atoi(ws) : 1;
-    if (*world > 1 && *rank >= 0 && *rank < *world && getenv("MEGAJIT_NCCL_ID")) return 1;
+    if (*world >= 1 && *rank >= 0 && *rank < *world && getenv("MEGAJIT_NCCL_ID")) return 1;
     *rank = 0;
     *world = 1;
     return 0;

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -57,6 +58,38 @@ static void record(int ok) {
         g_failed++;
     printf("%s %s\n", ok ? "PASS" : "FAIL", g_case);
     fflush(stdout);
+}
+
+/* Ends the run: nothing sensible follows an exhausted host. Zeroed memory. */
+static void *xmalloc(size_t n) {
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        printf("FATAL out of host memory (%zu bytes) during [%s]\n", n, g_case);
+        g_failed++;
+        finish();
+    }
+    return p;
+}
+
+/* xorshift64*: fresh data every run, reproducible from the printed seed. */
+static uint64_t g_rng = 1;
+
+static uint64_t rnd(void) {
+    uint64_t x = g_rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    g_rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static uint32_t rnd_below(uint32_t n) {
+    return (uint32_t)(((rnd() >> 32) * (uint64_t)n) >> 32);
+}
+
+/* [0, 1) */
+static float rnd_unit(void) {
+    return (float)(rnd() >> 40) * (1.0f / 16777216.0f);
 }
 
 #endif /* MJ_GPU_CHECK_H */

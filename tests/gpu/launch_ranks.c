@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "apis/megajit.h"
+#include "apis/bench_impl.h"
 #include "runtime/nccl_lib.h"
 
 #define MAX_GPUS 72
@@ -39,16 +40,6 @@ static void hex_encode(const void *p, size_t n, char *out) {
         sprintf(out + 2 * i, "%02x", ((const unsigned char *)p)[i]);
 }
 
-static int hex_decode(const char *s, void *p, size_t n) {
-    if (!s || strlen(s) != 2 * n) return -1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1) return -1;
-        ((unsigned char *)p)[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
         fprintf(stderr, "rank %d: ", rank);                                                        \
@@ -56,17 +47,6 @@ static int hex_decode(const char *s, void *p, size_t n) {
         fprintf(stderr, " [%s]\n", mj_last_error());                                               \
         return 1;                                                                                  \
     } while (0)
-
-/* ncclAllGather of one int: a barrier that also proves the communicator works. */
-static int nccl_barrier(const mj_nccl *n, ncclComm_t comm, int world, CUstream s) {
-    CUdeviceptr buf;
-    if (cuMemAlloc(&buf, 4 * (size_t)world)) return -1;
-    ncclResult_t r = n->ncclAllGather((void *)(uintptr_t)buf, (void *)(uintptr_t)buf, 1, ncclInt32,
-                                      comm, (cudaStream_t)s);
-    int rc = r != ncclSuccess || cuStreamSynchronize(s) != CUDA_SUCCESS;
-    cuMemFree(buf);
-    return rc ? -1 : 0;
-}
 
 static int check_words(CUdeviceptr p, size_t words, unsigned want) {
     unsigned *h = malloc(words * 4);
@@ -78,26 +58,13 @@ static int check_words(CUdeviceptr p, size_t words, unsigned want) {
 }
 
 static int selftest_rank(void) {
-    const char *rs = getenv("MEGAJIT_RANK"), *ws = getenv("MEGAJIT_WORLD");
-    int rank = rs ? atoi(rs) : -1, world = ws ? atoi(ws) : 0;
-    if (rank < 0 || world < 1 || rank >= world) FAIL("MEGAJIT_RANK/MEGAJIT_WORLD missing");
-    ncclUniqueId id;
-    if (hex_decode(getenv("MEGAJIT_NCCL_ID"), &id, sizeof id)) FAIL("bad MEGAJIT_NCCL_ID");
-    const mj_nccl *n = mj_nccl_get();
-    if (!n) FAIL("NCCL");
-    CUdevice dev;
-    CUcontext ctx;
-    int count = 0;
-    if (cuInit(0) || cuDeviceGetCount(&count)) FAIL("cuInit");
-    if (rank >= count) FAIL("needs device %d but only %d are visible", rank, count);
-    if (cuDeviceGet(&dev, rank) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx))
-        FAIL("context on device %d", rank);
+    int rank = -1, world = 0;
+    if (!mj_launcher_env(&rank, &world)) FAIL("MEGAJIT_RANK/MEGAJIT_WORLD/MEGAJIT_NCCL_ID missing");
+    void *comm;
+    if (mj_launcher_join(rank, world, &comm) != MJ_OK) FAIL("joining the communicator");
     mj_runtime_options o = {.cache_disable = 1};
     mj_runtime *rt;
     if (mj_runtime_create(&rt, &o) != MJ_OK) FAIL("mj_runtime_create");
-    ncclComm_t comm;
-    ncclResult_t nr = n->ncclCommInitRank(&comm, world, id, rank);
-    if (nr != ncclSuccess) FAIL("ncclCommInitRank: %s", n->ncclGetErrorString(nr));
     mj_symm_config cfg = {.hidden = 1024,
                           .num_experts = 8 * world,
                           .num_topk = 2,
@@ -106,8 +73,6 @@ static int selftest_rank(void) {
                           .num_ranks = world};
     mj_symm_buffer *b;
     if (mj_symm_buffer_create_nccl(rt, &cfg, comm, &b) != MJ_OK) FAIL("mj_symm_buffer_create_nccl");
-    CUstream s;
-    if (cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) FAIL("cuStreamCreate");
     int next = (rank + 1) % world, prev = (rank + world - 1) % world;
     mj_view own_x, own_idx, next_idx;
     if (mj_symm_buffer_view(b, rank, MJ_VIEW_X, &own_x) ||
@@ -121,7 +86,7 @@ static int selftest_rank(void) {
                     next_idx.nbytes / 4) ||
         cuCtxSynchronize())
         FAIL("writes");
-    if (nccl_barrier(n, comm, world, s)) FAIL("barrier");
+    if (mj_launcher_barrier(comm, world) != MJ_OK) FAIL("barrier");
     for (int r = 0; r < world; r++) {
         mj_view x;
         if (mj_symm_buffer_view(b, r, MJ_VIEW_X, &x) ||
@@ -132,8 +97,7 @@ static int selftest_rank(void) {
                      0xB0000000u | (unsigned)prev))
         FAIL("own topk_idx lacks what rank %d wrote remotely", prev);
     mj_symm_buffer_destroy(b);
-    cuStreamDestroy(s);
-    n->ncclCommDestroy(comm);
+    mj_launcher_leave(comm);
     mj_runtime_destroy(rt);
     printf("rank %d: selftest passed (%d ranks)\n", rank, world);
     return 0;

@@ -80,7 +80,6 @@ enum { MAX_R = 8, Y_SLACK = 8, NUM_ROWS_MAX = 8 };
 
 static int g_quick, g_timing;
 static double g_budget_s = 140.0, g_t0;
-static uint64_t g_rng;
 /* --real-ranks: this process's rank (-1: all ranks emulated here) and communicator. */
 static int g_real_rank = -1;
 static void *g_comm;
@@ -104,34 +103,7 @@ static int expect_ok(mj_status st, const char *what) {
     return 0;
 }
 
-static void *xmalloc(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
-        printf("FATAL out of host memory (%zu bytes) during [%s]\n", n, g_case);
-        g_failed++;
-        finish();
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------ random inputs */
-
-static uint64_t rnd(void) {
-    uint64_t x = g_rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    g_rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static uint32_t rnd_below(uint32_t n) {
-    return (uint32_t)(((rnd() >> 32) * (uint64_t)n) >> 32);
-}
-
-static float rnd_unit(void) {
-    return (float)(rnd() >> 40) * (1.0f / 16777216.0f);
-}
 
 static float rnd_sym(void) {
     return 2.0f * rnd_unit() - 1.0f;

@@ -30,7 +30,6 @@
 #define MAX_ROWS 4100
 
 static int g_quick;
-static uint64_t g_rng;
 
 static int expect_ok(mj_status st, const char *what) {
     if (st == MJ_OK) return 1;
@@ -50,35 +49,7 @@ static int expect_int(long long got, long long want, const char *what) {
     return 0;
 }
 
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        printf("FATAL out of host memory (%zu bytes) during [%s]\n", n, g_case);
-        g_failed++;
-        finish();
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------ random inputs */
-
-static uint64_t rnd(void) {
-    uint64_t x = g_rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    g_rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static uint32_t rnd_below(uint32_t n) {
-    return (uint32_t)(((rnd() >> 32) * (uint64_t)n) >> 32);
-}
-
-/* [0, 1) */
-static float rnd_unit(void) {
-    return (float)(rnd() >> 40) * (1.0f / 16777216.0f);
-}
 
 static float rnd_sign(void) {
     return (rnd() >> 63) ? -1.0f : 1.0f;
