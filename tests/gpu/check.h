@@ -60,6 +60,29 @@ static void record(int ok) {
     fflush(stdout);
 }
 
+/* Makes device `index`'s primary context current and prints its name and SM
+ * count; a machine without a usable driver fails the run. */
+static CUdevice attach_device(int index, int *sms) {
+    CUresult r = cuInit(0);
+    if (r != CUDA_SUCCESS) {
+        const char *name = "?";
+        cuGetErrorName(r, &name);
+        printf("FATAL no usable CUDA driver/device: cuInit -> %d %s\n", (int)r, name);
+        g_failed++;
+        finish();
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    char name[128];
+    CU(cuDeviceGet(&dev, index));
+    CU(cuDeviceGetName(name, sizeof name, dev));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    CU(cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+    printf("device %d: %s, %d SMs\n", index, name, *sms);
+    return dev;
+}
+
 /* Ends the run: nothing sensible follows an exhausted host. Zeroed memory. */
 static void *xmalloc(size_t n) {
     void *p = calloc(1, n ? n : 1);

@@ -1743,22 +1743,8 @@ int main(int argc, char **argv) {
     /* Before this process touches CUDA: the workers must initialize their own. */
     if (do_precompile && !g_quick) precompile();
 
-    CUresult r = cuInit(0);
-    if (r != CUDA_SUCCESS) {
-        const char *name = "?";
-        cuGetErrorName(r, &name);
-        printf("FATAL no usable CUDA driver/device: cuInit -> %d %s\n", (int)r, name);
-        g_failed++;
-        finish();
-    }
-    CUdevice dev;
-    CUcontext cu_ctx;
-    char dev_name[128];
-    int dev_index = g_real_rank < 0 ? 0 : g_real_rank;
-    CU(cuDeviceGet(&dev, dev_index));
-    CU(cuDeviceGetName(dev_name, sizeof dev_name, dev));
-    CU(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
-    CU(cuCtxSetCurrent(cu_ctx));
+    int dev_index = g_real_rank < 0 ? 0 : g_real_rank, device_sms;
+    CUdevice dev = attach_device(dev_index, &device_sms);
     if (real_ranks) {
         set_case("rank %d joining %d ranks", g_real_rank, world);
         if (!expect_ok(mj_launcher_join(g_real_rank, world, &g_comm), "mj_launcher_join")) {
@@ -1769,8 +1755,7 @@ int main(int argc, char **argv) {
 
     ctx c;
     memset(&c, 0, sizeof c);
-    CU(cuDeviceGetAttribute(&c.device_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-    printf("device %d: %s, %d SMs\n", dev_index, dev_name, c.device_sms);
+    c.device_sms = device_sms;
     c.sh = g_timing ? kFull : g_quick ? kQuickShape : kFull;
     c.wait_timeout_s = g_quick ? 90.0 : 20.0;
 

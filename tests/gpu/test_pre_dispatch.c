@@ -1073,26 +1073,12 @@ int main(int argc, char **argv) {
            g_quick ? "--quick" : "full", seed, seed);
     double t_start = now_s();
 
-    CUresult r = cuInit(0);
-    if (r != CUDA_SUCCESS) {
-        const char *name = "?";
-        cuGetErrorName(r, &name);
-        printf("FATAL no usable CUDA driver/device: cuInit -> %d %s\n", (int)r, name);
-        g_failed++;
-        finish();
-    }
-    CUdevice dev;
-    CUcontext cu_ctx;
-    char dev_name[128];
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDeviceGetName(dev_name, sizeof dev_name, dev));
-    CU(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
-    CU(cuCtxSetCurrent(cu_ctx));
+    int device_sms;
+    CUdevice dev = attach_device(0, &device_sms);
 
     ctx c;
     memset(&c, 0, sizeof c);
-    CU(cuDeviceGetAttribute(&c.device_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-    printf("device 0: %s, %d SMs\n", dev_name, c.device_sms);
+    c.device_sms = device_sms;
 
     set_case("runtime create");
     mj_runtime_options opts = {0};
