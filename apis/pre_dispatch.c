@@ -16,12 +16,12 @@ mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj
     if (role != MJ_PD_ROLE_MAIN && role != MJ_PD_ROLE_CHECK)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown pre-dispatch kernel role %d", role);
     if (!mj_arch_name(arch)) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    int per_cta = mj_pd_tokens_per_cta((int)fmt);
-    if (topk * per_cta > hidden / 8)
-        return mj_fail(
-            MJ_ERR_INVALID_ARG,
-            "pre-dispatch: top-k %d needs hidden >= %d (one thread per slot of %d tokens)", topk,
-            topk * per_cta * 8, per_cta);
+    if (topk > MJ_PD_ROW_THREADS(hidden))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "pre-dispatch: top-k %d needs hidden >= %d (one thread per slot; a row has "
+                       "%d threads at hidden %d)",
+                       topk, (topk + 31) / 32 * 32 * MJ_PD_ELEMS_PER_THREAD,
+                       MJ_PD_ROW_THREADS(hidden), hidden);
     mj_kernel_spec_init(out, MJ_FAMILY_PRE_DISPATCH, arch);
     out->num_params = 4;
     out->params[MJ_PD_PARAM_ROLE] = role;
@@ -92,24 +92,23 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
     int pdl = mj_runtime_family_pdl(rt, MJ_FAMILY_PRE_DISPATCH);
     CUdeviceptr region = mj_symm_rank_base(buf, rank);
     int experts = c->num_experts, tokens = num_tokens, max_tokens = c->max_tokens_per_rank;
-    if (num_tokens > 0) {
-        unsigned ctas =
-            (unsigned)(((int64_t)num_tokens * c->num_topk + MJ_PD_CHECK_IDS_PER_CTA - 1) /
-                       MJ_PD_CHECK_IDS_PER_CTA);
-        void *args[] = {&topk_ids, &region, &tokens, &experts};
-        mj_launch_config lc = {{ctas, 1, 1}, {MJ_PD_CHECK_THREADS, 1, 1}, 0, 0, pdl};
-        if ((st = mj_jit_launch(rt, check_kernel, &lc, stream, args)) != MJ_OK) return st;
-    }
-    void *args[] = {&x,      &topk_ids, &topk_weights, &expert_scales,
-                    &region, &tokens,   &max_tokens,   &experts};
-    /* After our own check kernel, PDL is always safe: the main kernel waits for
-     * it before reading anything. Otherwise the family's setting decides. */
+    unsigned check_ctas = mj_pd_check_ctas(c->num_topk, num_tokens);
+    void *check_args[] = {&topk_ids, &region, &tokens, &experts};
+    mj_launch_config check_lc = {{check_ctas, 1, 1}, {MJ_PD_CHECK_THREADS, 1, 1}, 0, 0, pdl};
+    if ((st = mj_jit_launch(rt, check_kernel, &check_lc, stream, check_args)) != MJ_OK) return st;
+    void *args[] = {&x,      &topk_ids, &topk_weights, &expert_scales, &region,
+                    &tokens, &max_tokens, &experts,    &check_ctas};
+    /* Always PDL: the main kernel follows its own check kernel, whose CTAs
+     * trigger only after waiting for whatever ran before, and it waits for
+     * their arrival itself. */
     mj_launch_config lc = {
-        {mj_pd_grid((int)c->dispatch_format, c->hidden, c->num_topk, num_tokens, max_tokens), 1, 1},
-        {(unsigned)c->hidden / 8, 1, 1},
+        {mj_pd_grid(c->hidden, c->num_topk, num_tokens, max_tokens,
+                    mj_runtime_family_sms(rt, MJ_FAMILY_PRE_DISPATCH)),
+         1, 1},
+        {MJ_PD_BLOCK_THREADS(c->hidden), 1, 1},
+        MJ_PD_SMEM_BYTES(c->hidden),
         0,
-        0,
-        num_tokens > 0 ? 1 : pdl};
+        1};
     if ((st = mj_jit_launch(rt, main_kernel, &lc, stream, args)) != MJ_OK) return st;
     return rt->check_device_inputs ? report_bad_ids(rt, buf, rank, stream) : MJ_OK;
 }

@@ -6,8 +6,10 @@
  * against that reference on the host.
  *
  * Launch order: pre_dispatch_check_kernel, then pre_dispatch_kernel (PDL). The
- * check counts invalid expert ids into the workspace; the main kernel writes
- * nothing when that count is non-zero and its last CTA resets the counters.
+ * check counts invalid expert ids into the workspace and each of its CTAs then
+ * arrives on MJ_WS_PD_CHECK_DONE. The main kernel starts loading tokens at
+ * once, waits for every check CTA before its first store, writes nothing when
+ * the count is non-zero, and its last CTA resets the counters.
  */
 #ifndef MJ_PRE_DISPATCH_CUH
 #define MJ_PRE_DISPATCH_CUH
@@ -21,214 +23,342 @@ namespace mj {
 namespace pd {
 
 constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWords = MJ_PD_ELEMS_PER_THREAD / 2; // BF16 pairs per thread
 
-__device__ __forceinline__ void unpack(const uint4 &in, float (&v)[8]) {
-    const mj_u32 words[4] = {in.x, in.y, in.z, in.w};
+// A thread's 32 elements as loaded: 16 BF16 pairs, element 2i in the low half
+// of word i.
+struct Chunk {
+    mj_u32 w[kWords];
+};
+
+__device__ __forceinline__ void unpack16(const mj_u32 *words, float (&v)[8]) {
     unpack_bf16x8(words, v);
 }
 
-// Quantizes kTokens rows (one 16-byte chunk of each per thread). A row with
-// valid[i] == false is skipped, but every thread takes every barrier.
-template <int kFormat> struct Quantizer;
-
-template <> struct Quantizer<MJ_FMT_BF16> {
-    template <int kTokens>
-    static __device__ __forceinline__ void
-    run(const uint4 (&in)[kTokens], const bool (&valid)[kTokens],
-        unsigned char *const (&x_row)[kTokens], unsigned char *const (&)[kTokens],
-        float *const (&)[kTokens], int t) {
-// Already BF16: the 16 loaded bytes are the output bytes.
-#pragma unroll
-        for (int i = 0; i < kTokens; i++)
-            if (valid[i]) reinterpret_cast<uint4 *>(x_row[i])[t] = in[i];
+// Blocks holding Inf or NaN take the scalar helpers the fast paths are checked against. Rare, so kept out of
+// line to leave the fast path's registers alone.
+template <int kFormat>
+__device__ __noinline__ void quantize_mx_scalar(Chunk c, unsigned char *x_out, unsigned char *sf) {
+    float v[4][8];
+    float amax = 0.0f;
+    for (int k = 0; k < 4; k++) {
+        unpack16(c.w + 4 * k, v[k]);
+        amax = max_num(amax, amax_x8(v[k]));
     }
-};
-
-template <int kFormat> struct MxQuantizer {
-    template <int kTokens>
-    static __device__ __forceinline__ void
-    run(const uint4 (&in)[kTokens], const bool (&valid)[kTokens],
-        unsigned char *const (&x_row)[kTokens], unsigned char *const (&sf_row)[kTokens],
-        float *const (&)[kTokens], int t) {
-#pragma unroll
-        for (int i = 0; i < kTokens; i++) {
-            float v[8];
-            unpack(in[i], v);
-            // A 32-element group is 4 consecutive lanes of one warp.
-            float amax = amax_x8(v);
-            amax = max_num(amax, __shfl_xor_sync(kFullMask, amax, 1));
-            amax = max_num(amax, __shfl_xor_sync(kFullMask, amax, 2));
-            if (!valid[i]) continue;
-            const unsigned char e =
-                ue8m0_for_amax(amax, kFormat == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
-            const float inv = ue8m0_inv_scale(e);
-            if (kFormat == MJ_FMT_MXFP8) {
-                mj_u32 q[2];
-                pack_e4m3x8(v, inv, q);
-                reinterpret_cast<uint2 *>(x_row[i])[t] = make_uint2(q[0], q[1]);
-            } else {
-                reinterpret_cast<mj_u32 *>(x_row[i])[t] = pack_e2m1x8(v, inv);
-            }
-            if ((t & 3) == 0) sf_row[i][t >> 2] = e;
-        }
+    const unsigned char e =
+        ue8m0_for_amax(amax, kFormat == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
+    const float inv = ue8m0_inv_scale(e);
+    if (kFormat == MJ_FMT_MXFP8) {
+        mj_u32 q[8];
+        for (int k = 0; k < 4; k++)
+            pack_e4m3x8(v[k], inv, q + 2 * k);
+        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
+        reinterpret_cast<uint4 *>(x_out)[1] = make_uint4(q[4], q[5], q[6], q[7]);
+    } else {
+        mj_u32 q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = pack_e2m1x8(v[k], inv);
+        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
     }
-};
+    *sf = e;
+}
 
-template <> struct Quantizer<MJ_FMT_MXFP8> : MxQuantizer<MJ_FMT_MXFP8> {};
-template <> struct Quantizer<MJ_FMT_MXFP4> : MxQuantizer<MJ_FMT_MXFP4> {};
+// One MX block (32 elements) per thread: x_out gets 32 (MXFP8) or 16 (MXFP4)
+// bytes, sf the UE8M0 byte.
+template <int kFormat>
+__device__ __forceinline__ void quantize_mx(const Chunk &c, unsigned char *x_out,
+                                            unsigned char *sf) {
+    const mj_u32 amax = bf16_abs_max(c.w, kWords);
+    const mj_u32 e = amax < MJ_BF16_SPECIAL ? ue8m0_for_bf16_amax(amax, kFormat) : 255u;
+    if (kFormat == MJ_FMT_MXFP8 && e <= 254u) {
+        const float inv = ue8m0_inv_scale((unsigned char)e);
+        mj_u32 q[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const mj_u32 lo = c.w[2 * i], hi = c.w[2 * i + 1];
+            q[i] = cvt_e4m3x2(f32_from_bits(lo << 16) * inv, f32_from_bits(lo & 0xffff0000u) * inv) |
+                   cvt_e4m3x2(f32_from_bits(hi << 16) * inv, f32_from_bits(hi & 0xffff0000u) * inv)
+                       << 16;
+        }
+        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
+        reinterpret_cast<uint4 *>(x_out)[1] = make_uint4(q[4], q[5], q[6], q[7]);
+        *sf = (unsigned char)e;
+    } else if (kFormat == MJ_FMT_MXFP4 && e <= 254u) {
+        mj_u32 q[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            q[k] = e2m1_with_signs(e2m1_codes_x8_pow2(c.w + 4 * k, e), e2m1_signs_x8(c.w + 4 * k));
+        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
+        *sf = (unsigned char)e;
+    } else {
+        quantize_mx_scalar<kFormat>(c, x_out, sf);
+    }
+}
 
-template <> struct Quantizer<MJ_FMT_NVFP4> {
-    // Row maxima need the whole CTA: warp maxima of all rows meet in shared
-    // memory, one warp per row reduces them to the row's scale, and every
-    // thread reads that scale after a second barrier.
-    template <int kTokens>
-    static __device__ __forceinline__ void
-    run(const uint4 (&in)[kTokens], const bool (&valid)[kTokens],
-        unsigned char *const (&x_row)[kTokens], unsigned char *const (&sf_row)[kTokens],
-        float *const (&x_scale)[kTokens], int t) {
-        __shared__ float warp_max[kTokens][32];
-        __shared__ float token_scale[kTokens];
-        float v[kTokens][8], amax[kTokens];
+// Each warp stages its own 1024-element slice of a row (128 chunks of 16
+// bytes) in shared memory by cp.async (L2 only, coalesced), MJ_PD_STAGES - 1
+// rows ahead of the one it quantizes; warps never wait for each other except
+// for the NVFP4 row maximum. Chunk c of a slice lives at slot
+// c ^ ((c >> 3) & 3): the copies, which walk c one per lane, and the reads,
+// where lane l takes chunks 4l..4l+3, both touch 8 distinct 16-byte bank
+// groups per quarter warp.
+constexpr int kSliceChunks = 128;
+
+__device__ __forceinline__ int stage_slot(int c) {
+    return c ^ ((c >> 3) & 3);
+}
+
+template <int kHidden>
+__device__ __forceinline__ void stage_slice(uint4 *stage, const unsigned short *__restrict__ x,
+                                            int row, int slice, bool row_valid, int lane) {
+    const uint4 *src = reinterpret_cast<const uint4 *>(x + (mj_u64)row * kHidden) +
+                       slice * kSliceChunks;
 #pragma unroll
-        for (int i = 0; i < kTokens; i++) {
-            unpack(in[i], v[i]);
-            amax[i] = amax_x8(v[i]);
-            amax[i] = max_num(amax[i], __shfl_xor_sync(kFullMask, amax[i], 1)); // 16 = 2 lanes
-            float m = amax[i];
-            for (int s = 2; s < 32; s <<= 1)
-                m = max_num(m, __shfl_xor_sync(kFullMask, m, s));
-            if ((t & 31) == 0) warp_max[i][t >> 5] = m;
-        }
-        __syncthreads();
-        const int warps = (int)(blockDim.x >> 5), lane = t & 31;
-        for (int i = t >> 5; i < kTokens; i += warps) {
-            float m = lane < warps ? warp_max[i][lane] : 0.0f;
-            for (int s = 1; s < 32; s <<= 1)
-                m = max_num(m, __shfl_xor_sync(kFullMask, m, s));
-            if (lane == 0) token_scale[i] = nvfp4_token_scale(m);
-        }
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < kTokens; i++) {
-            if (!valid[i]) continue;
-            const float pts = token_scale[i];
-            const unsigned char sf = nvfp4_group_sf(amax[i], pts);
-            reinterpret_cast<mj_u32 *>(x_row[i])[t] = pack_e2m1x8(v[i], nvfp4_group_inv(sf, pts));
-            if ((t & 1) == 0) sf_row[i][t >> 1] = sf;
-            if (t == 0) *x_scale[i] = pts;
+    for (int j = 0; j < 4; j++) {
+        const int c = lane + 32 * j;
+        if (row_valid && slice * kSliceChunks + c < kHidden / 8) {
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(stage + stage_slot(c));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src + c)
+                         : "memory");
         }
     }
-};
+}
+
+// The 32 elements of a lane: chunks 4l..4l+3 of its warp's slice (one MX
+// block), or for BF16, which needs no blocks, chunks l + 32j so the stores
+// coalesce.
+template <int kFormat>
+__device__ __forceinline__ Chunk read_slice(const uint4 *stage, int lane) {
+    Chunk c;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const uint4 v = stage[stage_slot(kFormat == MJ_FMT_BF16 ? lane + 32 * j : 4 * lane + j)];
+        c.w[4 * j] = v.x;
+        c.w[4 * j + 1] = v.y;
+        c.w[4 * j + 2] = v.z;
+        c.w[4 * j + 3] = v.w;
+    }
+    return c;
+}
 
 } // namespace pd
 
-// Token CTAs (mj_pd_tokens_per_cta consecutive tokens each), then padding CTAs
-// that set the top-k entries of rows [num_tokens, max_tokens) to (-1, 0).
-// Launch: grid = mj_pd_grid(...), block = kHidden / 8 (8 BF16 per thread).
+// Persistent: CTA b handles row blocks b, b + gridDim.x, ... (MJ_PD_ROWS_PER_CTA
+// rows each, a row per MJ_PD_ROW_THREADS threads), staging the next block while
+// it quantizes the current one, then strides over the top-k entries of the
+// padding rows [num_tokens, max_tokens), setting them to (-1, 0).
+// Launch: grid = mj_pd_grid(...), block = MJ_PD_BLOCK_THREADS(kHidden), right
+// after pre_dispatch_check_kernel with check_ctas CTAs.
 template <int kHidden, int kFormat, int kTopk>
-__global__ void __launch_bounds__(kHidden / 8, 2)
+__global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_SM)
     pre_dispatch_kernel(const unsigned short *__restrict__ x, const int *__restrict__ topk_ids,
                         const float *__restrict__ topk_weights,
                         const float *__restrict__ expert_scales, unsigned char *__restrict__ region,
-                        int num_tokens, int max_tokens, int num_experts) {
-    constexpr int kThreads = kHidden / 8;
-    constexpr int kTokens =
-        kFormat == MJ_FMT_BF16 ? MJ_PD_TOKENS_PER_CTA_BF16 : MJ_PD_TOKENS_PER_CTA_QUANT;
-    static_assert(kHidden % 256 == 0, "whole warps, and whole scale groups per warp");
-    static_assert(kThreads <= 1024, "hidden must be <= 8192");
-    static_assert(kTopk >= 1 && kTopk * kTokens <= kThreads, "one thread per top-k slot");
+                        int num_tokens, int max_tokens, int num_experts, unsigned check_ctas) {
+    constexpr int kRowThreads = MJ_PD_ROW_THREADS(kHidden);
+    constexpr int kRows = MJ_PD_ROWS_PER_CTA(kHidden);
+    constexpr int kThreads = MJ_PD_BLOCK_THREADS(kHidden);
+    constexpr int kChunks = kHidden / MJ_PD_ELEMS_PER_THREAD; // active threads of a row
+    constexpr int kRowWarps = kRowThreads / 32;
+    constexpr int kWarps = kThreads / 32;
+    static_assert(kHidden % 256 == 0 && kHidden <= 8192, "hidden: a multiple of 256 up to 8192");
+    static_assert(kTopk >= 1, "top-k");
     static_assert(kFormat >= MJ_FMT_BF16 && kFormat <= MJ_FMT_NVFP4, "unknown format");
-    (void)num_experts; // ids were range-checked by pre_dispatch_check_kernel
 
-    // Inputs may come from the previous kernel on the stream (PDL).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    // No griddepcontrol.wait: this grid starts only once every check CTA has
+    // passed its own wait, so the caller's inputs are complete and the region
+    // is free; only the check's count is waited for, below.
+    extern __shared__ uint4 stages[]; // [warp][MJ_PD_STAGES][kSliceChunks]
+    __shared__ mj_u32 warp_max[2][kRows * kRowWarps];
+    __shared__ int reject;
 
-    const int t = (int)threadIdx.x;
-    const int token_ctas = (int)mj_pd_token_ctas(kFormat, num_tokens);
-    const bool token_cta = (int)blockIdx.x < token_ctas;
-    const int first = (int)blockIdx.x * kTokens;
-
-    // Every load is issued before the workspace flag is read, so the flag's
-    // latency overlaps theirs; only the stores wait for it.
-    uint4 in[kTokens];
-    bool valid[kTokens];
+    const int t = (int)threadIdx.x, lane = t & 31;
+    const int r = t / kRowThreads, g = t % kRowThreads, slice = g / 32;
+    uint4 *my_stages = stages + (t >> 5) * MJ_PD_STAGES * pd::kSliceChunks;
+    const int blocks = (int)mj_pd_token_blocks(kHidden, num_tokens);
+    int blk = (int)blockIdx.x;
+    // One commit group per row, empty past the end, so wait_group counts rows.
 #pragma unroll
-    for (int i = 0; i < kTokens; i++) {
-        valid[i] = token_cta && first + i < num_tokens;
-        in[i] = valid[i] ? reinterpret_cast<const uint4 *>(x + (mj_u64)(first + i) * kHidden)[t]
-                         : make_uint4(0u, 0u, 0u, 0u);
+    for (int s = 0; s < MJ_PD_STAGES - 1; s++) {
+        const int b = blk + s * (int)gridDim.x, row = b * kRows + r;
+        pd::stage_slice<kHidden>(my_stages + s * pd::kSliceChunks, x, row, slice,
+                                 b < blocks && row < num_tokens, lane);
+        asm volatile("cp.async.commit_group;" ::: "memory");
     }
-    const bool slot_thread = token_cta && t < kTokens * kTopk && first + t / kTopk < num_tokens;
-    const mj_u64 slot = (mj_u64)first * kTopk + (mj_u64)t;
+
+    // The top-k slots, one per thread across the grid, loaded before the wait
+    // too; the expert-scale lookup is clamped into range until the check has
+    // vouched for the ids.
+    const long long num_slots = (long long)num_tokens * kTopk;
+    const long long slot_stride = (long long)gridDim.x * kThreads;
+    long long slot = (long long)blockIdx.x * kThreads + t;
     int id = -1;
-    float w = 0.0f;
-    if (slot_thread) {
+    float w = 0.0f, scale = 1.0f;
+    if (slot < num_slots) {
         id = topk_ids[slot];
         w = topk_weights[slot];
+        if (expert_scales != nullptr)
+            scale = expert_scales[id < 0 ? 0 : id >= num_experts ? num_experts - 1 : id];
     }
 
-    volatile mj_u32 *ws = reinterpret_cast<volatile mj_u32 *>(region);
-    __shared__ int reject;
-    // One read per CTA keeps the NVFP4 barrier uniform whatever happens.
-    if (t == 0) reject = ws[MJ_WS_PD_BAD_COUNT] != 0u;
+    if (t == 0) {
+        const mj_u32 *done = reinterpret_cast<const mj_u32 *>(region) + MJ_WS_PD_CHECK_DONE;
+        mj_u32 arrived;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(arrived) : "l"(done) : "memory");
+        } while (arrived < check_ctas);
+        reject = reinterpret_cast<volatile const mj_u32 *>(region)[MJ_WS_PD_BAD_COUNT] != 0u;
+    }
     __syncthreads();
 
     if (!reject) {
         const mj_input_layout lay = mj_layout_input(kHidden, kTopk, max_tokens, kFormat);
         int *ids_out = reinterpret_cast<int *>(region + lay.topk_idx_offset);
         float *w_out = reinterpret_cast<float *>(region + lay.topk_w_offset);
-        if (token_cta) {
-            unsigned char *x_rows[kTokens], *sf_rows[kTokens];
-            float *scales[kTokens];
-#pragma unroll
-            for (int i = 0; i < kTokens; i++) {
-                const mj_u64 row = (mj_u64)(first + i);
-                x_rows[i] = region + lay.x_offset + row * lay.x_row_bytes;
-                sf_rows[i] = region + lay.sf_offset + row * lay.sf_row_bytes;
-                scales[i] = reinterpret_cast<float *>(region + lay.x_scales_offset) + row;
-            }
-            pd::Quantizer<kFormat>::template run<kTokens>(in, valid, x_rows, sf_rows, scales, t);
-            if (slot_thread) {
-                // Only now are the ids known to be in range for the scale lookup.
-                if (expert_scales != nullptr && id >= 0) w = w * expert_scales[id];
-                ids_out[slot] = id;
-                w_out[slot] = w;
-            }
-        } else {
-            const long long e = (long long)((int)blockIdx.x - token_ctas) * kThreads + t;
-            if (e < (long long)(max_tokens - num_tokens) * kTopk) {
-                const mj_u64 i = (mj_u64)num_tokens * kTopk + (mj_u64)e;
-                ids_out[i] = -1;
-                w_out[i] = 0.0f;
+        for (; slot < num_slots; slot += slot_stride) {
+            ids_out[slot] = id;
+            w_out[slot] = expert_scales != nullptr && id >= 0 ? w * scale : w;
+            const long long more = slot + slot_stride;
+            if (more < num_slots) { // only when tokens * top-k exceeds the grid's threads
+                id = topk_ids[more];
+                w = topk_weights[more];
+                if (expert_scales != nullptr && id >= 0) scale = expert_scales[id];
             }
         }
+
+        for (int it = 0, parity = 0; blk < blocks;
+             blk += (int)gridDim.x, it = it + 1 == MJ_PD_STAGES ? 0 : it + 1, parity ^= 1) {
+            // The warp's copies of this row have landed and are visible to all
+            // its lanes, which have also finished reading the stage refilled next.
+            asm volatile("cp.async.wait_group %0;" ::"n"(MJ_PD_STAGES - 2) : "memory");
+            __syncwarp();
+            {
+                const int ahead = blk + (MJ_PD_STAGES - 1) * (int)gridDim.x;
+                const int ahead_row = ahead * kRows + r;
+                const int refill = it == 0 ? MJ_PD_STAGES - 1 : it - 1;
+                pd::stage_slice<kHidden>(my_stages + refill * pd::kSliceChunks, x, ahead_row, slice,
+                                         ahead < blocks && ahead_row < num_tokens, lane);
+                asm volatile("cp.async.commit_group;" ::: "memory");
+            }
+            const uint4 *stage = my_stages + it * pd::kSliceChunks;
+            const int row = blk * kRows + r;
+            const bool active = row < num_tokens && g < kChunks;
+            unsigned char *x_row = region + lay.x_offset + (mj_u64)row * lay.x_row_bytes;
+            unsigned char *sf_row = region + lay.sf_offset + (mj_u64)row * lay.sf_row_bytes;
+            if (kFormat == MJ_FMT_BF16) {
+                // Lane l copies chunks l + 32j of the slice; a row's last slice
+                // may hold fewer than 128 (always a multiple of 32).
+                constexpr int kRowChunks = kHidden / 8;
+                if (row < num_tokens && slice * pd::kSliceChunks < kRowChunks) {
+                    const pd::Chunk c = pd::read_slice<kFormat>(stage, lane);
+                    uint4 *dst = reinterpret_cast<uint4 *>(x_row) + slice * pd::kSliceChunks;
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        if (slice * pd::kSliceChunks + 32 * j < kRowChunks)
+                            dst[lane + 32 * j] = make_uint4(c.w[4 * j], c.w[4 * j + 1],
+                                                            c.w[4 * j + 2], c.w[4 * j + 3]);
+                }
+            } else if (kFormat != MJ_FMT_NVFP4) {
+                if (active)
+                    pd::quantize_mx<kFormat>(pd::read_slice<kFormat>(stage, lane),
+                                             x_row + (mj_u64)g * (kFormat == MJ_FMT_MXFP8 ? 32 : 16),
+                                             sf_row + g);
+            } else {
+                // Two 16-element blocks per thread; the row's scale needs the
+                // maximum over all its warps (rows are whole warps).
+                pd::Chunk c;
+                float amax0 = 0.0f, amax1 = 0.0f;
+                if (active) {
+                    c = pd::read_slice<kFormat>(stage, lane);
+                    amax0 = bf16_abs_max_num(c.w, 8);
+                    amax1 = bf16_abs_max_num(c.w + 8, 8);
+                }
+                // Non-negative floats order as their bits.
+                const mj_u32 mine = f32_bits(amax0) > f32_bits(amax1) ? f32_bits(amax0)
+                                                                      : f32_bits(amax1);
+                const mj_u32 wmax = __reduce_max_sync(pd::kFullMask, mine);
+                // Two slot sets: a warp may write the next row's maximum while a
+                // slower one still reads this row's.
+                if (lane == 0) warp_max[parity][t >> 5] = wmax;
+                __syncthreads();
+                if (active) {
+                    mj_u32 rowmax = 0;
+#pragma unroll
+                    for (int k = 0; k < kRowWarps; k++)
+                        rowmax = rowmax > warp_max[parity][r * kRowWarps + k]
+                                     ? rowmax
+                                     : warp_max[parity][r * kRowWarps + k];
+                    const float pts = nvfp4_token_scale(f32_from_bits(rowmax));
+                    const float six_pts = 6.0f * pts;
+                    // nvfp4_group_sf of both blocks: the hardware rounding is
+                    // the same, and gives 0x7f for the Inf / Inf NaN.
+                    const mj_u32 sf2 = cvt_e4m3x2(amax0 / six_pts, amax1 / six_pts);
+                    // nvfp4_group_inv of both scale bytes.
+                    float s0, s1;
+                    f32x2_from_e4m3x2(sf2, s0, s1);
+                    const float inv[2] = {s0 > 0.0f ? 1.0f / (s0 * pts) : 0.0f,
+                                          s1 > 0.0f ? 1.0f / (s1 * pts) : 0.0f};
+                    mj_u32 q[4];
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        float v[8];
+                        pd::unpack16(c.w + 4 * k, v);
+                        q[k] = e2m1_with_signs(e2m1_codes_x8(v, inv[k >> 1]),
+                                               e2m1_signs_x8(c.w + 4 * k));
+                    }
+                    reinterpret_cast<uint4 *>(x_row)[g] = make_uint4(q[0], q[1], q[2], q[3]);
+                    reinterpret_cast<unsigned short *>(sf_row)[g] = (unsigned short)sf2;
+                    if (g == 0)
+                        reinterpret_cast<float *>(region + lay.x_scales_offset)[row] = pts;
+                }
+            }
+        }
+
+        const long long pad = (long long)(max_tokens - num_tokens) * kTopk;
+        for (long long e = (long long)blockIdx.x * kThreads + t; e < pad;
+             e += (long long)gridDim.x * kThreads) {
+            const mj_u64 i = (mj_u64)num_tokens * kTopk + (mj_u64)e;
+            ids_out[i] = -1;
+            w_out[i] = 0.0f;
+        }
     }
+    // A rejected launch still leaves no copy in flight.
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 
     // The last CTA to finish publishes and clears the counters, so the next
-    // launch or graph replay starts from zero without a memset.
+    // launch or graph replay starts from zero without a memset. The barrier
+    // orders every thread's work before thread 0's release; the acquire side
+    // orders the last CTA's reset after all of it.
     __syncthreads();
     if (t == 0) {
-        __threadfence();
-        mj_u32 *ws_rw = reinterpret_cast<mj_u32 *>(region);
-        if (atomicAdd(ws_rw + MJ_WS_PD_DONE_CTAS, 1u) == gridDim.x - 1u) {
-            __threadfence();
-            ws[MJ_WS_PD_LAST_BAD] = ws[MJ_WS_PD_BAD_COUNT];
-            ws[MJ_WS_PD_BAD_COUNT] = 0u;
-            ws[MJ_WS_PD_DONE_CTAS] = 0u;
+        mj_u32 *ws = reinterpret_cast<mj_u32 *>(region);
+        mj_u32 done;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                     : "=r"(done)
+                     : "l"(ws + MJ_WS_PD_DONE_CTAS)
+                     : "memory");
+        if (done == gridDim.x - 1u) {
+            volatile mj_u32 *vws = ws;
+            vws[MJ_WS_PD_LAST_BAD] = vws[MJ_WS_PD_BAD_COUNT];
+            vws[MJ_WS_PD_BAD_COUNT] = 0u;
+            vws[MJ_WS_PD_CHECK_DONE] = 0u;
+            vws[MJ_WS_PD_DONE_CTAS] = 0u;
         }
     }
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // Counts top-k ids outside [-1, num_experts) into the workspace word
-// MJ_WS_PD_BAD_COUNT. grid = ceil(num_tokens * kTopk / MJ_PD_CHECK_IDS_PER_CTA),
-// block = MJ_PD_CHECK_THREADS.
+// MJ_WS_PD_BAD_COUNT, then each CTA arrives on MJ_WS_PD_CHECK_DONE (release:
+// the main kernel reads the count after seeing every arrival).
+// grid = mj_pd_check_ctas(...), block = MJ_PD_CHECK_THREADS.
 template <int kTopk>
 __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
     pre_dispatch_check_kernel(const int *__restrict__ topk_ids, unsigned char *__restrict__ region,
                               int num_tokens, int num_experts) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    // The main kernel's own griddepcontrol.wait orders it after this grid.
+    // The main kernel may start now: it only loads inputs (complete, as the
+    // wait above returned) until every CTA of this grid has arrived.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
     const long long total = (long long)num_tokens * kTopk;
@@ -244,8 +374,12 @@ __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
     }
     for (int s = 16; s > 0; s >>= 1)
         bad += __shfl_xor_sync(pd::kFullMask, bad, s);
-    if ((threadIdx.x & 31u) == 0u && bad != 0u)
-        atomicAdd(reinterpret_cast<mj_u32 *>(region) + MJ_WS_PD_BAD_COUNT, bad);
+    mj_u32 *ws = reinterpret_cast<mj_u32 *>(region);
+    if ((threadIdx.x & 31u) == 0u && bad != 0u) atomicAdd(ws + MJ_WS_PD_BAD_COUNT, bad);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ws + MJ_WS_PD_CHECK_DONE)
+                     : "memory");
 }
 
 } // namespace mj

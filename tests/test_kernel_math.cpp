@@ -12,6 +12,8 @@
 #include <string.h>
 #include <math.h>
 
+#include <algorithm>
+
 extern "C" {
 #include <cmocka.h>
 
@@ -115,50 +117,167 @@ void test_element_conversions(void **state) {
     }
 }
 
-// One token row quantized the way pre_dispatch_kernel does it: thread t owns
-// elements [8t, 8t+8), groups reduce over 4 (MXFP) or 2 (NVFP4) threads.
-void kernel_row(int fmt, const uint16_t *x, int hidden, uint8_t *out, uint8_t *sf, float *xs) {
-    static float v[kMaxHidden], amax[kMaxHidden / 8];
-    const int threads = hidden / 8;
-    for (int t = 0; t < threads; t++) {
-        mj_u32 w[4];
-        memcpy(w, x + 8 * t, sizeof w);
-        mj::unpack_bf16x8(w, &v[8 * t]);
-        amax[t] = mj::amax_x8(&v[8 * t]);
+// The fast paths of pre_dispatch_kernel, element by element, against the
+// scalar helpers (which test_element_conversions ties to the reference).
+
+// Every finite BF16 amax: the bit-read UE8M0 scale equals the divided one.
+void test_fast_ue8m0(void **state) {
+    (void)state;
+    for (uint32_t b = 0; b < MJ_BF16_SPECIAL; b++) {
+        const float amax = mjr_f32_from_bf16((uint16_t)b);
+        assert_int_equal(mj::ue8m0_for_bf16_amax(b, MJ_FMT_MXFP8),
+                         mj::ue8m0_for_amax(amax, MJ_E4M3_MAX));
+        assert_int_equal(mj::ue8m0_for_bf16_amax(b, MJ_FMT_MXFP4),
+                         mj::ue8m0_for_amax(amax, MJ_E2M1_MAX));
     }
+}
+
+// Every BF16 value (both signs) under every UE8M0 scale a block can get
+// (e >= 111: the 1e-4 floor), wherever the precondition |x| * 2^(127-e) <= 6
+// holds, eight at a time.
+void test_fast_e2m1_pow2(void **state) {
+    (void)state;
+    long checked = 0;
+    for (uint32_t e = 111; e <= 254; e++) {
+        const float inv = mj::ue8m0_inv_scale((unsigned char)e);
+        // Magnitudes up to the largest allowed one, 6 * 2^(e-127), or the
+        // largest finite BF16 where that overflows.
+        const uint32_t last = std::min(bits_of(6.0f * mjr_f32_from_ue8m0((uint8_t)e)) >> 16, 0x7f7fu);
+        for (uint32_t b0 = 0; b0 <= last; b0 += 8) {
+            mj_u32 words[4];
+            for (int i = 0; i < 4; i++) {
+                const uint32_t lo = b0 + 2 * i > last ? 0 : b0 + 2 * i;
+                const uint32_t hi = b0 + 2 * i + 1 > last ? 0 : b0 + 2 * i + 1;
+                words[i] = lo | (hi | ((b0 >> 3) & 1u) << 15) << 16; // some negative lanes
+            }
+            const mj_u32 got = mj::e2m1_codes_x8_pow2(words, e);
+            for (int j = 0; j < 8; j++) {
+                const uint32_t b = (words[j / 2] >> (16 * (j % 2))) & 0x7fffu;
+                const unsigned want = mj::e2m1_from_f32(mjr_f32_from_bf16((uint16_t)b) * inv);
+                if (((got >> (4 * j)) & 0xfu) != want)
+                    fail_msg("e %u bf16 %04x: code %x, want %x", e, b, (got >> (4 * j)) & 0xfu,
+                             want);
+            }
+            checked += 8;
+        }
+    }
+    assert_true(checked > 1000000);
+}
+
+// The fp32 E2M1 code: every E2M1 threshold and its neighbours, every
+// magnitude pattern at a coarse stride, and the special values.
+void test_fast_e2m1_f32(void **state) {
+    (void)state;
+    static const float t[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 0.5f, 1.0f};
+    for (float th : t)
+        for (int d = -300; d <= 300; d++) {
+            const float y = float_of(bits_of(th) + (uint32_t)d);
+            assert_int_equal(mj::e2m1_code_word(y) & 0xffu, mj::e2m1_from_f32(y));
+        }
+    for (uint64_t u = 0; u <= 0x7fffffffull; u += 4093) {
+        const float y = float_of((uint32_t)u);
+        assert_int_equal(mj::e2m1_code_word(y) & 0xffu, mj::e2m1_from_f32(y));
+    }
+    assert_int_equal(mj::e2m1_code_word(INFINITY) & 0xffu, 7);
+    assert_int_equal(mj::e2m1_code_word(NAN) & 0xffu, 0);
+    assert_int_equal(mj::e2m1_code_word(0.0f) & 0xffu, 0);
+}
+
+// Packing, signs and -0 suppression of whole 8-element words, and the NaN-
+// ignoring packed maximum, on random pairs with every kind of value.
+void test_fast_packing(void **state) {
+    (void)state;
+    Rng r{0x6a09e667f3bcc908ull};
+    for (int it = 0; it < 200000; it++) {
+        mj_u32 words[4];
+        float v[8];
+        for (int i = 0; i < 4; i++)
+            words[i] = (mj_u32)(mj::bf16_from_f32(interesting_float(r)) |
+                                (mj_u32)mj::bf16_from_f32(interesting_float(r)) << 16);
+        if (r.next() % 16 == 0) words[r.next() % 4] |= 0x7fc0u; // a NaN lane
+        mj::unpack_bf16x8(words, v);
+        const float scale = ldexpf(1.0f + r.uniform(), (int)(r.next() % 40) - 20);
+        assert_int_equal(
+            mj::e2m1_with_signs(mj::e2m1_codes_x8(v, scale), mj::e2m1_signs_x8(words)),
+            mj::pack_e2m1x8(v, scale));
+        assert_int_equal(bits_of(mj::bf16_abs_max_num(words, 4)), bits_of(mj::amax_x8(v)));
+    }
+}
+
+// One token row quantized the way pre_dispatch_kernel does it: thread c owns
+// elements [32c, 32c+32) (one MX block or two NVFP4 blocks), fast paths where
+// their preconditions hold and the scalar helpers elsewhere. Host stand-ins for
+// the device-only conversions: e4m3_from_f32 for cvt.rn.satfinite.e4m3x2 (same
+// RNE and saturation, and the fast paths never give it a NaN) and
+// f32_from_e4m3 for cvt.rn.f16x2.e4m3x2.
+void kernel_row(int fmt, const uint16_t *x, int hidden, uint8_t *out, uint8_t *sf, float *xs) {
     if (fmt == MJ_FMT_BF16) {
         memcpy(out, x, (size_t)hidden * 2);
         return;
     }
-    const int per_group = fmt == MJ_FMT_NVFP4 ? 2 : 4;
-    float rowmax = 0.0f;
-    for (int t = 0; t < threads; t++)
-        rowmax = mj::max_num(rowmax, amax[t]);
-    const float pts = mj::nvfp4_token_scale(rowmax);
-    for (int t = 0; t < threads; t++) {
-        const int g0 = t - t % per_group;
-        float ga = 0.0f;
-        for (int j = 0; j < per_group; j++)
-            ga = mj::max_num(ga, amax[g0 + j]);
-        const float *vt = &v[8 * t];
-        unsigned char s;
-        float inv;
+    const int chunks = hidden / 32;
+    static float block_max[kMaxHidden / 16];
+    mj_u32 row_bits = 0;
+    for (int c = 0; c < chunks && fmt == MJ_FMT_NVFP4; c++) {
+        mj_u32 w[16];
+        memcpy(w, x + 32 * c, sizeof w);
+        for (int b = 0; b < 2; b++) {
+            block_max[2 * c + b] = mj::bf16_abs_max_num(w + 8 * b, 8);
+            row_bits = std::max(row_bits, bits_of(block_max[2 * c + b]));
+        }
+    }
+    const float pts = mj::nvfp4_token_scale(float_of(row_bits));
+    for (int c = 0; c < chunks; c++) {
+        mj_u32 w[16], a[16], q[8];
+        memcpy(w, x + 32 * c, sizeof w);
+        for (int i = 0; i < 16; i++)
+            a[i] = w[i] & 0x7fff7fffu;
+        float v[4][8];
+        for (int k = 0; k < 4; k++)
+            mj::unpack_bf16x8(w + 4 * k, v[k]);
         if (fmt == MJ_FMT_NVFP4) {
-            s = mj::nvfp4_group_sf(ga, pts);
-            inv = mj::nvfp4_group_inv(s, pts);
-        } else {
-            s = mj::ue8m0_for_amax(ga, fmt == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
-            inv = mj::ue8m0_inv_scale(s);
+            float inv[2];
+            for (int b = 0; b < 2; b++) {
+                const float quotient = block_max[2 * c + b] / (6.0f * pts);
+                const unsigned char s = quotient != quotient ? 0x7f : mj::e4m3_from_f32(quotient);
+                sf[2 * c + b] = s;
+                const float sv = mj::f32_from_e4m3(s);
+                inv[b] = sv > 0.0f ? 1.0f / (sv * pts) : 0.0f;
+            }
+            for (int k = 0; k < 4; k++)
+                q[k] = mj::e2m1_with_signs(mj::e2m1_codes_x8(v[k], inv[k / 2]),
+                                           mj::e2m1_signs_x8(w + 4 * k));
+            memcpy(out + 16 * c, q, 16);
+            continue;
         }
-        if (t == g0) sf[t / per_group] = s;
-        if (fmt == MJ_FMT_MXFP8) {
-            mj_u32 q[2];
-            mj::pack_e4m3x8(vt, inv, q);
-            memcpy(out + 8 * t, q, 8);
-        } else {
-            mj_u32 q = mj::pack_e2m1x8(vt, inv);
-            memcpy(out + 4 * t, &q, 4);
+        const mj_u32 amax = mj::bf16_abs_max(a, 16);
+        const unsigned e = amax < MJ_BF16_SPECIAL ? mj::ue8m0_for_bf16_amax(amax, fmt) : 255u;
+        if (fmt == MJ_FMT_MXFP8 && e <= 254u) {
+            const float inv = mj::ue8m0_inv_scale((unsigned char)e);
+            for (int i = 0; i < 32; i++)
+                out[32 * c + i] = mj::e4m3_from_f32(v[i / 8][i % 8] * inv);
+        } else if (fmt == MJ_FMT_MXFP4 && e <= 254u) {
+            for (int k = 0; k < 4; k++)
+                q[k] = mj::e2m1_with_signs(mj::e2m1_codes_x8_pow2(w + 4 * k, e),
+                                           mj::e2m1_signs_x8(w + 4 * k));
+            memcpy(out + 16 * c, q, 16);
+        } else { // the kernel's quantize_mx_scalar
+            float m = 0.0f;
+            for (int k = 0; k < 4; k++)
+                m = mj::max_num(m, mj::amax_x8(v[k]));
+            const unsigned char s =
+                mj::ue8m0_for_amax(m, fmt == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
+            const float inv = mj::ue8m0_inv_scale(s);
+            for (int k = 0; k < 4; k++)
+                if (fmt == MJ_FMT_MXFP8)
+                    mj::pack_e4m3x8(v[k], inv, q + 2 * k);
+                else
+                    q[k] = mj::pack_e2m1x8(v[k], inv);
+            memcpy(out + (fmt == MJ_FMT_MXFP8 ? 32 : 16) * c, q, fmt == MJ_FMT_MXFP8 ? 32 : 16);
+            sf[c] = s;
+            continue;
         }
+        sf[c] = (uint8_t)e;
     }
     if (fmt == MJ_FMT_NVFP4) *xs = pts;
 }
@@ -227,6 +346,10 @@ void test_rows(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_element_conversions),
+        cmocka_unit_test(test_fast_ue8m0),
+        cmocka_unit_test(test_fast_e2m1_pow2),
+        cmocka_unit_test(test_fast_e2m1_f32),
+        cmocka_unit_test(test_fast_packing),
         cmocka_unit_test(test_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,33 +1,58 @@
 /*
  * Launch shape of the pre-dispatch family, shared by the host launcher and the
- * kernels (plain C for gcc and NVRTC).
+ * kernels (plain C for gcc and NVRTC; macros so kernels get constants).
+ *
+ * A thread owns 32 consecutive elements of one token row: one MX block, two
+ * NVFP4 blocks, four 16-byte loads. A row takes whole warps, so the NVFP4 row
+ * maximum reduces warp by warp; a CTA holds as many rows as fit in about
+ * MJ_PD_CTA_THREADS threads.
  */
 #ifndef MJ_PRE_DISPATCH_LAUNCH_H
 #define MJ_PRE_DISPATCH_LAUNCH_H
 
-/* Tokens per CTA of the main kernel: each thread keeps this many 16-byte loads
- * in flight before the first use. Quantizing formats hold more registers per
- * token; two tokens keep them under the 32 that let two CTAs share an SM, so
- * one CTA computes while the other waits on memory. */
-#define MJ_PD_TOKENS_PER_CTA_BF16 4
-#define MJ_PD_TOKENS_PER_CTA_QUANT 2
-/* The check kernel: threads per CTA and ids per thread. */
+#define MJ_PD_ELEMS_PER_THREAD 32
+#define MJ_PD_CTA_THREADS 256
+#define MJ_PD_ROW_THREADS(hidden) (((hidden) / MJ_PD_ELEMS_PER_THREAD + 31) / 32 * 32)
+#define MJ_PD_ROWS_PER_CTA(hidden)                                                                 \
+    (MJ_PD_ROW_THREADS(hidden) >= MJ_PD_CTA_THREADS ? 1                                            \
+                                                    : MJ_PD_CTA_THREADS / MJ_PD_ROW_THREADS(hidden))
+#define MJ_PD_BLOCK_THREADS(hidden) (MJ_PD_ROWS_PER_CTA(hidden) * MJ_PD_ROW_THREADS(hidden))
+
+/* The check kernel: threads per CTA and ids per thread; at least one CTA,
+ * which the main kernel waits for even when there are no tokens. */
 #define MJ_PD_CHECK_THREADS 256
 #define MJ_PD_CHECK_IDS_PER_THREAD 4
 #define MJ_PD_CHECK_IDS_PER_CTA (MJ_PD_CHECK_THREADS * MJ_PD_CHECK_IDS_PER_THREAD)
+static inline unsigned mj_pd_check_ctas(int topk, int num_tokens) {
+    long long ids = (long long)num_tokens * topk;
+    return ids > 0 ? (unsigned)((ids + MJ_PD_CHECK_IDS_PER_CTA - 1) / MJ_PD_CHECK_IDS_PER_CTA) : 1u;
+}
 
-/* Main-kernel grid: token CTAs, then CTAs that write the top-k padding rows
- * (one entry per thread; a CTA has hidden / 8 threads). */
-static inline int mj_pd_tokens_per_cta(int fmt) {
-    return fmt == 0 /* MJ_FMT_BF16 */ ? MJ_PD_TOKENS_PER_CTA_BF16 : MJ_PD_TOKENS_PER_CTA_QUANT;
+/* The main kernel is persistent: CTAs resident per SM (its launch bounds
+ * promise them), each warp keeping MJ_PD_STAGES - 1 rows of its slice in
+ * flight into shared memory while it quantizes another (dynamic shared
+ * memory, at most 48 KiB per CTA). */
+#define MJ_PD_CTAS_PER_SM 4
+#define MJ_PD_STAGES 2
+/* Each warp stages 2 KiB (its 1024 elements of a row) per stage. */
+#define MJ_PD_SMEM_BYTES(hidden) (MJ_PD_STAGES * MJ_PD_BLOCK_THREADS(hidden) * 64)
+
+/* Main-kernel grid: enough CTAs for the token row blocks and for the top-k
+ * padding entries of rows [num_tokens, max_tokens) (one per thread), at most
+ * num_sms * MJ_PD_CTAS_PER_SM; CTAs stride over both. */
+static inline unsigned mj_pd_token_blocks(int hidden, int num_tokens) {
+    int rows = MJ_PD_ROWS_PER_CTA(hidden);
+    return (unsigned)((num_tokens + rows - 1) / rows);
 }
-static inline unsigned mj_pd_token_ctas(int fmt, int num_tokens) {
-    int per_cta = mj_pd_tokens_per_cta(fmt);
-    return (unsigned)((num_tokens + per_cta - 1) / per_cta);
-}
-static inline unsigned mj_pd_grid(int fmt, int hidden, int topk, int num_tokens, int max_tokens) {
-    long long pad = (long long)(max_tokens - num_tokens) * topk, threads = hidden / 8;
-    return mj_pd_token_ctas(fmt, num_tokens) + (unsigned)((pad + threads - 1) / threads);
+static inline unsigned mj_pd_grid(int hidden, int topk, int num_tokens, int max_tokens,
+                                  int num_sms) {
+    long long pad = (long long)(max_tokens - num_tokens) * topk, threads = MJ_PD_BLOCK_THREADS(hidden);
+    long long need = (long long)mj_pd_token_blocks(hidden, num_tokens);
+    long long pad_ctas = (pad + threads - 1) / threads;
+    long long cap = (long long)num_sms * MJ_PD_CTAS_PER_SM;
+    if (pad_ctas > need) need = pad_ctas;
+    if (need > cap) need = cap;
+    return (unsigned)(need < 1 ? 1 : need);
 }
 
 #endif /* MJ_PRE_DISPATCH_LAUNCH_H */

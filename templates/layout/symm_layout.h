@@ -39,12 +39,14 @@ typedef uint32_t mj_u32;
 #define MJ_FMT_NVFP4 3
 
 /* Workspace words (u32 index). The pre-dispatch check kernel adds to
- * BAD_COUNT; the main kernel writes nothing when it is non-zero, and its last
- * CTA copies it to LAST_BAD and resets BAD_COUNT and DONE_CTAS, so every launch
- * (and every CUDA-graph replay) starts clean. */
+ * BAD_COUNT and each of its CTAs to CHECK_DONE; the main kernel writes nothing
+ * when BAD_COUNT is non-zero, and its last CTA copies it to LAST_BAD and resets
+ * BAD_COUNT, CHECK_DONE and DONE_CTAS, so every launch (and every CUDA-graph
+ * replay) starts clean. */
 #define MJ_WS_PD_BAD_COUNT 0
 #define MJ_WS_PD_DONE_CTAS 1
 #define MJ_WS_PD_LAST_BAD 2
+#define MJ_WS_PD_CHECK_DONE 3
 
 static inline int mj_format_bits(int fmt) {
     return fmt == MJ_FMT_BF16 ? 16 : fmt == MJ_FMT_MXFP8 ? 8 : 4;

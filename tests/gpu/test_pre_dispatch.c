@@ -77,6 +77,7 @@ enum row_kind {
     ROW_TIE_E2M1, /* exact E2M1 rounding ties under a pinned block scale */
     ROW_TIE_E4M3, /* exact E4M3 rounding ties under a pinned block scale */
     ROW_RAWBITS,  /* any finite bf16 bit pattern */
+    ROW_SPECIAL,  /* raw bits with Inf, quiet and signalling NaN of both signs */
     ROW_KINDS
 };
 
@@ -141,6 +142,14 @@ static void gen_row(uint16_t *x, int hidden, int kind) {
     case ROW_TIE_E4M3:
         gen_tie_row(x, hidden, kind == ROW_TIE_E4M3);
         break;
+    case ROW_SPECIAL: {
+        static const uint16_t specials[] = {0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x7F81, 0xFFFF};
+        for (int i = 0; i < hidden; i++)
+            x[i] = rnd_below(8) == 0 ? specials[rnd_below(6)]
+                                     : (uint16_t)((rnd() >> 63 ? 0x8000u : 0u) |
+                                                  (rnd_below(255) << 7) | (rnd() & 0x7F));
+        break;
+    }
     default:
         for (int i = 0; i < hidden; i++)
             x[i] =
@@ -607,13 +616,13 @@ static void test_create_errors(ctx *c) {
 }
 
 static void test_matrix(ctx *c) {
-    static const int hidden_full[] = {2048, 3072, 4096, 7168, 8192};
-    static const int hidden_quick[] = {2048, 7168};
+    static const int hidden_full[] = {2048, 2304, 3072, 4096, 7168, 8192};
+    static const int hidden_quick[] = {2304, 7168};
     static const int tokens_full[] = {0, 1, 7, 4096};
     static const int tokens_quick[] = {0, 1, 7, 129};
     const int *hs = g_quick ? hidden_quick : hidden_full;
     const int *ts = g_quick ? tokens_quick : tokens_full;
-    int nh = g_quick ? 2 : 5, nt = 4;
+    int nh = g_quick ? 2 : 6, nt = 4;
     int max_tokens = g_quick ? 136 : MAX_ROWS;
     int rotate = 0;
     for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++) {

@@ -125,7 +125,9 @@ static void quantize_mx(int bits, const uint16_t *x, int hidden, uint8_t *out, u
         sf[g] = e;
         float inv = ldexpf(1.0f, 127 - (int)e);
         for (int i = g * group; i < (g + 1) * group; i++) {
-            float q = mjr_f32_from_bf16(x[i]) * inv;
+            /* A NaN element is quantized as itself, so E4M3 keeps its sign. */
+            float xv = mjr_f32_from_bf16(x[i]);
+            float q = isnan(xv) ? xv : xv * inv;
             put_code(out, i, bits, bits == 8 ? mjr_e4m3_from_f32(q) : mjr_e2m1_from_f32(q));
         }
     }
@@ -144,7 +146,9 @@ static void quantize_nvfp4(const uint16_t *x, int hidden, uint8_t *out, uint8_t 
         float amax = 0.0f;
         for (int i = g * group; i < (g + 1) * group; i++)
             amax = max_ignore_nan(amax, fabsf(mjr_f32_from_bf16(x[i])));
-        uint8_t s = mjr_e4m3_from_f32(amax / six_pts);
+        /* NaN only as Inf / Inf: the byte is 0x7f, not the platform's NaN sign. */
+        float quotient = amax / six_pts;
+        uint8_t s = isnan(quotient) ? 0x7f : mjr_e4m3_from_f32(quotient);
         sf[g] = s;
         float sv = mjr_f32_from_e4m3(s);
         float denom = sv * pts;
