@@ -35,64 +35,42 @@ __device__ __forceinline__ void unpack16(const mj_u32 *words, float (&v)[8]) {
     unpack_bf16x8(words, v);
 }
 
-// Blocks holding Inf or NaN take the scalar helpers the fast paths are checked against. Rare, so kept out of
-// line to leave the fast path's registers alone.
-template <int kFormat>
-__device__ __noinline__ void quantize_mx_scalar(Chunk c, unsigned char *x_out, unsigned char *sf) {
+// MXFP4 blocks holding Inf or NaN take the scalar helpers the fast path is
+// checked against. Rare, so kept out of line to leave the fast path's
+// registers alone.
+__device__ __noinline__ void quantize_mxfp4_scalar(Chunk c, unsigned char *x_out,
+                                                   unsigned char *sf) {
     float v[4][8];
     float amax = 0.0f;
     for (int k = 0; k < 4; k++) {
         unpack16(c.w + 4 * k, v[k]);
         amax = max_num(amax, amax_x8(v[k]));
     }
-    const unsigned char e =
-        ue8m0_for_amax(amax, kFormat == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
+    const unsigned char e = ue8m0_for_amax(amax, MJ_E2M1_MAX);
     const float inv = ue8m0_inv_scale(e);
-    if (kFormat == MJ_FMT_MXFP8) {
-        mj_u32 q[8];
-        for (int k = 0; k < 4; k++)
-            pack_e4m3x8(v[k], inv, q + 2 * k);
-        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
-        reinterpret_cast<uint4 *>(x_out)[1] = make_uint4(q[4], q[5], q[6], q[7]);
-    } else {
-        mj_u32 q[4];
-        for (int k = 0; k < 4; k++)
-            q[k] = pack_e2m1x8(v[k], inv);
-        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
-    }
+    mj_u32 q[4];
+    for (int k = 0; k < 4; k++)
+        q[k] = pack_e2m1x8(v[k], inv);
+    reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
     *sf = e;
 }
 
-// One MX block (32 elements) per thread: x_out gets 32 (MXFP8) or 16 (MXFP4)
-// bytes, sf the UE8M0 byte.
-template <int kFormat>
-__device__ __forceinline__ void quantize_mx(const Chunk &c, unsigned char *x_out,
-                                            unsigned char *sf) {
+// One MXFP4 block (32 elements) per thread: x_out gets 16 bytes, sf the
+// UE8M0 byte.
+__device__ __forceinline__ void quantize_mxfp4(const Chunk &c, unsigned char *x_out,
+                                               unsigned char *sf) {
     const mj_u32 amax = bf16_abs_max(c.w, kWords);
-    const mj_u32 e = amax < MJ_BF16_SPECIAL ? ue8m0_for_bf16_amax(amax, kFormat) : 255u;
-    if (kFormat == MJ_FMT_MXFP8 && e <= 254u) {
-        const float inv = ue8m0_inv_scale((unsigned char)e);
-        mj_u32 q[8];
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const mj_u32 lo = c.w[2 * i], hi = c.w[2 * i + 1];
-            q[i] = cvt_e4m3x2(f32_from_bits(lo << 16) * inv, f32_from_bits(lo & 0xffff0000u) * inv) |
-                   cvt_e4m3x2(f32_from_bits(hi << 16) * inv, f32_from_bits(hi & 0xffff0000u) * inv)
-                       << 16;
-        }
-        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
-        reinterpret_cast<uint4 *>(x_out)[1] = make_uint4(q[4], q[5], q[6], q[7]);
-        *sf = (unsigned char)e;
-    } else if (kFormat == MJ_FMT_MXFP4 && e <= 254u) {
-        mj_u32 q[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            q[k] = e2m1_with_signs(e2m1_codes_x8_pow2(c.w + 4 * k, e), e2m1_signs_x8(c.w + 4 * k));
-        reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
-        *sf = (unsigned char)e;
-    } else {
-        quantize_mx_scalar<kFormat>(c, x_out, sf);
+    if (amax >= MJ_BF16_SPECIAL) {
+        quantize_mxfp4_scalar(c, x_out, sf);
+        return;
     }
+    const unsigned e = ue8m0_for_bf16_amax(amax, MJ_FMT_MXFP4);
+    mj_u32 q[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        q[k] = e2m1_with_signs(e2m1_codes_x8_pow2(c.w + 4 * k, e), e2m1_signs_x8(c.w + 4 * k));
+    reinterpret_cast<uint4 *>(x_out)[0] = make_uint4(q[0], q[1], q[2], q[3]);
+    *sf = (unsigned char)e;
 }
 
 // Each warp stages its own 1024-element slice of a row (128 chunks of 16
@@ -125,20 +103,69 @@ __device__ __forceinline__ void stage_slice(uint4 *stage, const unsigned short *
 }
 
 // The 32 elements of a lane: chunks 4l..4l+3 of its warp's slice (one MX
-// block), or for BF16, which needs no blocks, chunks l + 32j so the stores
-// coalesce.
-template <int kFormat>
-__device__ __forceinline__ Chunk read_slice(const uint4 *stage, int lane) {
+// block, two NVFP4 blocks).
+__device__ __forceinline__ Chunk read_block(const uint4 *stage, int lane) {
     Chunk c;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-        const uint4 v = stage[stage_slot(kFormat == MJ_FMT_BF16 ? lane + 32 * j : 4 * lane + j)];
+        const uint4 v = stage[stage_slot(4 * lane + j)];
         c.w[4 * j] = v.x;
         c.w[4 * j + 1] = v.y;
         c.w[4 * j + 2] = v.z;
         c.w[4 * j + 3] = v.w;
     }
     return c;
+}
+
+// MXFP8, stored coalesced: lane l holds half h of block 16 * (pass) + l / 2
+// of its warp's slice (chunks 64 * pass + 2l, 2l + 1), so each pass writes 16
+// contiguous bytes per lane; the lane pair agrees on the block maximum by one
+// shuffle. `blocks` = valid blocks of this slice (a multiple of 8).
+__device__ __forceinline__ void quantize_mxfp8_slice(const uint4 *stage, int lane, int blocks,
+                                                     unsigned char *x_out, unsigned char *sf_out) {
+#pragma unroll
+    for (int pass = 0; pass < 2; pass++) {
+        const int block = 16 * pass + (lane >> 1);
+        mj_u32 w[8];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const uint4 v = stage[stage_slot(64 * pass + 2 * lane + j)];
+            w[4 * j] = v.x;
+            w[4 * j + 1] = v.y;
+            w[4 * j + 2] = v.z;
+            w[4 * j + 3] = v.w;
+        }
+        // NaN compares highest, so the pair's maximum still flags it.
+        const mj_u32 mine = bf16_abs_max(w, 8);
+        const mj_u32 theirs = __shfl_xor_sync(kFullMask, mine, 1);
+        const mj_u32 amax = mine > theirs ? mine : theirs;
+        if (block >= blocks) continue;
+        mj_u32 q[4];
+        unsigned char e;
+        if (amax < MJ_BF16_SPECIAL) {
+            e = ue8m0_for_bf16_amax(amax, MJ_FMT_MXFP8);
+            const float inv = ue8m0_inv_scale(e);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const mj_u32 lo = w[2 * i], hi = w[2 * i + 1];
+                q[i] = cvt_e4m3x2(f32_from_bits(lo << 16) * inv, f32_from_bits(lo & 0xffff0000u) * inv) |
+                       cvt_e4m3x2(f32_from_bits(hi << 16) * inv, f32_from_bits(hi & 0xffff0000u) * inv)
+                           << 16;
+            }
+        } else {
+            // The scalar helpers; both lanes of the pair come here together.
+            float v[2][8];
+            unpack16(w, v[0]);
+            unpack16(w + 4, v[1]);
+            float m = max_num(amax_x8(v[0]), amax_x8(v[1]));
+            m = max_num(m, __shfl_xor_sync(3u << (lane & ~1), m, 1));
+            e = ue8m0_for_amax(m, MJ_E4M3_MAX);
+            pack_e4m3x8(v[0], ue8m0_inv_scale(e), q);
+            pack_e4m3x8(v[1], ue8m0_inv_scale(e), q + 2);
+        }
+        reinterpret_cast<uint4 *>(x_out)[16 * 2 * pass + lane] = make_uint4(q[0], q[1], q[2], q[3]);
+        if ((lane & 1) == 0) sf_out[block] = e;
+    }
 }
 
 } // namespace pd
@@ -150,7 +177,7 @@ __device__ __forceinline__ Chunk read_slice(const uint4 *stage, int lane) {
 // Launch: grid = mj_pd_grid(...), block = MJ_PD_BLOCK_THREADS(kHidden), right
 // after pre_dispatch_check_kernel with check_ctas CTAs.
 template <int kHidden, int kFormat, int kTopk>
-__global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_SM)
+__global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_SM(kFormat))
     pre_dispatch_kernel(const unsigned short *__restrict__ x, const int *__restrict__ topk_ids,
                         const float *__restrict__ topk_weights,
                         const float *__restrict__ expert_scales, unsigned char *__restrict__ region,
@@ -177,13 +204,27 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     uint4 *my_stages = stages + (t >> 5) * MJ_PD_STAGES * pd::kSliceChunks;
     const int blocks = (int)mj_pd_token_blocks(kHidden, num_tokens);
     int blk = (int)blockIdx.x;
-    // One commit group per row, empty past the end, so wait_group counts rows.
+    // BF16 is a copy of T * H * 2 contiguous bytes into x: 16-byte chunks with
+    // a grid stride, MJ_PD_BF16_BATCH loads in flight per thread, through
+    // registers. The other formats stage rows in shared memory.
+    const long long copy_chunks = (long long)num_tokens * (kHidden / 8);
+    const long long copy_stride = (long long)gridDim.x * kThreads;
+    long long chunk = (long long)blockIdx.x * kThreads + t;
+    uint4 batch[MJ_PD_BF16_BATCH];
+    if constexpr (kFormat == MJ_FMT_BF16) {
+        const uint4 *src = reinterpret_cast<const uint4 *>(x);
 #pragma unroll
-    for (int s = 0; s < MJ_PD_STAGES - 1; s++) {
-        const int b = blk + s * (int)gridDim.x, row = b * kRows + r;
-        pd::stage_slice<kHidden>(my_stages + s * pd::kSliceChunks, x, row, slice,
-                                 b < blocks && row < num_tokens, lane);
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        for (int j = 0; j < MJ_PD_BF16_BATCH; j++)
+            if (chunk + j * copy_stride < copy_chunks) batch[j] = src[chunk + j * copy_stride];
+    } else {
+        // One commit group per row, empty past the end, so wait_group counts rows.
+#pragma unroll
+        for (int s = 0; s < MJ_PD_STAGES - 1; s++) {
+            const int b = blk + s * (int)gridDim.x, row = b * kRows + r;
+            pd::stage_slice<kHidden>(my_stages + s * pd::kSliceChunks, x, row, slice,
+                                     b < blocks && row < num_tokens, lane);
+            asm volatile("cp.async.commit_group;" ::: "memory");
+        }
     }
 
     // The top-k slots, one per thread across the grid, loaded before the wait
@@ -226,6 +267,20 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
             }
         }
 
+        if constexpr (kFormat == MJ_FMT_BF16) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(x);
+            uint4 *dst = reinterpret_cast<uint4 *>(region + lay.x_offset);
+            for (; chunk < copy_chunks; chunk += MJ_PD_BF16_BATCH * copy_stride) {
+#pragma unroll
+                for (int j = 0; j < MJ_PD_BF16_BATCH; j++)
+                    if (chunk + j * copy_stride < copy_chunks) dst[chunk + j * copy_stride] = batch[j];
+                const long long next = chunk + MJ_PD_BF16_BATCH * copy_stride;
+#pragma unroll
+                for (int j = 0; j < MJ_PD_BF16_BATCH; j++)
+                    if (next + j * copy_stride < copy_chunks) batch[j] = src[next + j * copy_stride];
+            }
+            blk = blocks; // no row loop
+        }
         for (int it = 0, parity = 0; blk < blocks;
              blk += (int)gridDim.x, it = it + 1 == MJ_PD_STAGES ? 0 : it + 1, parity ^= 1) {
             // The warp's copies of this row have landed and are visible to all
@@ -245,31 +300,21 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
             const bool active = row < num_tokens && g < kChunks;
             unsigned char *x_row = region + lay.x_offset + (mj_u64)row * lay.x_row_bytes;
             unsigned char *sf_row = region + lay.sf_offset + (mj_u64)row * lay.sf_row_bytes;
-            if (kFormat == MJ_FMT_BF16) {
-                // Lane l copies chunks l + 32j of the slice; a row's last slice
-                // may hold fewer than 128 (always a multiple of 32).
-                constexpr int kRowChunks = kHidden / 8;
-                if (row < num_tokens && slice * pd::kSliceChunks < kRowChunks) {
-                    const pd::Chunk c = pd::read_slice<kFormat>(stage, lane);
-                    uint4 *dst = reinterpret_cast<uint4 *>(x_row) + slice * pd::kSliceChunks;
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        if (slice * pd::kSliceChunks + 32 * j < kRowChunks)
-                            dst[lane + 32 * j] = make_uint4(c.w[4 * j], c.w[4 * j + 1],
-                                                            c.w[4 * j + 2], c.w[4 * j + 3]);
-                }
-            } else if (kFormat != MJ_FMT_NVFP4) {
+            if (kFormat == MJ_FMT_MXFP8) {
+                if (row < num_tokens)
+                    pd::quantize_mxfp8_slice(stage, lane, kChunks - 32 * slice,
+                                             x_row + (mj_u64)slice * 1024, sf_row + 32 * slice);
+            } else if (kFormat == MJ_FMT_MXFP4) {
                 if (active)
-                    pd::quantize_mx<kFormat>(pd::read_slice<kFormat>(stage, lane),
-                                             x_row + (mj_u64)g * (kFormat == MJ_FMT_MXFP8 ? 32 : 16),
-                                             sf_row + g);
+                    pd::quantize_mxfp4(pd::read_block(stage, lane), x_row + (mj_u64)g * 16,
+                                       sf_row + g);
             } else {
                 // Two 16-element blocks per thread; the row's scale needs the
                 // maximum over all its warps (rows are whole warps).
                 pd::Chunk c;
                 float amax0 = 0.0f, amax1 = 0.0f;
                 if (active) {
-                    c = pd::read_slice<kFormat>(stage, lane);
+                    c = pd::read_block(stage, lane);
                     amax0 = bf16_abs_max_num(c.w, 8);
                     amax1 = bf16_abs_max_num(c.w + 8, 8);
                 }
