@@ -102,7 +102,7 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
      * trigger only after waiting for whatever ran before, and it waits for
      * their arrival itself. */
     mj_launch_config lc = {
-        {mj_pd_grid(c->hidden, (int)c->dispatch_format, c->num_topk, num_tokens, max_tokens,
+        {mj_pd_grid(c->hidden, c->num_topk, num_tokens, max_tokens,
                     mj_runtime_family_sms(rt, MJ_FAMILY_PRE_DISPATCH)),
          1, 1},
         {MJ_PD_BLOCK_THREADS(c->hidden), 1, 1},

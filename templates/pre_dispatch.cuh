@@ -177,7 +177,7 @@ __device__ __forceinline__ void quantize_mxfp8_slice(const uint4 *stage, int lan
 // Launch: grid = mj_pd_grid(...), block = MJ_PD_BLOCK_THREADS(kHidden), right
 // after pre_dispatch_check_kernel with check_ctas CTAs.
 template <int kHidden, int kFormat, int kTopk>
-__global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_SM(kFormat))
+__global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_SM)
     pre_dispatch_kernel(const unsigned short *__restrict__ x, const int *__restrict__ topk_ids,
                         const float *__restrict__ topk_weights,
                         const float *__restrict__ expert_scales, unsigned char *__restrict__ region,

@@ -32,28 +32,27 @@ static inline unsigned mj_pd_check_ctas(int topk, int num_tokens) {
  * promise them). Quantizing formats stage rows in shared memory, each warp
  * keeping MJ_PD_STAGES - 1 rows of its slice in flight while it quantizes
  * another (dynamic shared memory, at most 48 KiB per CTA); BF16 copies
- * through registers, MJ_PD_BF16_BATCH 16-byte loads per thread in flight, and
- * takes more CTAs instead. */
-#define MJ_PD_CTAS_PER_SM(fmt) ((fmt) == 0 /* MJ_FMT_BF16 */ ? 6 : 4)
+ * through registers with MJ_PD_BF16_BATCH 16-byte loads per thread in flight. */
+#define MJ_PD_CTAS_PER_SM 4
 #define MJ_PD_STAGES 2
-#define MJ_PD_BF16_BATCH 4
+#define MJ_PD_BF16_BATCH 8
 /* Each warp stages 2 KiB (its 1024 elements of a row) per stage. */
 #define MJ_PD_SMEM_BYTES(hidden, fmt)                                                              \
     ((fmt) == 0 ? 0 : MJ_PD_STAGES * MJ_PD_BLOCK_THREADS(hidden) * 64)
 
 /* Main-kernel grid: enough CTAs for the token row blocks and for the top-k
  * padding entries of rows [num_tokens, max_tokens) (one per thread), at most
- * num_sms * MJ_PD_CTAS_PER_SM(fmt); CTAs stride over both. */
+ * num_sms * MJ_PD_CTAS_PER_SM; CTAs stride over both. */
 static inline unsigned mj_pd_token_blocks(int hidden, int num_tokens) {
     int rows = MJ_PD_ROWS_PER_CTA(hidden);
     return (unsigned)((num_tokens + rows - 1) / rows);
 }
-static inline unsigned mj_pd_grid(int hidden, int fmt, int topk, int num_tokens, int max_tokens,
+static inline unsigned mj_pd_grid(int hidden, int topk, int num_tokens, int max_tokens,
                                   int num_sms) {
     long long pad = (long long)(max_tokens - num_tokens) * topk, threads = MJ_PD_BLOCK_THREADS(hidden);
     long long need = (long long)mj_pd_token_blocks(hidden, num_tokens);
     long long pad_ctas = (pad + threads - 1) / threads;
-    long long cap = (long long)num_sms * MJ_PD_CTAS_PER_SM(fmt);
+    long long cap = (long long)num_sms * MJ_PD_CTAS_PER_SM;
     if (pad_ctas > need) need = pad_ctas;
     if (need > cap) need = cap;
     return (unsigned)(need < 1 ? 1 : need);
