@@ -201,7 +201,13 @@ mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, in
  * [num_tokens, K] (int32, -1 = masked) and weights [num_tokens, K] (fp32).
  * expert_scales (device fp32 [num_experts], may be NULL) multiplies each valid
  * slot's weight once. Rows num_tokens..T_max-1 of ids/weights become (-1, 0).
- * Numerics: NUMERICS.md, bit-identical to the host reference quantizers. */
+ * Numerics: NUMERICS.md, bit-identical to the host reference quantizers (a NaN
+ * element keeps its sign in E4M3 and is code 0 in E2M1; an NVFP4 block scale
+ * that is NaN, Inf / Inf when the row holds an Inf, is 0x7f).
+ * Enqueues two kernels on `stream`: a check of the ids (PDL-chained to the
+ * previous work when the family's PDL flag is set) and the persistent main
+ * kernel on the pre-dispatch family's SM count, which starts loading at once
+ * and writes nothing if any id lies outside [-1, num_experts). */
 mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
                           const int32_t *topk_ids, const float *topk_weights,
                           const float *expert_scales, int num_tokens, mj_stream stream);
