@@ -108,10 +108,10 @@ mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable)
 
 /* Counters of this runtime's in-memory and on-disk cache since creation. */
 typedef struct mj_runtime_stats {
-    uint64_t memory_hits;  /* spec found loaded in memory */
-    uint64_t disk_hits;    /* cubin read from the on-disk cache or a snapshot */
-    uint64_t compiles;     /* NVRTC compiles done by this process */
-    uint64_t healed;       /* entries found corrupt, deleted and rebuilt */
+    uint64_t memory_hits; /* spec found loaded in memory */
+    uint64_t disk_hits;   /* cubin read from the on-disk cache or a snapshot */
+    uint64_t compiles;    /* NVRTC compiles done by this process */
+    uint64_t healed;      /* entries found corrupt, deleted and rebuilt */
     double compile_seconds;
 } mj_runtime_stats;
 mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out);
@@ -126,7 +126,7 @@ typedef enum mj_format {
     MJ_FORMAT_COUNT_ = 4
 } mj_format;
 
-const char *mj_format_name(mj_format format);                  /* "nvfp4" */
+const char *mj_format_name(mj_format format);                   /* "nvfp4" */
 mj_status mj_format_parse(const char *name, mj_format *format); /* inverse */
 
 typedef enum mj_dtype {
@@ -234,8 +234,8 @@ typedef struct mj_moe_config {
     mj_format weight_format;
     mj_format dispatch_format;
     mj_activation activation;
-    float clamp;  /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
-    int block_m;  /* 0: the heuristics choose per token count; 8/16/32/64: forced */
+    float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
+    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64: forced */
 } mj_moe_config;
 
 /* Local expert weights of one rank, in the kernel's private device layout. */
@@ -351,8 +351,8 @@ mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_ca
  * when none / several match. The strings stay valid until the next call on c. */
 typedef struct mj_cache_detail {
     mj_cache_entry entry;
-    const char *source; /* rendered instantiation source */
-    const char *log;    /* NVRTC log */
+    const char *source;         /* rendered instantiation source */
+    const char *log;            /* NVRTC log */
     const char *const *headers; /* project headers in the closure, NULL-terminated */
     const void *cubin;
     size_t cubin_size;
@@ -399,11 +399,11 @@ mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported);
 /* Times pre-dispatch on fresh random data (median over iters launches, CUDA events)
  * next to a device-to-device copy of the same byte count, on the current device. */
 typedef struct mj_bench_pre_dispatch_result {
-    double bytes;           /* bytes the kernel must move: BF16 in + quantized out + ids/weights */
-    double kernel_us;       /* median pre-dispatch time (check + main kernel) */
-    double kernel_gbps;     /* bytes / kernel_us */
-    double copy_us;         /* median cuMemcpyDtoD time moving the same bytes (read + write) */
-    double copy_gbps;       /* device copy bandwidth, bytes read + written */
+    double bytes;            /* bytes the kernel must move: BF16 in + quantized out + ids/weights */
+    double kernel_us;        /* median pre-dispatch time (check + main kernel) */
+    double kernel_gbps;      /* bytes / kernel_us */
+    double copy_us;          /* median cuMemcpyDtoD time moving the same bytes (read + write) */
+    double copy_gbps;        /* device copy bandwidth, bytes read + written */
     double fraction_of_copy; /* kernel_gbps / copy_gbps */
 } mj_bench_pre_dispatch_result;
 mj_status mj_bench_pre_dispatch(mj_runtime *rt, mj_format fmt, int hidden, int num_tokens,

@@ -89,8 +89,8 @@ __device__ __forceinline__ int stage_slot(int c) {
 template <int kHidden>
 __device__ __forceinline__ void stage_slice(uint4 *stage, const unsigned short *__restrict__ x,
                                             int row, int slice, bool row_valid, int lane) {
-    const uint4 *src = reinterpret_cast<const uint4 *>(x + (mj_u64)row * kHidden) +
-                       slice * kSliceChunks;
+    const uint4 *src =
+        reinterpret_cast<const uint4 *>(x + (mj_u64)row * kHidden) + slice * kSliceChunks;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const int c = lane + 32 * j;
@@ -148,9 +148,11 @@ __device__ __forceinline__ void quantize_mxfp8_slice(const uint4 *stage, int lan
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const mj_u32 lo = w[2 * i], hi = w[2 * i + 1];
-                q[i] = cvt_e4m3x2(f32_from_bits(lo << 16) * inv, f32_from_bits(lo & 0xffff0000u) * inv) |
-                       cvt_e4m3x2(f32_from_bits(hi << 16) * inv, f32_from_bits(hi & 0xffff0000u) * inv)
-                           << 16;
+                q[i] =
+                    cvt_e4m3x2(f32_from_bits(lo << 16) * inv,
+                               f32_from_bits(lo & 0xffff0000u) * inv) |
+                    cvt_e4m3x2(f32_from_bits(hi << 16) * inv, f32_from_bits(hi & 0xffff0000u) * inv)
+                        << 16;
             }
         } else {
             // The scalar helpers; both lanes of the pair come here together.
@@ -246,7 +248,10 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
         const mj_u32 *done = reinterpret_cast<const mj_u32 *>(region) + MJ_WS_PD_CHECK_DONE;
         mj_u32 arrived;
         do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(arrived) : "l"(done) : "memory");
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                         : "=r"(arrived)
+                         : "l"(done)
+                         : "memory");
         } while (arrived < check_ctas);
         reject = reinterpret_cast<volatile const mj_u32 *>(region)[MJ_WS_PD_BAD_COUNT] != 0u;
     }
@@ -273,11 +278,13 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
             for (; chunk < copy_chunks; chunk += MJ_PD_BF16_BATCH * copy_stride) {
 #pragma unroll
                 for (int j = 0; j < MJ_PD_BF16_BATCH; j++)
-                    if (chunk + j * copy_stride < copy_chunks) dst[chunk + j * copy_stride] = batch[j];
+                    if (chunk + j * copy_stride < copy_chunks)
+                        dst[chunk + j * copy_stride] = batch[j];
                 const long long next = chunk + MJ_PD_BF16_BATCH * copy_stride;
 #pragma unroll
                 for (int j = 0; j < MJ_PD_BF16_BATCH; j++)
-                    if (next + j * copy_stride < copy_chunks) batch[j] = src[next + j * copy_stride];
+                    if (next + j * copy_stride < copy_chunks)
+                        batch[j] = src[next + j * copy_stride];
             }
             blk = blocks; // no row loop
         }
@@ -319,8 +326,8 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
                     amax1 = bf16_abs_max_num(c.w + 8, 8);
                 }
                 // Non-negative floats order as their bits.
-                const mj_u32 mine = f32_bits(amax0) > f32_bits(amax1) ? f32_bits(amax0)
-                                                                      : f32_bits(amax1);
+                const mj_u32 mine =
+                    f32_bits(amax0) > f32_bits(amax1) ? f32_bits(amax0) : f32_bits(amax1);
                 const mj_u32 wmax = __reduce_max_sync(pd::kFullMask, mine);
                 // Two slot sets: a warp may write the next row's maximum while a
                 // slower one still reads this row's.
@@ -353,8 +360,7 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
                     }
                     reinterpret_cast<uint4 *>(x_row)[g] = make_uint4(q[0], q[1], q[2], q[3]);
                     reinterpret_cast<unsigned short *>(sf_row)[g] = (unsigned short)sf2;
-                    if (g == 0)
-                        reinterpret_cast<float *>(region + lay.x_scales_offset)[row] = pts;
+                    if (g == 0) reinterpret_cast<float *>(region + lay.x_scales_offset)[row] = pts;
                 }
             }
         }

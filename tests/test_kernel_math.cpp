@@ -142,7 +142,8 @@ void test_fast_e2m1_pow2(void **state) {
         const float inv = mj::ue8m0_inv_scale((unsigned char)e);
         // Magnitudes up to the largest allowed one, 6 * 2^(e-127), or the
         // largest finite BF16 where that overflows.
-        const uint32_t last = std::min(bits_of(6.0f * mjr_f32_from_ue8m0((uint8_t)e)) >> 16, 0x7f7fu);
+        const uint32_t last =
+            std::min(bits_of(6.0f * mjr_f32_from_ue8m0((uint8_t)e)) >> 16, 0x7f7fu);
         for (uint32_t b0 = 0; b0 <= last; b0 += 8) {
             mj_u32 words[4];
             for (int i = 0; i < 4; i++) {
@@ -197,9 +198,8 @@ void test_fast_packing(void **state) {
         if (r.next() % 16 == 0) words[r.next() % 4] |= 0x7fc0u; // a NaN lane
         mj::unpack_bf16x8(words, v);
         const float scale = ldexpf(1.0f + r.uniform(), (int)(r.next() % 40) - 20);
-        assert_int_equal(
-            mj::e2m1_with_signs(mj::e2m1_codes_x8(v, scale), mj::e2m1_signs_x8(words)),
-            mj::pack_e2m1x8(v, scale));
+        assert_int_equal(mj::e2m1_with_signs(mj::e2m1_codes_x8(v, scale), mj::e2m1_signs_x8(words)),
+                         mj::pack_e2m1x8(v, scale));
         assert_int_equal(bits_of(mj::bf16_abs_max_num(words, 4)), bits_of(mj::amax_x8(v)));
     }
 }
@@ -345,12 +345,9 @@ void test_rows(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_element_conversions),
-        cmocka_unit_test(test_fast_ue8m0),
-        cmocka_unit_test(test_fast_e2m1_pow2),
-        cmocka_unit_test(test_fast_e2m1_f32),
-        cmocka_unit_test(test_fast_packing),
-        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_element_conversions), cmocka_unit_test(test_fast_ue8m0),
+        cmocka_unit_test(test_fast_e2m1_pow2),      cmocka_unit_test(test_fast_e2m1_f32),
+        cmocka_unit_test(test_fast_packing),        cmocka_unit_test(test_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

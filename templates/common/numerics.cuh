@@ -238,7 +238,6 @@ MJ_HD mj_u32 pack_e2m1x8(const float v[8], float scale) {
     return r;
 }
 
-
 // ---------------------------------------------------------------------------
 // Whole-group fast paths of the pre-dispatch kernel. They give the bytes of the
 // scalar helpers above (tests/test_kernel_math.cpp checks that exhaustively on
@@ -319,7 +318,7 @@ inline mj_u32 f16_round(double d) {
     if (d == 0.0) return signbit(d) ? 0x8000u : 0u;
     int ex;
     frexp(d, &ex);
-    const int lsb = ex - 11 < -24 ? -24 : ex - 11; // binary16 keeps 11 significant bits
+    const int lsb = ex - 11 < -24 ? -24 : ex - 11;    // binary16 keeps 11 significant bits
     const double q = nearbyint(ldexp(fabs(d), -lsb)); // round-half-even in the default mode
     // q * 2^lsb: a normal value has q in [1024, 2048] (2048 carries into the exponent).
     mj_u32 bits;
@@ -432,7 +431,8 @@ MJ_HD unsigned char ue8m0_for_bf16_amax(mj_u32 amax_bits, int fmt) {
 // Codes sit in bytes 0 and 2 of each word: gather them as bytes, fold
 // neighbours into nibbles, keep every other byte.
 MJ_HD mj_u32 pack_code_halves_x8(const mj_u32 words[4]) {
-    mj_u32 q01 = byte_perm(words[0], words[1], 0x6420u), q23 = byte_perm(words[2], words[3], 0x6420u);
+    mj_u32 q01 = byte_perm(words[0], words[1], 0x6420u),
+           q23 = byte_perm(words[2], words[3], 0x6420u);
     q01 += q01 >> 4;
     q23 += q23 >> 4;
     return byte_perm(q01, q23, 0x6420u);
@@ -491,7 +491,8 @@ MJ_HD mj_u32 e2m1_codes_x8(const float v[8], float scale) {
 // Sign bits of 8 BF16 elements (4 pairs) where the E2M1 nibbles keep theirs:
 // bit 3 of byte b = element 2b, bit 7 = element 2b+1.
 MJ_HD mj_u32 e2m1_signs_x8(const mj_u32 words[4]) {
-    const mj_u32 m01 = byte_perm(words[0], words[1], 0x7351u); // elements 0 2 1 3, bit 7 of each byte
+    const mj_u32 m01 =
+        byte_perm(words[0], words[1], 0x7351u); // elements 0 2 1 3, bit 7 of each byte
     const mj_u32 m23 = byte_perm(words[2], words[3], 0x7351u); // elements 4 6 5 7
     const mj_u32 even = byte_perm(m01, m23, 0x5410u), odd = byte_perm(m01, m23, 0x7632u);
     return ((even >> 4) & 0x08080808u) | (odd & 0x80808080u);

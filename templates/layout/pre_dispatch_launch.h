@@ -14,8 +14,9 @@
 #define MJ_PD_CTA_THREADS 256
 #define MJ_PD_ROW_THREADS(hidden) (((hidden) / MJ_PD_ELEMS_PER_THREAD + 31) / 32 * 32)
 #define MJ_PD_ROWS_PER_CTA(hidden)                                                                 \
-    (MJ_PD_ROW_THREADS(hidden) >= MJ_PD_CTA_THREADS ? 1                                            \
-                                                    : MJ_PD_CTA_THREADS / MJ_PD_ROW_THREADS(hidden))
+    (MJ_PD_ROW_THREADS(hidden) >= MJ_PD_CTA_THREADS                                                \
+         ? 1                                                                                       \
+         : MJ_PD_CTA_THREADS / MJ_PD_ROW_THREADS(hidden))
 #define MJ_PD_BLOCK_THREADS(hidden) (MJ_PD_ROWS_PER_CTA(hidden) * MJ_PD_ROW_THREADS(hidden))
 
 /* The check kernel: threads per CTA and ids per thread; at least one CTA,
@@ -49,7 +50,8 @@ static inline unsigned mj_pd_token_blocks(int hidden, int num_tokens) {
 }
 static inline unsigned mj_pd_grid(int hidden, int topk, int num_tokens, int max_tokens,
                                   int num_sms) {
-    long long pad = (long long)(max_tokens - num_tokens) * topk, threads = MJ_PD_BLOCK_THREADS(hidden);
+    long long pad = (long long)(max_tokens - num_tokens) * topk,
+              threads = MJ_PD_BLOCK_THREADS(hidden);
     long long need = (long long)mj_pd_token_blocks(hidden, num_tokens);
     long long pad_ctas = (pad + threads - 1) / threads;
     long long cap = (long long)num_sms * MJ_PD_CTAS_PER_SM;

@@ -82,8 +82,8 @@ static inline mj_input_layout mj_layout_input(int hidden, int topk, int max_toke
     l.topk_idx_offset = mj_align_up(l.sf_offset + p * l.sf_row_bytes, MJ_LAYOUT_ALIGN);
     l.topk_w_offset = mj_align_up(l.topk_idx_offset + p * (mj_u64)topk * 4ull, MJ_LAYOUT_ALIGN);
     l.x_scales_offset = mj_align_up(l.topk_w_offset + p * (mj_u64)topk * 4ull, MJ_LAYOUT_ALIGN);
-    l.end = mj_align_up(l.x_scales_offset + (fmt == MJ_FMT_NVFP4 ? p * 4ull : 0ull),
-                        MJ_LAYOUT_ALIGN);
+    l.end =
+        mj_align_up(l.x_scales_offset + (fmt == MJ_FMT_NVFP4 ? p * 4ull : 0ull), MJ_LAYOUT_ALIGN);
     return l;
 }
 
@@ -94,7 +94,7 @@ static inline mj_u64 mj_layout_rank_bytes(int hidden, int topk, int max_tokens, 
 
 /* Peers as kernels receive them (by value): own region base + per-rank offsets. */
 typedef struct mj_peers {
-    mj_u64 base;                 /* this rank's region */
+    mj_u64 base;                  /* this rank's region */
     mj_i64 offsets[MJ_MAX_RANKS]; /* peer r's region = base + offsets[r] */
     mj_u32 rank;
     mj_u32 num_ranks;
