@@ -189,7 +189,6 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     constexpr int kThreads = MJ_PD_BLOCK_THREADS(kHidden);
     constexpr int kChunks = kHidden / MJ_PD_ELEMS_PER_THREAD; // active threads of a row
     constexpr int kRowWarps = kRowThreads / 32;
-    constexpr int kWarps = kThreads / 32;
     static_assert(kHidden % 256 == 0 && kHidden <= 8192, "hidden: a multiple of 256 up to 8192");
     static_assert(kTopk >= 1, "top-k");
     static_assert(kFormat >= MJ_FMT_BF16 && kFormat <= MJ_FMT_NVFP4, "unknown format");
@@ -286,81 +285,82 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
                     if (next + j * copy_stride < copy_chunks)
                         batch[j] = src[next + j * copy_stride];
             }
-            blk = blocks; // no row loop
-        }
-        for (int it = 0, parity = 0; blk < blocks;
-             blk += (int)gridDim.x, it = it + 1 == MJ_PD_STAGES ? 0 : it + 1, parity ^= 1) {
-            // The warp's copies of this row have landed and are visible to all
-            // its lanes, which have also finished reading the stage refilled next.
-            asm volatile("cp.async.wait_group %0;" ::"n"(MJ_PD_STAGES - 2) : "memory");
-            __syncwarp();
-            {
-                const int ahead = blk + (MJ_PD_STAGES - 1) * (int)gridDim.x;
-                const int ahead_row = ahead * kRows + r;
-                const int refill = it == 0 ? MJ_PD_STAGES - 1 : it - 1;
-                pd::stage_slice<kHidden>(my_stages + refill * pd::kSliceChunks, x, ahead_row, slice,
-                                         ahead < blocks && ahead_row < num_tokens, lane);
-                asm volatile("cp.async.commit_group;" ::: "memory");
-            }
-            const uint4 *stage = my_stages + it * pd::kSliceChunks;
-            const int row = blk * kRows + r;
-            const bool active = row < num_tokens && g < kChunks;
-            unsigned char *x_row = region + lay.x_offset + (mj_u64)row * lay.x_row_bytes;
-            unsigned char *sf_row = region + lay.sf_offset + (mj_u64)row * lay.sf_row_bytes;
-            if (kFormat == MJ_FMT_MXFP8) {
-                if (row < num_tokens)
-                    pd::quantize_mxfp8_slice(stage, lane, kChunks - 32 * slice,
-                                             x_row + (mj_u64)slice * 1024, sf_row + 32 * slice);
-            } else if (kFormat == MJ_FMT_MXFP4) {
-                if (active)
-                    pd::quantize_mxfp4(pd::read_block(stage, lane), x_row + (mj_u64)g * 16,
-                                       sf_row + g);
-            } else {
-                // Two 16-element blocks per thread; the row's scale needs the
-                // maximum over all its warps (rows are whole warps).
-                pd::Chunk c;
-                float amax0 = 0.0f, amax1 = 0.0f;
-                if (active) {
-                    c = pd::read_block(stage, lane);
-                    amax0 = bf16_abs_max_num(c.w, 8);
-                    amax1 = bf16_abs_max_num(c.w + 8, 8);
+        } else {
+            for (int it = 0, parity = 0; blk < blocks;
+                 blk += (int)gridDim.x, it = it + 1 == MJ_PD_STAGES ? 0 : it + 1, parity ^= 1) {
+                // The warp's copies of this row have landed and are visible to all
+                // its lanes, which have also finished reading the stage refilled next.
+                asm volatile("cp.async.wait_group %0;" ::"n"(MJ_PD_STAGES - 2) : "memory");
+                __syncwarp();
+                {
+                    const int ahead = blk + (MJ_PD_STAGES - 1) * (int)gridDim.x;
+                    const int ahead_row = ahead * kRows + r;
+                    const int refill = it == 0 ? MJ_PD_STAGES - 1 : it - 1;
+                    pd::stage_slice<kHidden>(my_stages + refill * pd::kSliceChunks, x, ahead_row,
+                                             slice, ahead < blocks && ahead_row < num_tokens, lane);
+                    asm volatile("cp.async.commit_group;" ::: "memory");
                 }
-                // Non-negative floats order as their bits.
-                const mj_u32 mine =
-                    f32_bits(amax0) > f32_bits(amax1) ? f32_bits(amax0) : f32_bits(amax1);
-                const mj_u32 wmax = __reduce_max_sync(pd::kFullMask, mine);
-                // Two slot sets: a warp may write the next row's maximum while a
-                // slower one still reads this row's.
-                if (lane == 0) warp_max[parity][t >> 5] = wmax;
-                __syncthreads();
-                if (active) {
-                    mj_u32 rowmax = 0;
-#pragma unroll
-                    for (int k = 0; k < kRowWarps; k++)
-                        rowmax = rowmax > warp_max[parity][r * kRowWarps + k]
-                                     ? rowmax
-                                     : warp_max[parity][r * kRowWarps + k];
-                    const float pts = nvfp4_token_scale(f32_from_bits(rowmax));
-                    const float six_pts = 6.0f * pts;
-                    // nvfp4_group_sf of both blocks: the hardware rounding is
-                    // the same, and gives 0x7f for the Inf / Inf NaN.
-                    const mj_u32 sf2 = cvt_e4m3x2(amax0 / six_pts, amax1 / six_pts);
-                    // nvfp4_group_inv of both scale bytes.
-                    float s0, s1;
-                    f32x2_from_e4m3x2(sf2, s0, s1);
-                    const float inv[2] = {s0 > 0.0f ? 1.0f / (s0 * pts) : 0.0f,
-                                          s1 > 0.0f ? 1.0f / (s1 * pts) : 0.0f};
-                    mj_u32 q[4];
-#pragma unroll
-                    for (int k = 0; k < 4; k++) {
-                        float v[8];
-                        pd::unpack16(c.w + 4 * k, v);
-                        q[k] = e2m1_with_signs(e2m1_codes_x8(v, inv[k >> 1]),
-                                               e2m1_signs_x8(c.w + 4 * k));
+                const uint4 *stage = my_stages + it * pd::kSliceChunks;
+                const int row = blk * kRows + r;
+                const bool active = row < num_tokens && g < kChunks;
+                unsigned char *x_row = region + lay.x_offset + (mj_u64)row * lay.x_row_bytes;
+                unsigned char *sf_row = region + lay.sf_offset + (mj_u64)row * lay.sf_row_bytes;
+                if (kFormat == MJ_FMT_MXFP8) {
+                    if (row < num_tokens)
+                        pd::quantize_mxfp8_slice(stage, lane, kChunks - 32 * slice,
+                                                 x_row + (mj_u64)slice * 1024, sf_row + 32 * slice);
+                } else if (kFormat == MJ_FMT_MXFP4) {
+                    if (active)
+                        pd::quantize_mxfp4(pd::read_block(stage, lane), x_row + (mj_u64)g * 16,
+                                           sf_row + g);
+                } else {
+                    // Two 16-element blocks per thread; the row's scale needs the
+                    // maximum over all its warps (rows are whole warps).
+                    pd::Chunk c;
+                    float amax0 = 0.0f, amax1 = 0.0f;
+                    if (active) {
+                        c = pd::read_block(stage, lane);
+                        amax0 = bf16_abs_max_num(c.w, 8);
+                        amax1 = bf16_abs_max_num(c.w + 8, 8);
                     }
-                    reinterpret_cast<uint4 *>(x_row)[g] = make_uint4(q[0], q[1], q[2], q[3]);
-                    reinterpret_cast<unsigned short *>(sf_row)[g] = (unsigned short)sf2;
-                    if (g == 0) reinterpret_cast<float *>(region + lay.x_scales_offset)[row] = pts;
+                    // Non-negative floats order as their bits.
+                    const mj_u32 mine =
+                        f32_bits(amax0) > f32_bits(amax1) ? f32_bits(amax0) : f32_bits(amax1);
+                    const mj_u32 wmax = __reduce_max_sync(pd::kFullMask, mine);
+                    // Two slot sets: a warp may write the next row's maximum while a
+                    // slower one still reads this row's.
+                    if (lane == 0) warp_max[parity][t >> 5] = wmax;
+                    __syncthreads();
+                    if (active) {
+                        mj_u32 rowmax = 0;
+#pragma unroll
+                        for (int k = 0; k < kRowWarps; k++)
+                            rowmax = rowmax > warp_max[parity][r * kRowWarps + k]
+                                         ? rowmax
+                                         : warp_max[parity][r * kRowWarps + k];
+                        const float pts = nvfp4_token_scale(f32_from_bits(rowmax));
+                        const float six_pts = 6.0f * pts;
+                        // nvfp4_group_sf of both blocks: the hardware rounding is
+                        // the same, and gives 0x7f for the Inf / Inf NaN.
+                        const mj_u32 sf2 = cvt_e4m3x2(amax0 / six_pts, amax1 / six_pts);
+                        // nvfp4_group_inv of both scale bytes.
+                        float s0, s1;
+                        f32x2_from_e4m3x2(sf2, s0, s1);
+                        const float inv[2] = {s0 > 0.0f ? 1.0f / (s0 * pts) : 0.0f,
+                                              s1 > 0.0f ? 1.0f / (s1 * pts) : 0.0f};
+                        mj_u32 q[4];
+#pragma unroll
+                        for (int k = 0; k < 4; k++) {
+                            float v[8];
+                            pd::unpack16(c.w + 4 * k, v);
+                            q[k] = e2m1_with_signs(e2m1_codes_x8(v, inv[k >> 1]),
+                                                   e2m1_signs_x8(c.w + 4 * k));
+                        }
+                        reinterpret_cast<uint4 *>(x_row)[g] = make_uint4(q[0], q[1], q[2], q[3]);
+                        reinterpret_cast<unsigned short *>(sf_row)[g] = (unsigned short)sf2;
+                        if (g == 0)
+                            reinterpret_cast<float *>(region + lay.x_scales_offset)[row] = pts;
+                    }
                 }
             }
         }
