@@ -79,16 +79,23 @@ static void check_row(const uint16_t *y, const uint16_t want[4]) {
 }
 
 /* One rank, one token, one slot to an identity expert with weight 1. */
+/* One token, already in the dispatch format (sf, xs as the format needs),
+ * routed to expert 0 with weight 1; y is poisoned first. */
+static void run_token(const mjr_moe_shape *s, const mjr_expert_weights *ew, const uint8_t *xq,
+                      const uint8_t *sf, const float *xs, uint16_t *y) {
+    int32_t ids[1] = {0};
+    float tw[1] = {1.0f};
+    mjr_rank_input in = {1, xq, sf, xs, ids, tw};
+    uint16_t *ys[1] = {y};
+    poison(y, H);
+    assert_int_equal(mjr_moe_forward(s, ew, &in, ys, NULL), 0);
+}
+
 static void run_single(const mjr_moe_shape *s, const mjr_expert_weights *ew, const float *x, int n,
                        uint16_t *y) {
     uint8_t xrow[H * 2];
     make_x(xrow, x, n);
-    int32_t ids[1] = {0};
-    float tw[1] = {1.0f};
-    mjr_rank_input in = {1, xrow, NULL, NULL, ids, tw};
-    uint16_t *ys[1] = {y};
-    poison(y, H);
-    assert_int_equal(mjr_moe_forward(s, ew, &in, ys, NULL), 0);
+    run_token(s, ew, xrow, NULL, NULL, y);
 }
 
 /* Each activation of x = 2, -1, 0.5, 4 rounded to BF16 (GEMM 2 input) and
@@ -314,17 +321,12 @@ static void test_nvfp4_dispatch(void **state) {
     uint8_t xq[H / 2] = {0xa4, 0x61};
     uint8_t sf[H / 16] = {0x38, 0x38};
     float xs = 0.5f;
-    int32_t ids[1] = {0};
-    float tw[1] = {1.0f};
-    mjr_rank_input in = {1, xq, sf, &xs, ids, tw};
     uint16_t y[H];
-    uint16_t *ys[1] = {y};
-    poison(y, H);
-    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), 0);
+    run_token(&s, ew, xq, sf, &xs, y);
     check_row(y, (const uint16_t[4]){0x4061, 0x3e8a, 0x3e1f, 0x417b});
     /* without the per-token scale g and u double: 4 sigmoid(4) * 4 = 15.7122 */
     xs = 1.0f;
-    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), 0);
+    run_token(&s, ew, xq, sf, &xs, y);
     assert_int_equal(y[0], 0x417b);
 }
 
@@ -351,13 +353,8 @@ static void test_nvfp4_row(void **state) {
     uint8_t xq[H / 2] = {0xa4, 0x61};
     uint8_t sf[H / 16] = {0x38, 0x38};
     float xs = 0.5f;
-    int32_t ids[1] = {0};
-    float tw[1] = {1.0f};
-    mjr_rank_input in = {1, xq, sf, &xs, ids, tw};
     uint16_t y[H];
-    uint16_t *ys[1] = {y};
-    poison(y, H);
-    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), 0);
+    run_token(&s, ew, xq, sf, &xs, y);
     check_row(y, (const uint16_t[4]){0x4070, 0, 0, 0x4170});
 }
 
@@ -382,13 +379,8 @@ static void test_mxfp8_row(void **state) {
     s.weight_fmt = s.dispatch_fmt = s.l2_fmt = MJ_FMT_MXFP8;
     uint8_t xq[H] = {0x38, 0xb0, 0x28, 0x40};
     uint8_t sf[1] = {128};
-    int32_t ids[1] = {0};
-    float tw[1] = {1.0f};
-    mjr_rank_input in = {1, xq, sf, NULL, ids, tw};
     uint16_t y[H];
-    uint16_t *ys[1] = {y};
-    poison(y, H);
-    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), 0);
+    run_token(&s, ew, xq, sf, NULL, y);
     check_row(y, (const uint16_t[4]){0x4060, 0x3e90, 0x3e20, 0x4180});
 }
 
