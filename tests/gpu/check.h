@@ -6,11 +6,14 @@
 #define MJ_GPU_CHECK_H
 
 #include <cuda.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "apis/megajit.h"
 
 static int g_passed, g_failed, g_skipped;
 static char g_case[384] = "setup";
@@ -19,6 +22,15 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One line of the runtime's compile and cache counters, after `label`. */
+static void print_runtime_stats(const char *label, const mj_runtime *rt) {
+    mj_runtime_stats st;
+    if (mj_runtime_get_stats(rt, &st) == MJ_OK)
+        printf("%s: %" PRIu64 " compiles (%.1f s), %" PRIu64 " disk hits, %" PRIu64
+               " memory hits\n",
+               label, st.compiles, st.compile_seconds, st.disk_hits, st.memory_hits);
 }
 
 static void finish(void) {

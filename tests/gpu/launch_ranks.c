@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "apis/megajit.h"
+#include "tests/gpu/device_words.h"
 #include "apis/bench_impl.h"
 #include "runtime/nccl_lib.h"
 
@@ -47,15 +48,6 @@ static void hex_encode(const void *p, size_t n, char *out) {
         fprintf(stderr, " [%s]\n", mj_last_error());                                               \
         return 1;                                                                                  \
     } while (0)
-
-static int check_words(CUdeviceptr p, size_t words, unsigned want) {
-    unsigned *h = malloc(words * 4);
-    int ok = h && cuMemcpyDtoH(h, p, words * 4) == CUDA_SUCCESS;
-    for (size_t i = 0; ok && i < words; i++)
-        ok = h[i] == want;
-    free(h);
-    return ok;
-}
 
 static int selftest_rank(void) {
     int rank = -1, world = 0;
@@ -90,11 +82,12 @@ static int selftest_rank(void) {
     for (int r = 0; r < world; r++) {
         mj_view x;
         if (mj_symm_buffer_view(b, r, MJ_VIEW_X, &x) ||
-            !check_words((CUdeviceptr)(uintptr_t)x.ptr, x.nbytes / 4, 0xA0000000u | (unsigned)r))
+            !device_words_equal((CUdeviceptr)(uintptr_t)x.ptr, x.nbytes / 4,
+                                0xA0000000u | (unsigned)r))
             FAIL("rank %d's x region read through the mapping is wrong", r);
     }
-    if (!check_words((CUdeviceptr)(uintptr_t)own_idx.ptr, own_idx.nbytes / 4,
-                     0xB0000000u | (unsigned)prev))
+    if (!device_words_equal((CUdeviceptr)(uintptr_t)own_idx.ptr, own_idx.nbytes / 4,
+                            0xB0000000u | (unsigned)prev))
         FAIL("own topk_idx lacks what rank %d wrote remotely", prev);
     mj_symm_buffer_destroy(b);
     mj_launcher_leave(comm);

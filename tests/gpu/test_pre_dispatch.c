@@ -1134,11 +1134,7 @@ int main(int argc, char **argv) {
         section_s[i] = now_s() - t0;
     }
 
-    mj_runtime_stats st;
-    if (mj_runtime_get_stats(c.rt, &st) == MJ_OK)
-        printf("serving runtime: %" PRIu64 " compiles (%.1f s), %" PRIu64 " disk hits, %" PRIu64
-               " memory hits\n",
-               st.compiles, st.compile_seconds, st.disk_hits, st.memory_hits);
+    print_runtime_stats("serving runtime", c.rt);
     for (int i = 0; i < NUM_SECTIONS; i++)
         printf("  %-26s %7.2f s\n", sections[i].name, section_s[i]);
     printf("host reference %.2f s, launch-to-sync %.2f s, total %.2f s\n", c.ref_s, c.gpu_s,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "apis/megajit.h"
+#include "tests/gpu/device_words.h"
 #include "apis/symm_buffer_impl.h"
 #include "runtime/nccl_lib.h"
 #include "tests/shm_group.h"
@@ -55,15 +56,6 @@ static mj_runtime *open_runtime(void) {
     return mj_runtime_create(&rt, &o) == MJ_OK ? rt : NULL;
 }
 
-static int all_words(CUdeviceptr p, size_t words, unsigned want) {
-    unsigned *h = malloc(words * 4);
-    int ok = h && cuMemcpyDtoH(h, p, words * 4) == CUDA_SUCCESS;
-    for (size_t i = 0; ok && i < words; i++)
-        ok = h[i] == want;
-    free(h);
-    return ok;
-}
-
 /* One rank of the two-process test: write own region and the peer's through
  * the mapping, then read both back. */
 static int two_rank_child(shm_group *sg, int rank, const char *handle_mode) {
@@ -88,7 +80,8 @@ static int two_rank_child(shm_group *sg, int rank, const char *handle_mode) {
           "peer view != own base + offsets[peer]");
     size_t region = b->rank_bytes / 4;
     /* Zeroed by its owner before create returned anywhere (the first-launch barrier). */
-    CHECK(all_words(p.base, region, 0) && all_words(p.base + (mj_u64)p.offsets[peer], region, 0),
+    CHECK(device_words_equal(p.base, region, 0) &&
+              device_words_equal(p.base + (mj_u64)p.offsets[peer], region, 0),
           "rank %d: regions not zero after create", rank);
     /* The peer writes into this rank's region next; the check above must come first. */
     CHECK(shm_barrier(sg) == 0, "barrier");
@@ -100,9 +93,11 @@ static int two_rank_child(shm_group *sg, int rank, const char *handle_mode) {
               cuCtxSynchronize() == CUDA_SUCCESS,
           "rank %d: writes", rank);
     CHECK(shm_barrier(sg) == 0, "barrier");
-    CHECK(all_words((CUdeviceptr)(uintptr_t)peer_x.ptr, x_words, 0xA0000000u | (unsigned)peer),
+    CHECK(device_words_equal((CUdeviceptr)(uintptr_t)peer_x.ptr, x_words,
+                             0xA0000000u | (unsigned)peer),
           "rank %d: peer %d's x (read through the mapping) lacks its pattern", rank, peer);
-    CHECK(all_words((CUdeviceptr)(uintptr_t)own_idx.ptr, idx_words, 0xB0000000u | (unsigned)peer),
+    CHECK(device_words_equal((CUdeviceptr)(uintptr_t)own_idx.ptr, idx_words,
+                             0xB0000000u | (unsigned)peer),
           "rank %d: own topk_idx lacks the pattern rank %d wrote remotely", rank, peer);
     mj_symm_buffer_destroy(b);
     mj_runtime_destroy(rt);
@@ -171,7 +166,7 @@ static int nccl_one_rank(mj_runtime *rt) {
     CHECK(mj_symm_buffer_view(b, 0, MJ_VIEW_X, &x) == MJ_OK, "view");
     CHECK(cuMemsetD32((CUdeviceptr)(uintptr_t)x.ptr, 0x5eed, x.nbytes / 4) == CUDA_SUCCESS &&
               cuCtxSynchronize() == CUDA_SUCCESS &&
-              all_words((CUdeviceptr)(uintptr_t)x.ptr, x.nbytes / 4, 0x5eed),
+              device_words_equal((CUdeviceptr)(uintptr_t)x.ptr, x.nbytes / 4, 0x5eed),
           "write/read own region");
     mj_symm_buffer_destroy(b);
     CHECK(n->ncclCommDestroy(comm) == ncclSuccess, "ncclCommDestroy");
