@@ -31,10 +31,6 @@ struct Chunk {
     mj_u32 w[kWords];
 };
 
-__device__ __forceinline__ void unpack16(const mj_u32 *words, float (&v)[8]) {
-    unpack_bf16x8(words, v);
-}
-
 // MXFP4 blocks holding Inf or NaN take the scalar helpers the fast path is
 // checked against. Rare, so kept out of line to leave the fast path's
 // registers alone.
@@ -43,7 +39,7 @@ __device__ __noinline__ void quantize_mxfp4_scalar(Chunk c, unsigned char *x_out
     float v[4][8];
     float amax = 0.0f;
     for (int k = 0; k < 4; k++) {
-        unpack16(c.w + 4 * k, v[k]);
+        unpack_bf16x8(c.w + 4 * k, v[k]);
         amax = max_num(amax, amax_x8(v[k]));
     }
     const unsigned char e = ue8m0_for_amax(amax, MJ_E2M1_MAX);
@@ -157,8 +153,8 @@ __device__ __forceinline__ void quantize_mxfp8_slice(const uint4 *stage, int lan
         } else {
             // The scalar helpers; both lanes of the pair come here together.
             float v[2][8];
-            unpack16(w, v[0]);
-            unpack16(w + 4, v[1]);
+            unpack_bf16x8(w, v[0]);
+            unpack_bf16x8(w + 4, v[1]);
             float m = max_num(amax_x8(v[0]), amax_x8(v[1]));
             m = max_num(m, __shfl_xor_sync(3u << (lane & ~1), m, 1));
             e = ue8m0_for_amax(m, MJ_E4M3_MAX);
@@ -352,7 +348,7 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
 #pragma unroll
                         for (int k = 0; k < 4; k++) {
                             float v[8];
-                            pd::unpack16(c.w + 4 * k, v);
+                            unpack_bf16x8(c.w + 4 * k, v);
                             q[k] = e2m1_with_signs(e2m1_codes_x8(v, inv[k >> 1]),
                                                    e2m1_signs_x8(c.w + 4 * k));
                         }

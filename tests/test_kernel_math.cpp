@@ -208,8 +208,9 @@ void test_fast_packing(void **state) {
 // elements [32c, 32c+32) (one MX block or two NVFP4 blocks), fast paths where
 // their preconditions hold and the scalar helpers elsewhere. Host stand-ins for
 // the device-only conversions: e4m3_from_f32 for cvt.rn.satfinite.e4m3x2 (same
-// RNE and saturation, and the fast paths never give it a NaN) and
-// f32_from_e4m3 for cvt.rn.f16x2.e4m3x2.
+// RNE and saturation; the MXFP8 fast path never gives it a NaN), and
+// nvfp4_group_sf / nvfp4_group_inv for the kernel's two-block hardware
+// versions of them.
 void kernel_row(int fmt, const uint16_t *x, int hidden, uint8_t *out, uint8_t *sf, float *xs) {
     if (fmt == MJ_FMT_BF16) {
         memcpy(out, x, (size_t)hidden * 2);
@@ -238,11 +239,8 @@ void kernel_row(int fmt, const uint16_t *x, int hidden, uint8_t *out, uint8_t *s
         if (fmt == MJ_FMT_NVFP4) {
             float inv[2];
             for (int b = 0; b < 2; b++) {
-                const float quotient = block_max[2 * c + b] / (6.0f * pts);
-                const unsigned char s = quotient != quotient ? 0x7f : mj::e4m3_from_f32(quotient);
-                sf[2 * c + b] = s;
-                const float sv = mj::f32_from_e4m3(s);
-                inv[b] = sv > 0.0f ? 1.0f / (sv * pts) : 0.0f;
+                sf[2 * c + b] = mj::nvfp4_group_sf(block_max[2 * c + b], pts);
+                inv[b] = mj::nvfp4_group_inv(sf[2 * c + b], pts);
             }
             for (int k = 0; k < 4; k++)
                 q[k] = mj::e2m1_with_signs(mj::e2m1_codes_x8(v[k], inv[k / 2]),
