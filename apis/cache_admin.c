@@ -142,6 +142,16 @@ mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_
     return rc == MJC_OK ? MJ_OK : fail(c, rc, "mj_cache_verify");
 }
 
+/* The public selectors pass straight through to the cache layer's. */
+_Static_assert(MJ_CACHE_SELECT_KEY == (int)MJC_SELECT_KEY &&
+                   MJ_CACHE_SELECT_FAMILY == (int)MJC_SELECT_FAMILY &&
+                   MJ_CACHE_SELECT_HEADER == (int)MJC_SELECT_HEADER &&
+                   MJ_CACHE_SELECT_COMPILER == (int)MJC_SELECT_COMPILER &&
+                   MJ_CACHE_SELECT_ARCH == (int)MJC_SELECT_ARCH &&
+                   MJ_CACHE_SELECT_OLDER == (int)MJC_SELECT_OLDER &&
+                   MJ_CACHE_SELECT_ALL == (int)MJC_SELECT_ALL,
+               "mj_cache_selector and mjc_select must match");
+
 mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value, int64_t *removed) {
     if (removed) *removed = 0;
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_remove: cache is required");
