@@ -82,16 +82,19 @@ __device__ __forceinline__ int stage_slot(int c) {
     return c ^ ((c >> 3) & 3);
 }
 
+// stage: the shared-memory address of the stage (converted once by the caller:
+// the conversion is several instructions).
 template <int kHidden>
-__device__ __forceinline__ void stage_slice(uint4 *stage, const unsigned short *__restrict__ x,
+__device__ __forceinline__ void stage_slice(unsigned stage, const unsigned short *__restrict__ x,
                                             int row, int slice, bool row_valid, int lane) {
     const uint4 *src =
         reinterpret_cast<const uint4 *>(x + (mj_u64)row * kHidden) + slice * kSliceChunks;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const int c = lane + 32 * j;
-        if (row_valid && slice * kSliceChunks + c < kHidden / 8) {
-            const unsigned dst = (unsigned)__cvta_generic_to_shared(stage + stage_slot(c));
+        // Every slice is whole when a row is whole 1024-element slices.
+        if (row_valid && (kHidden % 1024 == 0 || slice * kSliceChunks + c < kHidden / 8)) {
+            const unsigned dst = stage + 16u * (unsigned)stage_slot(c);
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src + c)
                          : "memory");
         }
@@ -199,6 +202,7 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     const int t = (int)threadIdx.x, lane = t & 31;
     const int r = t / kRowThreads, g = t % kRowThreads, slice = g / 32;
     uint4 *my_stages = stages + (t >> 5) * MJ_PD_STAGES * pd::kSliceChunks;
+    const unsigned my_stages_shared = (unsigned)__cvta_generic_to_shared(my_stages);
     const int blocks = (int)mj_pd_token_blocks(kHidden, num_tokens);
     int blk = (int)blockIdx.x;
     // BF16 is a copy of T * H * 2 contiguous bytes into x: 16-byte chunks with
@@ -218,7 +222,7 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
 #pragma unroll
         for (int s = 0; s < MJ_PD_STAGES - 1; s++) {
             const int b = blk + s * (int)gridDim.x, row = b * kRows + r;
-            pd::stage_slice<kHidden>(my_stages + s * pd::kSliceChunks, x, row, slice,
+            pd::stage_slice<kHidden>(my_stages_shared + s * 16u * pd::kSliceChunks, x, row, slice,
                                      b < blocks && row < num_tokens, lane);
             asm volatile("cp.async.commit_group;" ::: "memory");
         }
@@ -292,8 +296,9 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
                     const int ahead = blk + (MJ_PD_STAGES - 1) * (int)gridDim.x;
                     const int ahead_row = ahead * kRows + r;
                     const int refill = it == 0 ? MJ_PD_STAGES - 1 : it - 1;
-                    pd::stage_slice<kHidden>(my_stages + refill * pd::kSliceChunks, x, ahead_row,
-                                             slice, ahead < blocks && ahead_row < num_tokens, lane);
+                    pd::stage_slice<kHidden>(my_stages_shared + refill * 16u * pd::kSliceChunks, x,
+                                             ahead_row, slice,
+                                             ahead < blocks && ahead_row < num_tokens, lane);
                     asm volatile("cp.async.commit_group;" ::: "memory");
                 }
                 const uint4 *stage = my_stages + it * pd::kSliceChunks;

@@ -253,6 +253,13 @@ __device__ __forceinline__ mj_u32 u16x2_max(mj_u32 a, mj_u32 b) {
     asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 }
+// a * b + c (mod 2^32) as one instruction: ptxas splits a shifted difference
+// into a subtract and a shift.
+__device__ __forceinline__ mj_u32 mad_u32(mj_u32 a, mj_u32 b, mj_u32 c) {
+    mj_u32 d;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
 __device__ __forceinline__ mj_u32 f16x2_fma(mj_u32 a, mj_u32 b, mj_u32 c) {
     mj_u32 d;
     asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -299,6 +306,9 @@ __device__ __forceinline__ float fma_sat(float a, float b, float c) {
     return d;
 }
 #else
+inline mj_u32 mad_u32(mj_u32 a, mj_u32 b, mj_u32 c) {
+    return a * b + c;
+}
 inline mj_u32 u16x2_max(mj_u32 a, mj_u32 b) {
     mj_u32 lo = (a & 0xffffu) > (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
     mj_u32 hi = (a >> 16) > (b >> 16) ? a >> 16 : b >> 16;
@@ -449,12 +459,12 @@ MJ_HD mj_u32 pack_code_halves_x8(const mj_u32 words[4]) {
 // in e2m1_code_word, in binary16 (11 bits hold y's 8), onto 1024 (ulp 1):
 // each lane holds 0x6400 + code.
 MJ_HD mj_u32 e2m1_codes_x8_pow2(const mj_u32 words[4], unsigned e) {
-    const mj_u32 d = ((e - 15u) << 7) * 0x10001u;
+    const mj_u32 d = ((e - 15u) << 7) * 0x10001u, d8 = d << 3;
     const mj_u32 half = 0x38003800u, one = 0x3c003c00u, two = 0x40004000u, four = 0x44004400u;
     const mj_u32 m = 0x64006400u, zero = 0u, minus_one = 0xbc00bc00u, minus_two = 0xc000c000u;
     mj_u32 sums[4];
     for (int i = 0; i < 4; i++) {
-        const mj_u32 h = (u16x2_max(words[i] & 0x7fff7fffu, d) - d) << 3;
+        const mj_u32 h = mad_u32(u16x2_max(words[i] & 0x7fff7fffu, d), 8u, 0u - d8);
         const mj_u32 s0 = f16x2_fma_sat(h, half, zero), s1 = f16x2_fma_sat(h, half, minus_one),
                      s2 = f16x2_fma_sat(h, half, minus_two);
         sums[i] = f16x2_fma(s2, one, f16x2_fma(s1, two, f16x2_fma(s0, four, m)));
