@@ -125,7 +125,12 @@ test: deps
 	$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory test-cpu
 
-test-gpu: all $(GPU_BIN)
+# The launch-cost probe behind bench/README.md's floor (CUDA runtime, static).
+$(BUILD)/bench/launch_probe: bench/launch_probe.cu
+	@mkdir -p $(@D)
+	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -arch=sm_90a -Werror all-warnings -o $@ $<
+
+test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe
 
 demo: deps
 	$(MAKE) --no-print-directory all
@@ -144,7 +149,7 @@ install: all
 	install -m 755 $(BUILD)/bin/megajit $(DESTDIR)$(PREFIX)/bin/
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h' '*.cuh')
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cuh' '*.cu' '*.cpp')
 
 clean:
 	rm -rf $(BUILD)

@@ -405,6 +405,9 @@ typedef struct mj_bench_pre_dispatch_result {
     double copy_us;          /* median cuMemcpyDtoD time moving the same bytes (read + write) */
     double copy_gbps;        /* device copy bandwidth, bytes read + written */
     double fraction_of_copy; /* kernel_gbps / copy_gbps */
+    double launch_us;        /* median zero-token pre-dispatch: the fixed cost of a launch */
+    double floor_us;         /* launch_us + copy_us: a launch that moved its bytes at copy speed */
+    double fraction_of_floor; /* floor_us / kernel_us */
 } mj_bench_pre_dispatch_result;
 mj_status mj_bench_pre_dispatch(mj_runtime *rt, mj_format fmt, int hidden, int num_tokens,
                                 int num_topk, int iters, mj_bench_pre_dispatch_result *out);

@@ -12,7 +12,9 @@ static const char kUsage[] =
     "       megajit bench mega-moe [options]   (megajit bench mega-moe --help)\n"
     "\n"
     "Times pre-dispatch (median of --iters launches) next to a device-to-device copy of\n"
-    "the same bytes; the target is at least 80% of the copy bandwidth. Needs a GPU.\n"
+    "the same bytes; the target is at least 80% of the copy bandwidth. Also prints the\n"
+    "launch floor: a zero-token launch (the fixed cost of one) plus the bytes at copy\n"
+    "bandwidth, and the kernel's time as a fraction of it. Needs a GPU.\n"
     "\n"
     "options:\n"
     "  --format F     bf16, mxfp8, mxfp4 or nvfp4 (default: all four)\n"
@@ -110,10 +112,10 @@ int cmd_bench(int argc, char **argv) {
         fputs("megajit bench pre-dispatch: needs a CUDA device, and none was found\n", stderr);
         return CLI_EXIT_FAIL;
     }
-    static const char *const headers[] = {"FORMAT",    "HIDDEN",    "TOKENS",
-                                          "BYTES",     "KERNEL US", "KERNEL GB/S",
-                                          "COPY GB/S", "% OF COPY", "TARGET >= 80%"};
-    cli_table *t = json ? NULL : cli_table_new("lrrrrrrrl", headers);
+    static const char *const headers[] = {
+        "FORMAT",    "HIDDEN",    "TOKENS",        "BYTES",     "KERNEL US", "KERNEL GB/S",
+        "COPY GB/S", "% OF COPY", "TARGET >= 80%", "LAUNCH US", "FLOOR US",  "% OF FLOOR"};
+    cli_table *t = json ? NULL : cli_table_new("lrrrrrrrlrrr", headers);
     cJSON *results = json ? cJSON_CreateArray() : NULL;
     int rc = 0;
     for (size_t i = 0; i < nformats && !rc; i++) {
@@ -137,6 +139,9 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "copy_gbps", r.copy_gbps);
             cJSON_AddNumberToObject(o, "fraction_of_copy", r.fraction_of_copy);
             cJSON_AddBoolToObject(o, "meets_target", meets);
+            cJSON_AddNumberToObject(o, "launch_us", r.launch_us);
+            cJSON_AddNumberToObject(o, "floor_us", r.floor_us);
+            cJSON_AddNumberToObject(o, "fraction_of_floor", r.fraction_of_floor);
             cJSON_AddItemToArray(results, o);
         } else {
             char bytes[32];
@@ -149,6 +154,9 @@ int cmd_bench(int argc, char **argv) {
             cli_table_cell(t, "%.0f", r.copy_gbps);
             cli_table_cell(t, "%.1f%%", 100 * r.fraction_of_copy);
             cli_table_cell(t, "%s", meets ? "ok" : "MISSED");
+            cli_table_cell(t, "%.1f", r.launch_us);
+            cli_table_cell(t, "%.1f", r.floor_us);
+            cli_table_cell(t, "%.1f%%", 100 * r.fraction_of_floor);
         }
     }
     if (!rc && json) {
