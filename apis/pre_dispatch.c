@@ -96,11 +96,11 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
     void *check_args[] = {&topk_ids, &region, &tokens, &experts};
     mj_launch_config check_lc = {{check_ctas, 1, 1}, {MJ_PD_CHECK_THREADS, 1, 1}, 0, 0, pdl};
     if ((st = mj_jit_launch(rt, check_kernel, &check_lc, stream, check_args)) != MJ_OK) return st;
-    void *args[] = {&x,      &topk_ids,   &topk_weights, &expert_scales, &region,
-                    &tokens, &max_tokens, &experts,      &check_ctas};
+    void *args[] = {&x, &topk_ids, &topk_weights, &expert_scales, &region, &tokens, &max_tokens,
+                    &experts};
     /* Always PDL: the main kernel follows its own check kernel, whose CTAs
      * trigger only after waiting for whatever ran before, and it waits for
-     * their arrival itself. */
+     * that kernel itself before its first store. */
     mj_launch_config lc = {{mj_pd_grid(c->hidden, c->num_topk, num_tokens, max_tokens,
                                        mj_runtime_family_sms(rt, MJ_FAMILY_PRE_DISPATCH)),
                             1, 1},

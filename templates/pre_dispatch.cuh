@@ -6,10 +6,11 @@
  * against that reference on the host.
  *
  * Launch order: pre_dispatch_check_kernel, then pre_dispatch_kernel (PDL). The
- * check counts invalid expert ids into the workspace and each of its CTAs then
- * arrives on MJ_WS_PD_CHECK_DONE. The main kernel starts loading tokens at
- * once, waits for every check CTA before its first store, writes nothing when
- * the count is non-zero, and its last CTA resets the counters.
+ * check counts invalid expert ids; its last CTA publishes the count as the
+ * launch's verdict (MJ_WS_PD_LAST_BAD) and resets the counters. The main kernel
+ * starts loading tokens at once, waits for the check grid to complete before
+ * its first store, and writes nothing when the verdict is non-zero. Only the
+ * check kernel keeps cross-CTA counters: the main kernel ends without one.
  */
 #ifndef MJ_PRE_DISPATCH_CUH
 #define MJ_PRE_DISPATCH_CUH
@@ -176,13 +177,13 @@ __device__ __forceinline__ void quantize_mxfp8_slice(const uint4 *stage, int lan
 // it quantizes the current one, then strides over the top-k entries of the
 // padding rows [num_tokens, max_tokens), setting them to (-1, 0).
 // Launch: grid = mj_pd_grid(...), block = MJ_PD_BLOCK_THREADS(kHidden), right
-// after pre_dispatch_check_kernel with check_ctas CTAs.
+// after pre_dispatch_check_kernel, with PDL.
 template <int kHidden, int kFormat, int kTopk>
 __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_SM)
     pre_dispatch_kernel(const unsigned short *__restrict__ x, const int *__restrict__ topk_ids,
                         const float *__restrict__ topk_weights,
                         const float *__restrict__ expert_scales, unsigned char *__restrict__ region,
-                        int num_tokens, int max_tokens, int num_experts, unsigned check_ctas) {
+                        int num_tokens, int max_tokens, int num_experts) {
     constexpr int kRowThreads = MJ_PD_ROW_THREADS(kHidden);
     constexpr int kRows = MJ_PD_ROWS_PER_CTA(kHidden);
     constexpr int kThreads = MJ_PD_BLOCK_THREADS(kHidden);
@@ -192,12 +193,12 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     static_assert(kTopk >= 1, "top-k");
     static_assert(kFormat >= MJ_FMT_BF16 && kFormat <= MJ_FMT_NVFP4, "unknown format");
 
-    // No griddepcontrol.wait: this grid starts only once every check CTA has
-    // passed its own wait, so the caller's inputs are complete and the region
-    // is free; only the check's count is waited for, below.
+    // This grid starts only once every check CTA has passed its own
+    // griddepcontrol.wait, so the caller's inputs are complete and the region
+    // is free: loads may start before this grid's wait (below), which is for
+    // the check grid's verdict.
     extern __shared__ uint4 stages[]; // [warp][MJ_PD_STAGES][kSliceChunks]
     __shared__ mj_u32 warp_max[2][kRows * kRowWarps];
-    __shared__ int reject;
 
     const int t = (int)threadIdx.x, lane = t & 31;
     const int r = t / kRowThreads, g = t % kRowThreads, slice = g / 32;
@@ -243,20 +244,9 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
             scale = expert_scales[id < 0 ? 0 : id >= num_experts ? num_experts - 1 : id];
     }
 
-    if (t == 0) {
-        const mj_u32 *done = reinterpret_cast<const mj_u32 *>(region) + MJ_WS_PD_CHECK_DONE;
-        mj_u32 arrived;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                         : "=r"(arrived)
-                         : "l"(done)
-                         : "memory");
-        } while (arrived < check_ctas);
-        reject = reinterpret_cast<volatile const mj_u32 *>(region)[MJ_WS_PD_BAD_COUNT] != 0u;
-    }
-    __syncthreads();
-
-    if (!reject) {
+    // The check grid has completed and its writes are visible after this.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (reinterpret_cast<volatile const mj_u32 *>(region)[MJ_WS_PD_LAST_BAD] == 0u) {
         const mj_input_layout lay = mj_layout_input(kHidden, kTopk, max_tokens, kFormat);
         int *ids_out = reinterpret_cast<int *>(region + lay.topk_idx_offset);
         float *w_out = reinterpret_cast<float *>(region + lay.topk_w_offset);
@@ -376,33 +366,14 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     }
     // A rejected launch still leaves no copy in flight.
     asm volatile("cp.async.wait_group 0;" ::: "memory");
-
-    // The last CTA to finish publishes and clears the counters, so the next
-    // launch or graph replay starts from zero without a memset. The barrier
-    // orders every thread's work before thread 0's release; the acquire side
-    // orders the last CTA's reset after all of it.
-    __syncthreads();
-    if (t == 0) {
-        mj_u32 *ws = reinterpret_cast<mj_u32 *>(region);
-        mj_u32 done;
-        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                     : "=r"(done)
-                     : "l"(ws + MJ_WS_PD_DONE_CTAS)
-                     : "memory");
-        if (done == gridDim.x - 1u) {
-            volatile mj_u32 *vws = ws;
-            vws[MJ_WS_PD_LAST_BAD] = vws[MJ_WS_PD_BAD_COUNT];
-            vws[MJ_WS_PD_BAD_COUNT] = 0u;
-            vws[MJ_WS_PD_CHECK_DONE] = 0u;
-            vws[MJ_WS_PD_DONE_CTAS] = 0u;
-        }
-    }
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // Counts top-k ids outside [-1, num_experts) into the workspace word
-// MJ_WS_PD_BAD_COUNT, then each CTA arrives on MJ_WS_PD_CHECK_DONE (release:
-// the main kernel reads the count after seeing every arrival).
+// MJ_WS_PD_BAD_COUNT; the last CTA to arrive on MJ_WS_PD_CHECK_ARRIVED
+// publishes the count as MJ_WS_PD_LAST_BAD and clears both counters, so the
+// next launch (or CUDA-graph replay) starts from zero without a memset; the
+// main kernel reads the verdict after its griddepcontrol.wait.
 // grid = mj_pd_check_ctas(...), block = MJ_PD_CHECK_THREADS.
 template <int kTopk>
 __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
@@ -410,7 +381,7 @@ __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
                               int num_tokens, int num_experts) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     // The main kernel may start now: it only loads inputs (complete, as the
-    // wait above returned) until every CTA of this grid has arrived.
+    // wait above returned) until this grid has completed.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
     const long long total = (long long)num_tokens * kTopk;
@@ -428,10 +399,22 @@ __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
         bad += __shfl_xor_sync(pd::kFullMask, bad, s);
     mj_u32 *ws = reinterpret_cast<mj_u32 *>(region);
     if ((threadIdx.x & 31u) == 0u && bad != 0u) atomicAdd(ws + MJ_WS_PD_BAD_COUNT, bad);
+    // The barrier orders every warp's count before thread 0's release; the
+    // last arrival's acquire orders its read of the total after all of them.
     __syncthreads();
-    if (threadIdx.x == 0)
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ws + MJ_WS_PD_CHECK_DONE)
+    if (threadIdx.x == 0) {
+        mj_u32 arrived;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                     : "=r"(arrived)
+                     : "l"(ws + MJ_WS_PD_CHECK_ARRIVED)
                      : "memory");
+        if (arrived == gridDim.x - 1u) {
+            volatile mj_u32 *vws = ws;
+            vws[MJ_WS_PD_LAST_BAD] = vws[MJ_WS_PD_BAD_COUNT];
+            vws[MJ_WS_PD_BAD_COUNT] = 0u;
+            vws[MJ_WS_PD_CHECK_ARRIVED] = 0u;
+        }
+    }
 }
 
 } // namespace mj

@@ -38,15 +38,14 @@ typedef uint32_t mj_u32;
 #define MJ_FMT_MXFP4 2
 #define MJ_FMT_NVFP4 3
 
-/* Workspace words (u32 index). The pre-dispatch check kernel adds to
- * BAD_COUNT and each of its CTAs to CHECK_DONE; the main kernel writes nothing
- * when BAD_COUNT is non-zero, and its last CTA copies it to LAST_BAD and resets
- * BAD_COUNT, CHECK_DONE and DONE_CTAS, so every launch (and every CUDA-graph
- * replay) starts clean. */
+/* Workspace words (u32 index). The pre-dispatch check kernel adds invalid ids
+ * to BAD_COUNT and each of its CTAs arrives on CHECK_ARRIVED; the last one
+ * copies BAD_COUNT to LAST_BAD (the launch's verdict, which the main kernel
+ * reads) and resets BAD_COUNT and CHECK_ARRIVED, so every launch (and every
+ * CUDA-graph replay) starts clean. */
 #define MJ_WS_PD_BAD_COUNT 0
-#define MJ_WS_PD_DONE_CTAS 1
+#define MJ_WS_PD_CHECK_ARRIVED 1
 #define MJ_WS_PD_LAST_BAD 2
-#define MJ_WS_PD_CHECK_DONE 3
 
 static inline int mj_format_bits(int fmt) {
     return fmt == MJ_FMT_BF16 ? 16 : fmt == MJ_FMT_MXFP8 ? 8 : 4;

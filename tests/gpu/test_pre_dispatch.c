@@ -441,7 +441,7 @@ static int check_workspace(const region *g, int want_last_bad) {
     uint32_t ws[3];
     CU(cuMemcpyDtoH(ws, g->base, sizeof ws));
     int ok = expect_int(ws[MJ_WS_PD_BAD_COUNT], 0, "workspace BAD_COUNT") &
-             expect_int(ws[MJ_WS_PD_DONE_CTAS], 0, "workspace DONE_CTAS");
+             expect_int(ws[MJ_WS_PD_CHECK_ARRIVED], 0, "workspace CHECK_ARRIVED");
     if (want_last_bad == 0) ok &= expect_int(ws[MJ_WS_PD_LAST_BAD], 0, "workspace LAST_BAD");
     if (want_last_bad == 1 && ws[MJ_WS_PD_LAST_BAD] == 0) {
         printf("  workspace LAST_BAD = 0 after a launch with a bad id\n");
