@@ -245,6 +245,8 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     }
 
     // The check grid has completed and its writes are visible after this.
+    // (ptxas still sinks some of BF16's batch loads below it; the quantizing
+    // formats' cp.async copies all stay above.)
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (reinterpret_cast<volatile const mj_u32 *>(region)[MJ_WS_PD_LAST_BAD] == 0u) {
         const mj_input_layout lay = mj_layout_input(kHidden, kTopk, max_tokens, kFormat);
