@@ -27,7 +27,7 @@
 #define BENCH_COPY_MIN_BYTES (256ull << 20)
 #define BENCH_COPY_CHUNK (16ull << 20)
 /* GPU work queued ahead of the zero-token launches, per timed launch: more than
- * the host needs to enqueue one (about 10 us measured on the H200 machine), so
+ * the host needs to enqueue one (10.6-12 us measured on the H200 machine), so
  * the events time the GPU rather than the host. */
 #define BENCH_LEAD_US_PER_LAUNCH 25.0
 
@@ -44,7 +44,8 @@ typedef struct bench {
     CUdeviceptr weights[BENCH_MAX_SETS];
     CUdeviceptr copy_src;
     CUdeviceptr copy_dst;
-    size_t copy_n;
+    size_t copy_n; /* bytes of one copy, and its median time, once copy_run has run */
+    double copy_ms;
     uint16_t *host_x;
     int32_t *host_ids;
     float *host_weights;
@@ -225,16 +226,16 @@ static mj_status copy_run(bench *b, size_t min_bytes, int iters, uint64_t *rng, 
                        copy_ms);
     *gbps = 2.0 * (double)copy_n / (copy_ms * 1e6);
     b->copy_n = copy_n;
+    b->copy_ms = copy_ms;
     return MJ_OK;
 }
 
 /* The fixed cost of one launch: the median time of zero-token pre-dispatch
  * launches (same kernels and launch path, writing only the padding slots),
  * queued behind copies that keep the GPU busy while the host enqueues them.
- * Needs copy_run first (its buffers, and copy_gbps to size the lead). */
-static mj_status launch_run(bench *b, mj_runtime *rt, int iters, double copy_gbps, double *us) {
-    const double copy_us = 2.0 * (double)b->copy_n / (copy_gbps * 1e3);
-    const int lead = (int)(iters * BENCH_LEAD_US_PER_LAUNCH / copy_us) + 1;
+ * Needs copy_run first (its buffers and copy time size the lead). */
+static mj_status launch_run(bench *b, mj_runtime *rt, int iters, double *us) {
+    const int lead = (int)(iters * BENCH_LEAD_US_PER_LAUNCH / (b->copy_ms * 1e3)) + 1;
     mj_status st;
     for (int i = 0; i < lead; i++)
         if ((st = op_copy(b, i, &b->copy_n)) != MJ_OK) return st;
@@ -326,7 +327,7 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
         return mj_fail(MJ_ERR_CUDA, "bench: the median kernel time was not positive (%g ms)",
                        kernel_ms);
     if ((st = copy_run(b, (size_t)(bytes / 2), iters, &rng, &out->copy_gbps)) != MJ_OK ||
-        (st = launch_run(b, rt, iters, out->copy_gbps, &out->launch_us)) != MJ_OK)
+        (st = launch_run(b, rt, iters, &out->launch_us)) != MJ_OK)
         return st;
     out->bytes = bytes;
     out->kernel_us = kernel_ms * 1e3;

@@ -65,11 +65,12 @@ template <class Op> static double median_us(Op op, cudaStream_t stream) {
 }
 
 int main(int argc, char **argv) {
-    const size_t n = argc > 1 ? (size_t)std::atol(argv[1]) << 20 : 4096ull * 7168 * 2;
-    if (n == 0 || n % 16 != 0) {
-        std::fprintf(stderr, "usage: %s [N_MiB]   (a positive size)\n", argv[0]);
+    const long mib = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 0;
+    if (argc > 2 || (argc == 2 && (mib < 1 || mib > 16384))) {
+        std::fprintf(stderr, "usage: %s [N_MiB]   (1 to 16384; default 56)\n", argv[0]);
         return 2;
     }
+    const size_t n = argc > 1 ? (size_t)mib << 20 : 4096ull * 7168 * 2;
     int device = 0, sms = 0;
     CHECK(cudaGetDevice(&device));
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
