@@ -18,8 +18,8 @@ enum mjc_rc {
     MJC_OK = 0,
     MJC_ERR_ARG = -1,
     MJC_ERR_IO = -2,
-    MJC_ERR_FOREIGN = -3,  /* not a megajit cache database */
-    MJC_ERR_NETWORK = -4,  /* writable cache on a network filesystem */
+    MJC_ERR_FOREIGN = -3, /* not a megajit cache database */
+    MJC_ERR_NETWORK = -4, /* writable cache on a network filesystem */
     MJC_ERR_NOT_FOUND = -5,
     MJC_ERR_AMBIGUOUS = -6,
     MJC_ERR_NOMEM = -7,
@@ -46,7 +46,7 @@ const char *mjc_path(const mjc_db *db);
 
 /* One header of a kernel's include closure. */
 typedef struct mjc_header {
-    const char *path;                  /* relative to the template root */
+    const char *path; /* relative to the template root */
     uint8_t content_hash[MJC_KEY_BYTES];
 } mjc_header;
 

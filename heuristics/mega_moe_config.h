@@ -35,7 +35,8 @@ typedef struct mj_moe_launch_config {
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
 
 /* 0 and *out filled, or -1 (nothing written) for invalid arguments. */
-int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, mj_moe_launch_config *out);
+int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt,
+                      mj_moe_launch_config *out);
 
 /* Every BLOCK_M candidate divides this, so per-expert token runs padded to it
  * fit any tile size the heuristic may pick. */

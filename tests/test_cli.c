@@ -262,13 +262,13 @@ static int verify_status(fixture *f) {
 static void test_help(void **state) {
     fixture *f = *state;
     static const char *const cmds[][4] = {
-        {"--help", NULL, NULL},        {"precompile", "--help", NULL},
-        {"cache", "--help", NULL},     {"cache", "ls", "--help"},
-        {"cache", "show", "--help"},   {"cache", "stat", "--help"},
-        {"cache", "verify", "--help"}, {"cache", "rm", "--help"},
-        {"cache", "gc", "--help"},     {"cache", "export", "--help"},
-        {"cache", "import", "--help"}, {"info", "--help", NULL},
-        {"bench", "--help", NULL},     {"bench", "pre-dispatch", "--help"},
+        {"--help", NULL, NULL},          {"precompile", "--help", NULL},
+        {"cache", "--help", NULL},       {"cache", "ls", "--help"},
+        {"cache", "show", "--help"},     {"cache", "stat", "--help"},
+        {"cache", "verify", "--help"},   {"cache", "rm", "--help"},
+        {"cache", "gc", "--help"},       {"cache", "export", "--help"},
+        {"cache", "import", "--help"},   {"info", "--help", NULL},
+        {"bench", "--help", NULL},       {"bench", "pre-dispatch", "--help"},
         {"bench", "mega-moe", "--help"},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {

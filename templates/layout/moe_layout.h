@@ -56,8 +56,9 @@ static inline mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, in
         mj_align_up(l.pool_meta_offset + l.pool_rows * MJ_MOE_META_WORDS * 4ull, MJ_LAYOUT_ALIGN);
     l.combine_offset =
         mj_align_up(l.pool2_offset + l.pool_rows * (mj_u64)inter * 2ull, MJ_LAYOUT_ALIGN);
-    l.end = mj_align_up(l.combine_offset + (mj_u64)topk * (mj_u64)max_tokens * (mj_u64)hidden * 2ull,
-                        MJ_LAYOUT_ALIGN);
+    l.end =
+        mj_align_up(l.combine_offset + (mj_u64)topk * (mj_u64)max_tokens * (mj_u64)hidden * 2ull,
+                    MJ_LAYOUT_ALIGN);
     return l;
 }
 
