@@ -54,22 +54,29 @@ static mj_status check_args(mj_runtime *rt, mj_symm_buffer *buf, int rank, const
 }
 
 /* Turns a device-detected bad id into a status (only when asked and possible:
- * synchronizing is not allowed while capturing). */
-static mj_status report_bad_ids(mj_runtime *rt, mj_symm_buffer *buf, int rank, mj_stream stream) {
+ * synchronizing is not allowed while capturing): the sum of the workspace
+ * slots this launch's check grid wrote. */
+static mj_status report_bad_ids(mj_runtime *rt, mj_symm_buffer *buf, int rank, int num_tokens,
+                                mj_stream stream) {
     const mj_cuda *cu = rt->cu;
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = cu->cuStreamIsCapturing((CUstream)stream, &cs);
     if (r != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) return MJ_OK;
-    uint32_t bad = 0;
+    uint32_t slots[MJ_WS_PD_CHECK_SLOT_COUNT];
+    const unsigned n = mj_pd_check_ctas(buf->cfg.num_topk, num_tokens);
     r = cu->cuStreamSynchronize((CUstream)stream);
     if (r == CUDA_SUCCESS)
-        r = cu->cuMemcpyDtoH(&bad, mj_symm_rank_base(buf, rank) + MJ_WS_PD_LAST_BAD * 4, 4);
+        r = cu->cuMemcpyDtoH(slots, mj_symm_rank_base(buf, rank) + MJ_WS_PD_CHECK_SLOTS * 4,
+                             n * sizeof *slots);
     if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_pre_dispatch: reading the input check");
+    uint64_t bad = 0;
+    for (unsigned i = 0; i < n; i++)
+        bad += slots[i];
     if (bad)
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "mj_pre_dispatch: %u top-k ids of rank %d lie outside [-1, %d); nothing "
+                       "mj_pre_dispatch: %llu top-k ids of rank %d lie outside [-1, %d); nothing "
                        "was written",
-                       bad, rank, buf->cfg.num_experts);
+                       (unsigned long long)bad, rank, buf->cfg.num_experts);
     return MJ_OK;
 }
 
@@ -96,8 +103,8 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
     void *check_args[] = {&topk_ids, &region, &tokens, &experts};
     mj_launch_config check_lc = {{check_ctas, 1, 1}, {MJ_PD_CHECK_THREADS, 1, 1}, 0, 0, pdl};
     if ((st = mj_jit_launch(rt, check_kernel, &check_lc, stream, check_args)) != MJ_OK) return st;
-    void *args[] = {&x, &topk_ids, &topk_weights, &expert_scales, &region, &tokens, &max_tokens,
-                    &experts};
+    void *args[] = {&x,      &topk_ids, &topk_weights, &expert_scales,
+                    &region, &tokens,   &max_tokens,   &experts};
     /* Always PDL: the main kernel follows its own check kernel, whose CTAs
      * trigger only after waiting for whatever ran before, and it waits for
      * that kernel itself before its first store. */
@@ -109,5 +116,5 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
                            0,
                            1};
     if ((st = mj_jit_launch(rt, main_kernel, &lc, stream, args)) != MJ_OK) return st;
-    return rt->check_device_inputs ? report_bad_ids(rt, buf, rank, stream) : MJ_OK;
+    return rt->check_device_inputs ? report_bad_ids(rt, buf, rank, num_tokens, stream) : MJ_OK;
 }

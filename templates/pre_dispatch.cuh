@@ -5,12 +5,11 @@
  * helpers of common/numerics.cuh, which tests/test_kernel_math.cpp checks
  * against that reference on the host.
  *
- * Launch order: pre_dispatch_check_kernel, then pre_dispatch_kernel (PDL). The
- * check counts invalid expert ids; its last CTA publishes the count as the
- * launch's verdict (MJ_WS_PD_LAST_BAD) and resets the counters. The main kernel
- * starts loading tokens at once, waits for the check grid to complete before
- * its first store, and writes nothing when the verdict is non-zero. Only the
- * check kernel keeps cross-CTA counters: the main kernel ends without one.
+ * Launch order: pre_dispatch_check_kernel, then pre_dispatch_kernel (PDL). Each
+ * check CTA stores its count of invalid expert ids in its own workspace slot
+ * (no atomics, nothing to reset). The main kernel starts loading tokens at
+ * once, waits for the check grid to complete before its first store, and
+ * writes nothing when any slot of this launch is non-zero.
  */
 #ifndef MJ_PRE_DISPATCH_CUH
 #define MJ_PRE_DISPATCH_CUH
@@ -208,7 +207,8 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     int blk = (int)blockIdx.x;
     // BF16 is a copy of T * H * 2 contiguous bytes into x: 16-byte chunks with
     // a grid stride, MJ_PD_BF16_BATCH loads in flight per thread, through
-    // registers. The other formats stage rows in shared memory.
+    // registers (MJ_PD_BF16_EARLY of the first batch before the wait). The
+    // other formats stage rows in shared memory.
     const long long copy_chunks = (long long)num_tokens * (kHidden / 8);
     const long long copy_stride = (long long)gridDim.x * kThreads;
     long long chunk = (long long)blockIdx.x * kThreads + t;
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     if constexpr (kFormat == MJ_FMT_BF16) {
         const uint4 *src = reinterpret_cast<const uint4 *>(x);
 #pragma unroll
-        for (int j = 0; j < MJ_PD_BF16_BATCH; j++)
+        for (int j = 0; j < MJ_PD_BF16_EARLY; j++)
             if (chunk + j * copy_stride < copy_chunks) batch[j] = src[chunk + j * copy_stride];
     } else {
         // One commit group per row, empty past the end, so wait_group counts rows.
@@ -245,10 +245,33 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     }
 
     // The check grid has completed and its writes are visible after this.
-    // (ptxas still sinks some of BF16's batch loads below it; the quantizing
-    // formats' cp.async copies all stay above.)
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (reinterpret_cast<volatile const mj_u32 *>(region)[MJ_WS_PD_LAST_BAD] == 0u) {
+    if constexpr (kFormat == MJ_FMT_BF16) {
+        // ld.global.cg, not the read-only path: ptxas hoists .nc loads above
+        // the wait.
+        const uint4 *src = reinterpret_cast<const uint4 *>(x);
+#pragma unroll
+        for (int j = MJ_PD_BF16_EARLY; j < MJ_PD_BF16_BATCH; j++)
+            if (chunk + j * copy_stride < copy_chunks)
+                batch[j] = __ldcg(src + chunk + j * copy_stride);
+    }
+    // Every warp reads the verdict itself (one 128-byte line for up to 32
+    // check CTAs), so no CTA barrier is needed to share it; gpu scope, so the
+    // load is served where the check grid's stores landed, not from L1.
+    mj_u32 bad = 0;
+    {
+        const mj_u32 *slots = reinterpret_cast<const mj_u32 *>(region) + MJ_WS_PD_CHECK_SLOTS;
+        const int check_ctas = (int)mj_pd_check_ctas(kTopk, num_tokens);
+        for (int s = lane; s < check_ctas; s += 32) {
+            mj_u32 v;
+            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                         : "=r"(v)
+                         : "l"(slots + s)
+                         : "memory");
+            bad |= v;
+        }
+    }
+    if (!__any_sync(pd::kFullMask, bad != 0u)) {
         const mj_input_layout lay = mj_layout_input(kHidden, kTopk, max_tokens, kFormat);
         int *ids_out = reinterpret_cast<int *>(region + lay.topk_idx_offset);
         float *w_out = reinterpret_cast<float *>(region + lay.topk_w_offset);
@@ -371,11 +394,9 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
-// Counts top-k ids outside [-1, num_experts) into the workspace word
-// MJ_WS_PD_BAD_COUNT; the last CTA to arrive on MJ_WS_PD_CHECK_ARRIVED
-// publishes the count as MJ_WS_PD_LAST_BAD and clears both counters, so the
-// next launch (or CUDA-graph replay) starts from zero without a memset; the
-// main kernel reads the verdict after its griddepcontrol.wait.
+// Counts the top-k ids outside [-1, num_experts) that CTA b covers (blocks of
+// MJ_PD_CHECK_IDS_PER_CTA ids, b, b + gridDim.x, ...) into workspace slot b,
+// which the main kernel reads after its griddepcontrol.wait.
 // grid = mj_pd_check_ctas(...), block = MJ_PD_CHECK_THREADS.
 template <int kTopk>
 __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
@@ -387,35 +408,29 @@ __global__ void __launch_bounds__(MJ_PD_CHECK_THREADS)
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
     const long long total = (long long)num_tokens * kTopk;
-    const long long base = (long long)blockIdx.x * MJ_PD_CHECK_IDS_PER_CTA + threadIdx.x;
     mj_u32 bad = 0;
-    for (int k = 0; k < MJ_PD_CHECK_IDS_PER_THREAD; k++) {
-        // Strided so each warp load is coalesced.
-        const long long i = base + (long long)k * MJ_PD_CHECK_THREADS;
-        if (i < total) {
-            const int id = topk_ids[i];
-            bad += (id < -1 || id >= num_experts) ? 1u : 0u;
+    for (long long base = (long long)blockIdx.x * MJ_PD_CHECK_IDS_PER_CTA + threadIdx.x;
+         base < total; base += (long long)gridDim.x * MJ_PD_CHECK_IDS_PER_CTA) {
+#pragma unroll
+        for (int k = 0; k < MJ_PD_CHECK_IDS_PER_THREAD; k++) {
+            // Strided so each warp load is coalesced.
+            const long long i = base + (long long)k * MJ_PD_CHECK_THREADS;
+            if (i < total) {
+                const int id = topk_ids[i];
+                bad += (id < -1 || id >= num_experts) ? 1u : 0u;
+            }
         }
     }
-    for (int s = 16; s > 0; s >>= 1)
-        bad += __shfl_xor_sync(pd::kFullMask, bad, s);
-    mj_u32 *ws = reinterpret_cast<mj_u32 *>(region);
-    if ((threadIdx.x & 31u) == 0u && bad != 0u) atomicAdd(ws + MJ_WS_PD_BAD_COUNT, bad);
-    // The barrier orders every warp's count before thread 0's release; the
-    // last arrival's acquire orders its read of the total after all of them.
+    __shared__ mj_u32 warp_bad[MJ_PD_CHECK_THREADS / 32];
+    bad = __reduce_add_sync(pd::kFullMask, bad);
+    if ((threadIdx.x & 31u) == 0u) warp_bad[threadIdx.x >> 5] = bad;
     __syncthreads();
     if (threadIdx.x == 0) {
-        mj_u32 arrived;
-        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-                     : "=r"(arrived)
-                     : "l"(ws + MJ_WS_PD_CHECK_ARRIVED)
-                     : "memory");
-        if (arrived == gridDim.x - 1u) {
-            volatile mj_u32 *vws = ws;
-            vws[MJ_WS_PD_LAST_BAD] = vws[MJ_WS_PD_BAD_COUNT];
-            vws[MJ_WS_PD_BAD_COUNT] = 0u;
-            vws[MJ_WS_PD_CHECK_ARRIVED] = 0u;
-        }
+        mj_u32 sum = 0;
+#pragma unroll
+        for (int w = 0; w < MJ_PD_CHECK_THREADS / 32; w++)
+            sum += warp_bad[w];
+        reinterpret_cast<mj_u32 *>(region)[MJ_WS_PD_CHECK_SLOTS + blockIdx.x] = sum;
     }
 }
 

@@ -38,14 +38,13 @@ typedef uint32_t mj_u32;
 #define MJ_FMT_MXFP4 2
 #define MJ_FMT_NVFP4 3
 
-/* Workspace words (u32 index). The pre-dispatch check kernel adds invalid ids
- * to BAD_COUNT and each of its CTAs arrives on CHECK_ARRIVED; the last one
- * copies BAD_COUNT to LAST_BAD (the launch's verdict, which the main kernel
- * reads) and resets BAD_COUNT and CHECK_ARRIVED, so every launch (and every
- * CUDA-graph replay) starts clean. */
-#define MJ_WS_PD_BAD_COUNT 0
-#define MJ_WS_PD_CHECK_ARRIVED 1
-#define MJ_WS_PD_LAST_BAD 2
+/* Workspace words (u32 index), MJ_WORKSPACE_BYTES / 4 of them: check CTA b of
+ * the pre-dispatch check kernel stores the number of invalid top-k ids it saw
+ * in word MJ_WS_PD_CHECK_SLOTS + b. Every launch rewrites the slots its check
+ * grid covers and reads only those, so nothing needs resetting between
+ * launches or CUDA-graph replays, and no CTA waits on another's atomic. */
+#define MJ_WS_PD_CHECK_SLOTS 0
+#define MJ_WS_PD_CHECK_SLOT_COUNT ((int)(MJ_WORKSPACE_BYTES / 4ull))
 
 static inline int mj_format_bits(int fmt) {
     return fmt == MJ_FMT_BF16 ? 16 : fmt == MJ_FMT_MXFP8 ? 8 : 4;

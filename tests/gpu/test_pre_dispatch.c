@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "apis/megajit.h"
+#include "templates/layout/pre_dispatch_launch.h"
 #include "templates/layout/symm_layout.h"
 #include "tests/gpu/check.h"
 #include "tests/reference/quant.h"
@@ -436,18 +437,19 @@ static int all_poison(const region *g, const uint8_t *got) {
     return 1;
 }
 
-/* want_last_bad: -1 don't care, 0 zero, 1 non-zero. */
-static int check_workspace(const region *g, int want_last_bad) {
-    uint32_t ws[3];
-    CU(cuMemcpyDtoH(ws, g->base, sizeof ws));
-    int ok = expect_int(ws[MJ_WS_PD_BAD_COUNT], 0, "workspace BAD_COUNT") &
-             expect_int(ws[MJ_WS_PD_CHECK_ARRIVED], 0, "workspace CHECK_ARRIVED");
-    if (want_last_bad == 0) ok &= expect_int(ws[MJ_WS_PD_LAST_BAD], 0, "workspace LAST_BAD");
-    if (want_last_bad == 1 && ws[MJ_WS_PD_LAST_BAD] == 0) {
-        printf("  workspace LAST_BAD = 0 after a launch with a bad id\n");
-        ok = 0;
-    }
-    return ok;
+/* The check slots a launch of num_tokens wrote: each holds its CTA's count of
+ * invalid ids, so their sum must be exactly the planted count want_bad. */
+static int check_slots(const region *g, int num_tokens, uint64_t want_bad) {
+    uint32_t slots[MJ_WS_PD_CHECK_SLOT_COUNT];
+    const unsigned n = mj_pd_check_ctas(TOPK, num_tokens);
+    CU(cuMemcpyDtoH(slots, g->base + MJ_WS_PD_CHECK_SLOTS * 4, n * sizeof *slots));
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < n; i++)
+        sum += slots[i];
+    if (sum == want_bad) return 1;
+    printf("  check slots 0..%u hold %" PRIu64 " invalid ids, expected %" PRIu64 "\n", n - 1, sum,
+           want_bad);
+    return 0;
 }
 
 /* One full check: fresh inputs, poison, launch, compare with the reference. */
@@ -464,7 +466,7 @@ static int run_case(ctx *c, mj_runtime *rt, const region *g, int num_tokens, int
     c->gpu_s += now_s() - t0;
     fetch(g, c->got);
     int ok = compare(g, &c->in, c->img, c->got, num_tokens);
-    return check_workspace(g, 0) && ok;
+    return check_slots(g, num_tokens, 0) && ok;
 }
 
 /* ------------------------------------------------------------------ views */
@@ -722,7 +724,7 @@ static void test_ranks(ctx *c) {
                 ensure_image(c, g[r].l.end);
                 fetch(&g[r], c->got);
                 int rank_ok = compare(&g[r], &in[r], imgs[r], c->got, tokens[r]);
-                record(check_workspace(&g[r], 0) && rank_ok);
+                record(check_slots(&g[r], tokens[r], 0) && rank_ok);
             }
             for (int r = 0; r < R; r++) {
                 free(imgs[r]);
@@ -737,11 +739,11 @@ static int region_untouched(ctx *c, const region *g) {
     CU(cuStreamSynchronize(c->stream));
     ensure_image(c, g->l.end);
     fetch(g, c->got);
-    return all_poison(g, c->got) & check_workspace(g, -1);
+    return all_poison(g, c->got);
 }
 
 /* Refused launches write nothing; a bad device-side id is reported with
- * check_device_inputs and leaves the region and counters clean either way. */
+ * check_device_inputs and leaves the region untouched either way. */
 static void test_negative(ctx *c) {
     const int fmt = MJ_FMT_NVFP4, H = 2048, P = 64, T = 7;
     mj_symm_config cfg = make_cfg(fmt, H, P, 2);
@@ -807,10 +809,10 @@ static void test_negative(ctx *c) {
         c->in.ids[3 * TOPK + 2] = saved;
         int ok = expect_status(launch(c, c->rt_check, &g[1], T, 1), MJ_ERR_INVALID_ARG,
                                "mj_pre_dispatch");
-        ok &= region_untouched(c, &g[1]) & region_untouched(c, &g[0]);
+        ok &= region_untouched(c, &g[1]) & region_untouched(c, &g[0]) & check_slots(&g[1], T, 1);
         record(ok);
     }
-    set_case("negative: a valid launch after refused ones is correct (counters reset)");
+    set_case("negative: a valid launch after refused ones is correct");
     record(run_case(c, c->rt_check, &g[1], T, 1, 3));
     mj_symm_buffer_destroy(buf);
 
@@ -829,9 +831,9 @@ static void test_negative(ctx *c) {
     int ok = expect_ok(launch(c, c->rt, &g[0], T, 1), "mj_pre_dispatch");
     CU(cuStreamSynchronize(c->stream));
     fetch(&g[0], c->got);
-    ok &= all_poison(&g[0], c->got) & check_workspace(&g[0], 1);
+    ok &= all_poison(&g[0], c->got) & check_slots(&g[0], T, 1);
     record(ok);
-    set_case("negative: next valid launch without the check is correct, LAST_BAD cleared");
+    set_case("negative: next valid launch without the check is correct, its slots clear");
     record(run_case(c, c->rt, &g[0], T, 0, 6));
     mj_symm_buffer_destroy(buf);
 }
@@ -843,7 +845,7 @@ static int graph_replays(ctx *c, CUgraphExec exec, const region *g, int replays,
     CU(cuStreamSynchronize(c->stream));
     fetch(g, c->got);
     int ok = compare(g, &c->in, c->img, c->got, num_tokens);
-    return check_workspace(g, 0) && ok;
+    return check_slots(g, num_tokens, 0) && ok;
 }
 
 /* Capture after a warm-up; replays must equal the reference, and read the
