@@ -115,7 +115,7 @@ fi
 step "bench pre-dispatch --json" 60 "$OUT/bench.log" \
     bash -c "$CLI bench pre-dispatch --json > '$OUT/bench_pre_dispatch.json'"
 TAIL_LINES=12 step "bench pre-dispatch" 60 "$OUT/bench.log" "$CLI" bench pre-dispatch
-TAIL_LINES=4 step "launch_probe" 30 "$OUT/bench.log" build/bench/launch_probe
+TAIL_LINES=14 step "launch_probe" 30 "$OUT/bench.log" build/bench/launch_probe
 TAIL_LINES=12 step "test_mega_moe --timing" 90 "$OUT/bench.log" "$MOE_TEST" --timing
 step "megajit info" 20 "$ENV_LOG" "$CLI" info
 
