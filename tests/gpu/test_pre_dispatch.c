@@ -838,6 +838,58 @@ static void test_negative(ctx *c) {
     mj_symm_buffer_destroy(buf);
 }
 
+/* More top-k ids than the check grid has slots for, so check CTAs stride over
+ * several id blocks: a valid launch is correct and a bad id in the last block
+ * (a second pass of CTA 7) is still found. */
+static void test_check_striding(ctx *c) {
+    const int fmt = MJ_FMT_MXFP4, H = 256;
+    const int T = MJ_WS_PD_CHECK_SLOT_COUNT * MJ_PD_CHECK_IDS_PER_CTA / TOPK + 1000;
+    set_case("check striding: %d tokens, %u check CTAs for %d id blocks", T,
+             mj_pd_check_ctas(TOPK, T),
+             (T * TOPK + MJ_PD_CHECK_IDS_PER_CTA - 1) / MJ_PD_CHECK_IDS_PER_CTA);
+    mj_symm_config cfg = make_cfg(fmt, H, T, 1);
+    mj_symm_buffer *buf = create_buffer(c->rt_check, &cfg);
+    region g;
+    if (!buf || !region_init(&g, buf, 0, fmt, H, T)) {
+        record(0);
+        if (buf) mj_symm_buffer_destroy(buf);
+        return;
+    }
+    const CUdeviceptr saved[3] = {c->d_x, c->d_ids, c->d_weights};
+    CU(cuMemAlloc(&c->d_x, (size_t)T * H * 2));
+    CU(cuMemAlloc(&c->d_ids, (size_t)T * TOPK * 4));
+    CU(cuMemAlloc(&c->d_weights, (size_t)T * TOPK * 4));
+    inputs in;
+    inputs_alloc(&in, H, T);
+    gen_inputs(&in, H, T, 1);
+    upload(c, &in, H, T);
+    ensure_image(c, g.l.end);
+
+    poison_device(&g);
+    int ok = expect_ok(launch(c, c->rt_check, &g, T, 1), "mj_pre_dispatch");
+    CU(cuStreamSynchronize(c->stream));
+    reference(c, &g, &in, c->img, T, 1);
+    fetch(&g, c->got);
+    ok &= compare(&g, &in, c->img, c->got, T);
+    record(check_slots(&g, T, 0) && ok);
+
+    set_case("check striding: a bad id in the last slot -> MJ_ERR_INVALID_ARG, nothing written");
+    in.ids[(size_t)T * TOPK - 1] = NUM_EXPERTS;
+    upload(c, &in, H, T);
+    poison_device(&g);
+    ok = expect_status(launch(c, c->rt_check, &g, T, 1), MJ_ERR_INVALID_ARG, "mj_pre_dispatch");
+    record(region_untouched(c, &g) & check_slots(&g, T, 1) & ok);
+
+    inputs_free(&in);
+    CU(cuMemFree(c->d_x));
+    CU(cuMemFree(c->d_ids));
+    CU(cuMemFree(c->d_weights));
+    c->d_x = saved[0];
+    c->d_ids = saved[1];
+    c->d_weights = saved[2];
+    mj_symm_buffer_destroy(buf);
+}
+
 static int graph_replays(ctx *c, CUgraphExec exec, const region *g, int replays, int num_tokens) {
     poison_device(g);
     for (int i = 0; i < replays; i++)
@@ -1124,6 +1176,7 @@ int main(int argc, char **argv) {
         {"format x hidden x tokens", test_matrix},
         {"emulated ranks", test_ranks},
         {"negative", test_negative},
+        {"check striding", test_check_striding},
         {"graph", test_graphs},
         {"capture uncompiled", test_capture_uncompiled},
         {"family settings", test_family},
