@@ -2,6 +2,7 @@
  * Pre-dispatch benchmark: the kernel's achieved bandwidth next to the device's
  * own copy bandwidth, so the result reads as a fraction of what the memory can do.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,14 +73,6 @@ static uint16_t bf16_rne(float f) {
     return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
 
-/* 2^e as a float, for |e| well inside the normal range. */
-static float pow2f(int e) {
-    uint32_t b = (uint32_t)(e + 127) << 23;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
@@ -129,7 +122,7 @@ static mj_status bench_finish(bench *b, mj_status st) {
  * block scale differs and the quantizer does its full work. */
 static void fill_host_set(bench *b, uint64_t *rng, int hidden, int num_tokens, int topk) {
     for (int t = 0; t < num_tokens; t++) {
-        float scale = pow2f((int)(mj_bench_rng(rng) % 33) - 16);
+        float scale = ldexpf(1.0f, (int)(mj_bench_rng(rng) % 33) - 16);
         uint16_t *row = b->host_x + (size_t)t * (size_t)hidden;
         for (int h = 0; h < hidden; h++)
             row[h] = bf16_rne(rng_sym(rng) * scale);

@@ -51,20 +51,26 @@ size_t mj_symm_rank_bytes(const mj_symm_config *c) {
     return mj_layout_rank_bytes(c->hidden, c->num_topk, c->max_tokens_per_rank, fmt);
 }
 
+mj_symm_buffer *mj_symm_buffer_new(mj_runtime *rt, const mj_symm_config *cfg, int rank) {
+    mj_symm_buffer *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->rt = rt;
+    b->cfg = *cfg;
+    b->rank = rank;
+    b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
+    b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank,
+                                (int)cfg->dispatch_format);
+    return b;
+}
+
 mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out) {
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create: NULL argument");
     *out = NULL;
     mj_status st = mj_symm_config_check(cfg);
     if (st != MJ_OK) return st;
     if ((st = mj_runtime_bind(rt)) != MJ_OK) return st;
-    mj_symm_buffer *b = calloc(1, sizeof *b);
+    mj_symm_buffer *b = mj_symm_buffer_new(rt, cfg, -1);
     if (!b) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-    b->rt = rt;
-    b->cfg = *cfg;
-    b->rank = -1;
-    b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
-    int fmt = (int)cfg->dispatch_format;
-    b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
     b->rank_bytes = mj_symm_rank_bytes(cfg);
     size_t total = b->rank_bytes * (size_t)cfg->num_ranks;
     CUresult r = rt->cu->cuMemAlloc(&b->base, total);

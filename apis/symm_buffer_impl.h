@@ -27,6 +27,9 @@ mj_status mj_symm_config_check(const mj_symm_config *c);
 /* Bytes one rank's region needs (with the MegaMoE regions when c->intermediate
  * > 0); c must pass mj_symm_config_check. */
 size_t mj_symm_rank_bytes(const mj_symm_config *c);
+/* A zeroed buffer object with the fields every kind of buffer shares (rank -1
+ * for the emulated, single-process one); NULL when out of memory. */
+struct mj_symm_buffer *mj_symm_buffer_new(mj_runtime *rt, const mj_symm_config *cfg, int rank);
 
 /* Collective over the ranks of g: every process passes the same cfg (num_ranks
  * = g's size) and its own rank. The all-gather and its ctx must stay usable until

@@ -69,19 +69,13 @@ mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config
     if (rank < 0 || rank >= cfg->num_ranks)
         return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d", rank, cfg->num_ranks - 1);
     if ((st = mj_runtime_bind(rt)) != MJ_OK) return st;
-    mj_symm_buffer *b = calloc(1, sizeof *b);
+    mj_symm_buffer *b = mj_symm_buffer_new(rt, cfg, rank);
     mj_symm_dist *d = calloc(1, sizeof *d);
     if (!b || !d) {
         free(b);
         free(d);
         return mj_fail(MJ_ERR_NOMEM, "out of memory");
     }
-    b->rt = rt;
-    b->cfg = *cfg;
-    b->rank = rank;
-    b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
-    int fmt = (int)cfg->dispatch_format;
-    b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank, fmt);
     d->group = (mj_group){rank, cfg->num_ranks, allgather, ctx};
     st = mj_vmm_create(rt->cu, rt->device, &d->group, mj_symm_rank_bytes(cfg), &d->vmm);
     if (st != MJ_OK) {

@@ -1,4 +1,5 @@
 #include "runtime/fd_exchange.h"
+#include "runtime/clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -94,12 +95,6 @@ void mj_fd_channel_close(mj_fd_channel *c) {
     free(c);
 }
 
-static int64_t now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* 1 when a datagram was consumed, 0 when the queue is empty, -1 on error. */
 static int receive_one(mj_fd_channel *c, int *fds, int *received) {
     fd_msg m;
@@ -182,7 +177,7 @@ mj_status mj_fd_channel_exchange(mj_fd_channel *c, int fd, int *fds, int timeout
     for (int r = 0; r < n; r++)
         fds[r] = -1;
     int received = 0, next = 1, rc = 0;
-    const int64_t deadline = now_ms() + timeout_ms;
+    const double deadline = mj_monotonic_ms() + timeout_ms;
     for (;;) {
         while ((rc = receive_one(c, fds, &received)) == 1) {
         }
@@ -195,7 +190,7 @@ mj_status mj_fd_channel_exchange(mj_fd_channel *c, int fd, int *fds, int timeout
             fds[self] = fd;
             return MJ_OK;
         }
-        int64_t left = deadline - now_ms();
+        const double left = deadline - mj_monotonic_ms();
         if (left <= 0) {
             char missing[256];
             list_ranks(missing, sizeof missing, fds, n, self);

@@ -1,4 +1,5 @@
 #include "runtime/jit.h"
+#include "runtime/clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -226,8 +227,7 @@ hit:
 
 mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
                        double *seconds) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = mj_monotonic_ms();
     *result = MJ_BUILD_FAILED;
     build_job job;
     pthread_mutex_lock(&rt->build_lock);
@@ -240,8 +240,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     mj_closure_free(&job.closure);
     free(cubin);
     free(lowered);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (seconds) *seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (seconds) *seconds = (mj_monotonic_ms() - t0) / 1e3;
     return st;
 }
 

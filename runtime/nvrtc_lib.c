@@ -1,4 +1,5 @@
 #include "runtime/nvrtc_lib.h"
+#include "runtime/clock.h"
 
 #include <dlfcn.h>
 #include <ftw.h>
@@ -85,12 +86,6 @@ static void load_nvrtc(void) {
     nvrtc_ok = 1;
     int build = probe_build_number();
     snprintf(nvrtc_version, sizeof nvrtc_version, "%d.%d.%d", major, minor, build);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static char *program_log(nvrtcProgram prog) {
@@ -196,7 +191,7 @@ mj_status mj_nvrtc_compile(const mj_compile_input *in, mj_compile_output *out) {
     memset(out, 0, sizeof *out);
     if (!mj_nvrtc_version()) return MJ_ERR_UNSUPPORTED;
     pthread_mutex_lock(&compile_lock);
-    double t0 = now_ms();
+    double t0 = mj_monotonic_ms();
     mj_status st = MJ_OK;
     make_pch_dirs(in);
     nvrtcProgram prog;
@@ -232,7 +227,7 @@ mj_status mj_nvrtc_compile(const mj_compile_input *in, mj_compile_output *out) {
     }
     out->cubin_size = n;
 done:
-    out->milliseconds = now_ms() - t0;
+    out->milliseconds = mj_monotonic_ms() - t0;
     nv.nvrtcDestroyProgram(&prog);
     pthread_mutex_unlock(&compile_lock);
     if (!out->log) out->log = calloc(1, 1);

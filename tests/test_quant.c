@@ -15,41 +15,30 @@
 #include "tests/reference/quant.h"
 #include "templates/layout/symm_layout.h"
 
-static uint32_t bits_of(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static void test_bf16(void **state) {
     (void)state;
     assert_int_equal(mjr_bf16_from_f32(1.0f), 0x3f80);
     assert_int_equal(mjr_bf16_from_f32(-1.5f), 0xbfc0);
     /* 1 + 2^-8 is halfway between 0x3f80 (even) and 0x3f81 */
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x3f808000u)), 0x3f80);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x3f808000u)), 0x3f80);
     /* 1 + 3*2^-8 is halfway between 0x3f81 (odd) and 0x3f82 = 1 + 2^-6 */
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x3f818000u)), 0x3f82);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x3f808001u)), 0x3f81);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x3f807fffu)), 0x3f80);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0xbf818000u)), 0xbf82);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x3f818000u)), 0x3f82);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x3f808001u)), 0x3f81);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x3f807fffu)), 0x3f80);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0xbf818000u)), 0xbf82);
     assert_int_equal(mjr_bf16_from_f32(-0.0f), 0x8000);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x00008000u)), 0x0000); /* subnormal tie */
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x00018000u)), 0x0002);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x7f7fffffu)), 0x7f80); /* FLT_MAX -> inf */
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x00008000u)), 0x0000); /* subnormal tie */
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x00018000u)), 0x0002);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x7f7fffffu)),
+                     0x7f80); /* FLT_MAX -> inf */
     assert_int_equal(mjr_bf16_from_f32(INFINITY), 0x7f80);
     assert_int_equal(mjr_bf16_from_f32(-INFINITY), 0xff80);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x7fc00000u)), 0x7fc0);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x7fc00000u)), 0x7fc0);
     /* a NaN whose payload lives in the low half must not become inf */
-    assert_int_equal(mjr_bf16_from_f32(float_of(0x7f800001u)), 0x7fc0);
-    assert_int_equal(mjr_bf16_from_f32(float_of(0xff800001u)), 0xffc0);
-    assert_int_equal(bits_of(mjr_f32_from_bf16(0x3f82)), 0x3f820000u);
-    assert_int_equal(bits_of(mjr_f32_from_bf16(0x8001)), 0x80010000u);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0x7f800001u)), 0x7fc0);
+    assert_int_equal(mjr_bf16_from_f32(mjr_f32_from_bits(0xff800001u)), 0xffc0);
+    assert_int_equal(mjr_f32_bits(mjr_f32_from_bf16(0x3f82)), 0x3f820000u);
+    assert_int_equal(mjr_f32_bits(mjr_f32_from_bf16(0x8001)), 0x80010000u);
 }
 
 static void test_e4m3(void **state) {
@@ -65,7 +54,7 @@ static void test_e4m3(void **state) {
     /* normal ties: 1.0625 between 0x38 (even) and 0x39; 1.1875 between 0x39 and 0x3a */
     assert_int_equal(mjr_e4m3_from_f32(1.0625f), 0x38);
     assert_int_equal(mjr_e4m3_from_f32(1.1875f), 0x3a);
-    assert_int_equal(mjr_e4m3_from_f32(float_of(0x3f880001u)), 0x39);
+    assert_int_equal(mjr_e4m3_from_f32(mjr_f32_from_bits(0x3f880001u)), 0x39);
     assert_int_equal(mjr_e4m3_from_f32(1.9375f), 0x40); /* ties up into the next binade */
     /* saturation: 448 is 0x7e; 464 ties down to 448; anything above saturates */
     assert_int_equal(mjr_e4m3_from_f32(448.0f), 0x7e);
@@ -86,7 +75,7 @@ static void test_e4m3(void **state) {
     assert_int_equal(mjr_e4m3_from_f32(0x1.cp-7f), 0x07);
     assert_int_equal(mjr_e4m3_from_f32(0x1p-6f), 0x08);
     assert_int_equal(mjr_e4m3_from_f32(1e-30f), 0x00);
-    assert_int_equal(mjr_e4m3_from_f32(float_of(0x00000001u)), 0x00);
+    assert_int_equal(mjr_e4m3_from_f32(mjr_f32_from_bits(0x00000001u)), 0x00);
 
     assert_true(mjr_f32_from_e4m3(0x7e) == 448.0f);
     assert_true(mjr_f32_from_e4m3(0xfe) == -448.0f);
@@ -137,7 +126,8 @@ static void test_ue8m0(void **state) {
     assert_int_equal(mjr_ue8m0_for_amax(3.0f, 6.0f), 126);
     assert_int_equal(mjr_ue8m0_for_amax(3.01f, 6.0f), 127);
     assert_int_equal(mjr_ue8m0_for_amax(1e38f, 448.0f), 245);
-    assert_int_equal(mjr_ue8m0_for_amax(float_of(0x7f7fffffu), 1.0f), 254); /* 255 clamped */
+    assert_int_equal(mjr_ue8m0_for_amax(mjr_f32_from_bits(0x7f7fffffu), 1.0f),
+                     254); /* 255 clamped */
     assert_int_equal(mjr_ue8m0_for_amax(INFINITY, 448.0f), 254);
     assert_int_equal(mjr_ue8m0_for_amax(0.0f, 1e36f), 1); /* subnormal quotient */
     assert_true(mjr_f32_from_ue8m0(127) == 1.0f);
@@ -266,7 +256,7 @@ static void test_nvfp4_rows(void **state) {
     mjr_quantize_row(3, z, 32, out, sf, &xs);
     volatile float floor_ = 1e-4f;
     float pts = floor_ / 2688.0f;
-    assert_int_equal(bits_of(xs), bits_of(pts));
+    assert_int_equal(mjr_f32_bits(xs), mjr_f32_bits(pts));
     for (int i = 0; i < 16; i++)
         assert_int_equal(out[i], 0);
     assert_int_equal(sf[0], 0);
@@ -340,15 +330,15 @@ static void run_pre_dispatch(const float *expert_scales, const float *expect_w) 
     check_untouched(region + l.sf_offset + 2 * l.sf_row_bytes, 2 * l.sf_row_bytes);
     volatile float one = 1.0f, floor_ = 1e-4f;
     float pts0 = one / 2688.0f, pts1 = floor_ / 2688.0f;
-    assert_int_equal(bits_of(read_f32(region + l.x_scales_offset)), bits_of(pts0));
-    assert_int_equal(bits_of(read_f32(region + l.x_scales_offset + 4)), bits_of(pts1));
+    assert_int_equal(mjr_f32_bits(read_f32(region + l.x_scales_offset)), mjr_f32_bits(pts0));
+    assert_int_equal(mjr_f32_bits(read_f32(region + l.x_scales_offset + 4)), mjr_f32_bits(pts1));
     check_untouched(region + l.x_scales_offset + 8, 8);
 
     const int32_t expect_ids[PD_MAX * PD_TOPK] = {3, 0, -1, 1, -1, -1, -1, -1};
     for (int i = 0; i < PD_MAX * PD_TOPK; i++) {
         assert_int_equal(read_i32(region + l.topk_idx_offset + 4u * (unsigned)i), expect_ids[i]);
-        assert_int_equal(bits_of(read_f32(region + l.topk_w_offset + 4u * (unsigned)i)),
-                         bits_of(expect_w[i]));
+        assert_int_equal(mjr_f32_bits(read_f32(region + l.topk_w_offset + 4u * (unsigned)i)),
+                         mjr_f32_bits(expect_w[i]));
     }
 }
 

@@ -72,6 +72,27 @@ static void record(int ok) {
     fflush(stdout);
 }
 
+static int expect_ok(mj_status st, const char *what) {
+    if (st == MJ_OK) return 1;
+    printf("  %s -> %s: %s\n", what, mj_status_name(st), mj_last_error());
+    return 0;
+}
+
+/* A runtime on the current device, or the end of the run (recorded). */
+static mj_runtime *open_runtime(const mj_runtime_options *opts, const char *what) {
+    mj_runtime *rt = NULL;
+    if (!expect_ok(mj_runtime_create(&rt, opts), what)) {
+        record(0);
+        finish();
+    }
+    if (!mj_runtime_has_device(rt)) {
+        printf("  the runtime sees no device: %s\n", mj_last_error());
+        record(0);
+        finish();
+    }
+    return rt;
+}
+
 /* Makes device `index`'s primary context current and prints its name and SM
  * count; a machine without a usable driver fails the run. */
 static CUdevice attach_device(int index, int *sms) {

@@ -97,12 +97,6 @@ static int out_of_time(void) {
     return 1;
 }
 
-static int expect_ok(mj_status st, const char *what) {
-    if (st == MJ_OK) return 1;
-    printf("  %s -> %s: %s\n", what, mj_status_name(st), mj_last_error());
-    return 0;
-}
-
 /* ------------------------------------------------------------ random inputs */
 
 static float rnd_sym(void) {
@@ -1761,15 +1755,7 @@ int main(int argc, char **argv) {
 
     set_case("runtime create");
     mj_runtime_options opts = {0};
-    if (!expect_ok(mj_runtime_create(&c.rt, &opts), "mj_runtime_create")) {
-        record(0);
-        finish();
-    }
-    if (!mj_runtime_has_device(c.rt)) {
-        printf("  the runtime sees no device: %s\n", mj_last_error());
-        record(0);
-        finish();
-    }
+    c.rt = open_runtime(&opts, "mj_runtime_create");
     printf("runtime arch %s; shapes H=%d I=%d E=%d K=%d T_max=%d\n", mj_runtime_arch(c.rt), c.sh.H,
            c.sh.I, c.sh.E, c.sh.K, c.sh.TMAX);
     ctx_alloc(&c);

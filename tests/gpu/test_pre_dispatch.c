@@ -11,6 +11,7 @@
  */
 #include <cuda.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,6 @@
 
 static int g_quick;
 
-static int expect_ok(mj_status st, const char *what) {
-    if (st == MJ_OK) return 1;
-    printf("  %s -> %s: %s\n", what, mj_status_name(st), mj_last_error());
-    return 0;
-}
-
 static int expect_status(mj_status st, mj_status want, const char *what) {
     printf("  %s -> %s (want %s): %s\n", what, mj_status_name(st), mj_status_name(want),
            mj_last_error());
@@ -54,18 +49,6 @@ static int expect_int(long long got, long long want, const char *what) {
 
 static float rnd_sign(void) {
     return (rnd() >> 63) ? -1.0f : 1.0f;
-}
-
-/* 2^e for e in the normal range (every caller stays inside -126..127). */
-static float pow2f(int e) {
-    uint32_t b = (uint32_t)(e + 127) << 23;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint16_t bf16(float f) {
-    return mjr_bf16_from_f32(f);
 }
 
 enum row_kind {
@@ -90,53 +73,55 @@ static void gen_tie_row(uint16_t *x, int hidden, int e4m3) {
                                       0.5f,  1.0f,  1.5f,  2.0f,  3.0f, 4.0f};
     float scale = 1.0f;
     for (int i = 0; i < hidden; i++) {
-        if (i % 32 == 0) scale = pow2f((int)rnd_below(41) - 20);
+        if (i % 32 == 0) scale = ldexpf(1.0f, (int)rnd_below(41) - 20);
         float v;
         if (i % 16 == 0) {
             v = e4m3 ? 448.0f : 6.0f;
         } else if (!e4m3) {
             v = e2m1_vals[rnd_below(sizeof e2m1_vals / sizeof e2m1_vals[0])];
         } else if (rnd_below(4) == 0) {
-            v = ((float)rnd_below(8) + 0.5f) * pow2f(-9); /* ties between E4M3 subnormals */
+            v = ((float)rnd_below(8) + 0.5f) * ldexpf(1.0f, -9); /* ties between E4M3 subnormals */
         } else {
-            v = (1.0f + (float)rnd_below(8) / 8.0f + 1.0f / 16.0f) * pow2f((int)rnd_below(14) - 6);
+            v = (1.0f + (float)rnd_below(8) / 8.0f + 1.0f / 16.0f) *
+                ldexpf(1.0f, (int)rnd_below(14) - 6);
         }
-        x[i] = bf16(rnd_sign() * v * scale);
+        x[i] = mjr_bf16_from_f32(rnd_sign() * v * scale);
     }
 }
 
 static void gen_row(uint16_t *x, int hidden, int kind) {
     switch (kind) {
     case ROW_RANDOM: {
-        float scale = pow2f((int)rnd_below(33) - 16);
+        float scale = ldexpf(1.0f, (int)rnd_below(33) - 16);
         for (int i = 0; i < hidden; i++)
-            x[i] = bf16((2.0f * rnd_unit() - 1.0f) * scale);
+            x[i] = mjr_bf16_from_f32((2.0f * rnd_unit() - 1.0f) * scale);
         break;
     }
     case ROW_WIDE:
         for (int i = 0; i < hidden; i++)
-            x[i] = bf16(rnd_sign() * (1.0f + rnd_unit()) * pow2f((int)rnd_below(81) - 40));
+            x[i] = mjr_bf16_from_f32(rnd_sign() * (1.0f + rnd_unit()) *
+                                     ldexpf(1.0f, (int)rnd_below(81) - 40));
         break;
     case ROW_ZERO:
         for (int i = 0; i < hidden; i++)
             x[i] = i % 7 == 3 ? 0x8000 : 0;
         break;
     case ROW_HUGE: {
-        float tiny = pow2f(-20 - (int)rnd_below(60));
+        float tiny = ldexpf(1.0f, -20 - (int)rnd_below(60));
         for (int i = 0; i < hidden; i++)
-            x[i] = bf16((2.0f * rnd_unit() - 1.0f) * tiny);
+            x[i] = mjr_bf16_from_f32((2.0f * rnd_unit() - 1.0f) * tiny);
         x[rnd_below((uint32_t)hidden)] = (rnd() >> 63) ? 0x7F7F : 0xFF7F;
         break;
     }
     case ROW_SUBNORMAL:
         for (int i = 0; i < hidden; i++)
             x[i] = i % 2 ? (uint16_t)((rnd() >> 63 ? 0x8000 : 0) | (1 + rnd_below(127)))
-                         : bf16(rnd_sign() * 1e-38f * (0.5f + rnd_unit()));
+                         : mjr_bf16_from_f32(rnd_sign() * 1e-38f * (0.5f + rnd_unit()));
         break;
     case ROW_NEGATIVE: {
-        float scale = pow2f((int)rnd_below(17) - 8);
+        float scale = ldexpf(1.0f, (int)rnd_below(17) - 8);
         for (int i = 0; i < hidden; i++)
-            x[i] = bf16(-(0.01f + rnd_unit()) * scale);
+            x[i] = mjr_bf16_from_f32(-(0.01f + rnd_unit()) * scale);
         break;
     }
     case ROW_TIE_E2M1:
@@ -577,6 +562,21 @@ static mj_symm_buffer *create_buffer(mj_runtime *rt, const mj_symm_config *cfg) 
     return buf;
 }
 
+/* A one-rank buffer and its region, with the host images sized for it; NULL
+ * (the failure recorded) if either cannot be had. */
+static mj_symm_buffer *open_region(ctx *c, mj_runtime *rt, int fmt, int hidden, int max_tokens,
+                                   region *g) {
+    mj_symm_config cfg = make_cfg(fmt, hidden, max_tokens, 1);
+    mj_symm_buffer *buf = create_buffer(rt, &cfg);
+    if (buf && region_init(g, buf, 0, fmt, hidden, max_tokens)) {
+        ensure_image(c, g->l.end);
+        return buf;
+    }
+    record(0);
+    if (buf) mj_symm_buffer_destroy(buf);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_create_errors(ctx *c) {
@@ -847,14 +847,9 @@ static void test_check_striding(ctx *c) {
     set_case("check striding: %d tokens, %u check CTAs for %d id blocks", T,
              mj_pd_check_ctas(TOPK, T),
              (T * TOPK + MJ_PD_CHECK_IDS_PER_CTA - 1) / MJ_PD_CHECK_IDS_PER_CTA);
-    mj_symm_config cfg = make_cfg(fmt, H, T, 1);
-    mj_symm_buffer *buf = create_buffer(c->rt_check, &cfg);
     region g;
-    if (!buf || !region_init(&g, buf, 0, fmt, H, T)) {
-        record(0);
-        if (buf) mj_symm_buffer_destroy(buf);
-        return;
-    }
+    mj_symm_buffer *buf = open_region(c, c->rt_check, fmt, H, T, &g);
+    if (!buf) return;
     const CUdeviceptr saved[3] = {c->d_x, c->d_ids, c->d_weights};
     CU(cuMemAlloc(&c->d_x, (size_t)T * H * 2));
     CU(cuMemAlloc(&c->d_ids, (size_t)T * TOPK * 4));
@@ -863,7 +858,6 @@ static void test_check_striding(ctx *c) {
     inputs_alloc(&in, H, T);
     gen_inputs(&in, H, T, 1);
     upload(c, &in, H, T);
-    ensure_image(c, g.l.end);
 
     poison_device(&g);
     int ok = expect_ok(launch(c, c->rt_check, &g, T, 1), "mj_pre_dispatch");
@@ -906,15 +900,9 @@ static void test_graph(ctx *c, mj_runtime *rt, const char *rt_name) {
     const int fmt = MJ_FMT_NVFP4, H = 7168;
     int P = g_quick ? 136 : MAX_ROWS, T = g_quick ? 129 : 4096;
     set_case("graph (%s): warm-up launch", rt_name);
-    mj_symm_config cfg = make_cfg(fmt, H, P, 1);
-    mj_symm_buffer *buf = create_buffer(rt, &cfg);
     region g;
-    if (!buf || !region_init(&g, buf, 0, fmt, H, P)) {
-        record(0);
-        if (buf) mj_symm_buffer_destroy(buf);
-        return;
-    }
-    ensure_image(c, g.l.end);
+    mj_symm_buffer *buf = open_region(c, rt, fmt, H, P, &g);
+    if (!buf) return;
     record(run_case(c, rt, &g, T, 1, 1));
 
     set_case("graph (%s): a warm launch compiles nothing", rt_name);
@@ -998,16 +986,12 @@ static void test_capture_uncompiled(ctx *c) {
         record(0);
         return;
     }
-    mj_symm_config cfg = make_cfg(fmt, H, P, 1);
-    mj_symm_buffer *buf = create_buffer(rt, &cfg);
     region g;
-    if (!buf || !region_init(&g, buf, 0, fmt, H, P)) {
-        record(0);
-        if (buf) mj_symm_buffer_destroy(buf);
+    mj_symm_buffer *buf = open_region(c, rt, fmt, H, P, &g);
+    if (!buf) {
         mj_runtime_destroy(rt);
         return;
     }
-    ensure_image(c, g.l.end);
     gen_inputs(&c->in, H, T, 2);
     upload(c, &c->in, H, T);
     poison_device(&g);
@@ -1103,15 +1087,9 @@ static void test_family(ctx *c) {
             record(0);
             continue;
         }
-        mj_symm_config cfg = make_cfg(runs[i].fmt, runs[i].hidden, P, 1);
-        mj_symm_buffer *buf = create_buffer(rt, &cfg);
         region g;
-        if (!buf || !region_init(&g, buf, 0, runs[i].fmt, runs[i].hidden, P)) {
-            record(0);
-            if (buf) mj_symm_buffer_destroy(buf);
-            continue;
-        }
-        ensure_image(c, g.l.end);
+        mj_symm_buffer *buf = open_region(c, rt, runs[i].fmt, runs[i].hidden, P, &g);
+        if (!buf) continue;
         record(run_case(c, rt, &g, runs[i].tokens, 1, (int)i));
         mj_symm_buffer_destroy(buf);
     }
@@ -1146,16 +1124,8 @@ int main(int argc, char **argv) {
     set_case("runtime create");
     mj_runtime_options opts = {0};
     mj_runtime_options check_opts = {.check_device_inputs = 1};
-    if (!expect_ok(mj_runtime_create(&c.rt, &opts), "mj_runtime_create") ||
-        !expect_ok(mj_runtime_create(&c.rt_check, &check_opts), "mj_runtime_create(check)")) {
-        record(0);
-        finish();
-    }
-    if (!mj_runtime_has_device(c.rt)) {
-        printf("  the runtime sees no device: %s\n", mj_last_error());
-        record(0);
-        finish();
-    }
+    c.rt = open_runtime(&opts, "mj_runtime_create");
+    c.rt_check = open_runtime(&check_opts, "mj_runtime_create(check)");
     printf("runtime arch %s\n", mj_runtime_arch(c.rt));
 
     CU(cuStreamCreate(&c.stream, CU_STREAM_DEFAULT));

@@ -23,27 +23,27 @@ static float max_ignore_nan(float a, float b) {
     return a > b ? a : b;
 }
 
-static uint32_t f32_bits(float x) {
+uint32_t mjr_f32_bits(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
     return u;
 }
 
-static float bits_f32(uint32_t u) {
+float mjr_f32_from_bits(uint32_t u) {
     float x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
 
 uint16_t mjr_bf16_from_f32(float x) {
-    uint32_t u = f32_bits(x);
+    uint32_t u = mjr_f32_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((u >> 16) | 0x0040u); /* keep it a (quiet) NaN after truncation */
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 float mjr_f32_from_bf16(uint16_t b) {
-    return bits_f32((uint32_t)b << 16);
+    return mjr_f32_from_bits((uint32_t)b << 16);
 }
 
 uint8_t mjr_e4m3_from_f32(float x) {
@@ -99,7 +99,7 @@ float mjr_f32_from_ue8m0(uint8_t e) {
 
 uint8_t mjr_ue8m0_for_amax(float amax, float qmax) {
     float v = max_ignore_nan(amax, 1e-4f) / qmax;
-    uint32_t u = f32_bits(v);
+    uint32_t u = mjr_f32_bits(v);
     /* ceil(log2 v) + 127 for positive v: the biased exponent, plus one unless v
      * is already a power of two. */
     int e = (int)(u >> 23) + ((u & 0x7fffffu) != 0);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 /* ---- element conversions (bit patterns in integers) */
+uint32_t mjr_f32_bits(float x);
+float mjr_f32_from_bits(uint32_t u);
 uint16_t mjr_bf16_from_f32(float x); /* RNE; NaN stays NaN */
 float mjr_f32_from_bf16(uint16_t b);
 uint8_t mjr_e4m3_from_f32(float x); /* OCP e4m3fn, RNE, saturate to +-448 */
