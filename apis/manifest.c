@@ -152,7 +152,8 @@ static int default_num_sms(mj_arch arch) {
 static mj_status add_mega_moe(const layer *l, const mj_moe_config *cfg, int block_m, int num_sms,
                               mj_arch arch, kernel_list *out) {
     mj_kernel_spec spec;
-    mj_status st = mj_mega_moe_spec(cfg, block_m, num_sms, arch, &spec);
+    /* A deployment's ranks are processes on other GPUs: system scope. */
+    mj_status st = mj_mega_moe_spec(cfg, block_m, num_sms, 1, arch, &spec);
     if (st != MJ_OK) return st;
     char clamp[32] = "";
     if (l->clamp > 0) snprintf(clamp, sizeof clamp, ",clamp=%g", l->clamp);
@@ -184,6 +185,15 @@ static mj_status enumerate_mega_moe(const layer *l, mj_arch arch, kernel_list *o
                          .activation = (mj_activation)l->act,
                          .clamp = (float)l->clamp};
     int num_sms = l->num_sms ? l->num_sms : default_num_sms(arch);
+    /* The weight loader's image kernel. */
+    mj_kernel_spec image;
+    mj_status ist = mj_mega_moe_image_spec(&cfg, arch, &image);
+    if (ist != MJ_OK) return ist;
+    char desc[160];
+    snprintf(desc, sizeof desc, "mega_moe_image<H=%d,I=%d,%s> %s", l->hidden, l->intermediate,
+             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
+             mj_arch_name(arch));
+    if ((ist = kernel_list_add(out, &image, desc)) != MJ_OK) return ist;
     int tokens = 0, block_m;
     for (;;) {
         mj_status st = mj_mega_moe_block_m(&cfg, tokens, &block_m);

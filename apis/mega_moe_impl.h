@@ -19,7 +19,9 @@ struct mj_weights {
     const mj_moe_format_row *format;
     int local_experts;
     mj_moe_weight_layout layout;
-    CUdeviceptr w1, w1_sf, w2, w2_sf; /* the scale arrays are 0 for BF16 weights */
+    int stage_k;       /* K per stage of the weight images */
+    CUdeviceptr image; /* [E_local] expert images (mj_moe_weight_layout) */
+    CUstream stream;   /* the loader's own: image kernels never touch the caller's streams */
     /* One allocation of four fp32 [E_local] arrays, in mj_moe_args order:
      * l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale. */
     CUdeviceptr alphas;
@@ -39,5 +41,10 @@ mj_status mj_moe_config_check(const mj_moe_config *cfg, const mj_moe_format_row 
 mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
                               void *y, int num_tokens, int32_t *recv_stats, mj_stream stream,
                               mj_kernel **k, mj_launch_config *lc, mj_moe_args *args);
+
+/* Synchronizes stream (unless it is capturing) and turns this rank's device
+ * error word into a status naming what did not arrive; clears the word. */
+mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank,
+                                   mj_stream stream);
 
 #endif

@@ -12,9 +12,12 @@ mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj
                                mj_kernel_spec *out);
 
 /* Validates cfg (cfg->rank and cfg->block_m do not enter the spec), block_m
- * (8, 16, 32 or 64) and num_sms (>= 1) and fills the MegaMoE spec.
+ * (8 .. 128, within the row's cap) and num_sms (>= 1) and fills the MegaMoE
+ * spec; sys_scope: peers are other GPUs (ignored for one rank).
  * MJ_ERR_UNSUPPORTED for an arch without a MegaMoE kernel (all but sm_90a). */
-mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, mj_arch arch,
-                           mj_kernel_spec *out);
+mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
+                           mj_arch arch, mj_kernel_spec *out);
+/* The kernel that writes cfg's weight images (mj_weights_load). */
+mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, mj_arch arch, mj_kernel_spec *out);
 
 #endif

@@ -1,9 +1,12 @@
-/* MegaMoE expert weights of one rank, in the kernel's device layout
- * (templates/layout/moe_layout.h). */
+/* MegaMoE expert weights of one rank, in the kernel's device layout: each
+ * expert's image (templates/layout/moe_layout.h), written from the checkpoint
+ * layout by the weight-image kernel (templates/mega_moe/weight_image.cuh). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "apis/mega_moe_impl.h"
+#include "apis/specs.h"
+#include "heuristics/mega_moe_config.h"
 #include "runtime/error.h"
 #include "runtime/runtime_impl.h"
 
@@ -19,20 +22,15 @@ static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up
 #define UE4M3_NAN 0x7f
 
 static void free_device(const mj_cuda *cu, mj_weights *w) {
-    CUdeviceptr *ptrs[] = {&w->w1, &w->w1_sf, &w->w2, &w->w2_sf, &w->alphas};
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (*ptrs[i]) cu->cuMemFree(*ptrs[i]);
+    if (w->image) cu->cuMemFree(w->image);
+    if (w->alphas) cu->cuMemFree(w->alphas);
+    if (w->stream) cu->cuStreamDestroy(w->stream);
 }
 
 static CUresult alloc_all(const mj_cuda *cu, mj_weights *w) {
     mj_u64 e = (mj_u64)w->local_experts;
-    const mj_moe_weight_layout *l = &w->layout;
-    CUresult r = cu->cuMemAlloc(&w->w1, e * l->w1_expert_bytes);
-    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->w2, e * l->w2_expert_bytes);
-    if (r == CUDA_SUCCESS && l->w1_sf_expert_bytes)
-        r = cu->cuMemAlloc(&w->w1_sf, e * l->w1_sf_expert_bytes);
-    if (r == CUDA_SUCCESS && l->w2_sf_expert_bytes)
-        r = cu->cuMemAlloc(&w->w2_sf, e * l->w2_sf_expert_bytes);
+    CUresult r = cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->image, e * w->layout.expert_bytes);
     size_t alpha_bytes = 4 * (size_t)e * sizeof(float);
     if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->alphas, alpha_bytes);
     if (r == CUDA_SUCCESS) {
@@ -64,7 +62,9 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights
     w->cfg = *cfg;
     w->format = row;
     w->local_experts = local;
-    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, (int)cfg->weight_format);
+    w->stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, w->stage_k,
+                                      (int)cfg->weight_format);
     w->loaded = loaded;
     CUresult r = alloc_all(rt->cu, w);
     if (r != CUDA_SUCCESS) {
@@ -105,6 +105,50 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
     return MJ_OK;
 }
 
+/* Runs the weight-image kernel over one projection; host sources go through a
+ * device staging copy first. Returns when the image is written. */
+static mj_status write_image(mj_weights *w, int e, mj_projection proj, const void *data,
+                             const void *scales, size_t data_bytes, size_t sf_bytes,
+                             int from_device) {
+    mj_runtime *rt = w->rt;
+    const mj_cuda *cu = rt->cu;
+    mj_kernel_spec spec;
+    mj_kernel *k;
+    mj_status st = mj_mega_moe_image_spec(&w->cfg, rt->arch, &spec);
+    if (st != MJ_OK || (st = mj_jit_get(rt, &spec, NULL, &k)) != MJ_OK) return st;
+    CUdeviceptr staging = 0, src = (CUdeviceptr)(uintptr_t)data,
+                src_sf = (CUdeviceptr)(uintptr_t)scales;
+    CUresult r = CUDA_SUCCESS;
+    if (!from_device) {
+        r = cu->cuMemAlloc(&staging, data_bytes + sf_bytes);
+        if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoD(staging, data, data_bytes);
+        if (r == CUDA_SUCCESS && sf_bytes) r = cu->cuMemcpyHtoD(staging + data_bytes, scales, sf_bytes);
+        src = staging;
+        src_sf = sf_bytes ? staging + data_bytes : 0;
+    } else {
+        /* The caller's writes into the sources come first, on whatever stream. */
+        r = cu->cuCtxSynchronize();
+    }
+    if (r != CUDA_SUCCESS) {
+        if (staging) cu->cuMemFree(staging);
+        return mj_cuda_fail(r, "mj_weights_load: staging the projection");
+    }
+    mj_moe_image_args args = {
+        (const unsigned char *)(uintptr_t)src, (const unsigned char *)(uintptr_t)src_sf,
+        (unsigned char *)(uintptr_t)(w->image + (CUdeviceptr)e * w->layout.expert_bytes),
+        (int)proj};
+    int rows = proj == MJ_PROJ_DOWN ? w->cfg.hidden : w->cfg.intermediate;
+    int k_dim = proj == MJ_PROJ_DOWN ? w->cfg.intermediate : w->cfg.hidden;
+    mj_launch_config lc = {{(unsigned)(rows / MJ_MOE_BLOCK_ROWS), (unsigned)(k_dim / w->stage_k), 1},
+                           {128, 1, 1}, 0, 0, 0};
+    void *params[] = {&args};
+    st = mj_jit_launch(rt, k, &lc, w->stream, params);
+    r = st == MJ_OK ? cu->cuStreamSynchronize(w->stream) : CUDA_SUCCESS;
+    if (staging) cu->cuMemFree(staging);
+    if (st != MJ_OK) return st;
+    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "mj_weights_load: writing the image");
+}
+
 mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
                           const void *scales, int from_device) {
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
@@ -135,38 +179,21 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
     size_t data_bytes = (size_t)rows * (size_t)cols * (size_t)mj_format_bits(fmt) / 8;
     int groups = group ? cols / group : 0;
     size_t sf_bytes = (size_t)rows * (size_t)groups;
-    /* Gate rows come first in an expert's W1 block, then the up rows. */
-    size_t half = proj == MJ_PROJ_UP ? 1 : 0;
-    CUdeviceptr dst, dst_sf;
-    if (proj == MJ_PROJ_DOWN) {
-        dst = w->w2 + (CUdeviceptr)e * w->layout.w2_expert_bytes;
-        dst_sf = w->w2_sf + (CUdeviceptr)e * w->layout.w2_sf_expert_bytes;
-    } else {
-        dst = w->w1 + (CUdeviceptr)e * w->layout.w1_expert_bytes + half * data_bytes;
-        dst_sf = w->w1_sf + (CUdeviceptr)e * w->layout.w1_sf_expert_bytes + half * sf_bytes;
-    }
-
-    CUresult r = CUDA_SUCCESS;
     if (group) {
         /* Checked on the host before anything is written: a rejected load
          * leaves the previous contents intact. */
         unsigned char *host_sf = from_device ? malloc(sf_bytes) : (unsigned char *)scales;
         if (!host_sf) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-        if (from_device) r = cu->cuMemcpyDtoH(host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes);
-        if (r == CUDA_SUCCESS) {
-            st = check_scales(w, e, proj, host_sf, rows, groups);
-            if (st == MJ_OK) r = cu->cuMemcpyHtoD(dst_sf, host_sf, sf_bytes);
-        }
+        CUresult r = from_device
+                         ? cu->cuMemcpyDtoH(host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes)
+                         : CUDA_SUCCESS;
+        if (r == CUDA_SUCCESS) st = check_scales(w, e, proj, host_sf, rows, groups);
         if (from_device) free(host_sf);
+        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_weights_load: reading the scales");
         if (st != MJ_OK) return st;
     }
-    if (r == CUDA_SUCCESS)
-        r = from_device ? cu->cuMemcpyDtoD(dst, (CUdeviceptr)(uintptr_t)data, data_bytes)
-                        : cu->cuMemcpyHtoD(dst, data, data_bytes);
-    /* Device-to-device copies return before they finish; the load promises
-     * the caller may free its source on return. */
-    if (r == CUDA_SUCCESS && from_device) r = cu->cuStreamSynchronize(NULL);
-    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_weights_load: copying weights");
+    if ((st = write_image(w, e, proj, data, scales, data_bytes, sf_bytes, from_device)) != MJ_OK)
+        return st;
     w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj] = 1;
     return MJ_OK;
 }

@@ -1,12 +1,11 @@
 /*
- * Launch configuration of the MegaMoE kernel, a pure function of the problem
- * so that the API can tell a caller the BLOCK_M a launch will use
- * (mj_mega_moe_block_m) without launching anything.
+ * The MegaMoE kernel's configuration: a pure function of the problem, the
+ * format row and the device's SM count. The struct is exactly the kernel's
+ * tuning template parameters and its launch shape (templates/mega_moe.cuh).
  *
  * The GEMMs run swap-AB: weight rows fill the wgmma M dimension (64 per
- * consumer warpgroup) and tokens take N, which can be as small as 8. Decode
- * batches route a handful of tokens to each expert, so a token tile of 8 or 16
- * wastes far less tensor-core work than padding tokens up to M = 64.
+ * instruction) and tokens take N, as small as 8, so decode batches that route
+ * a handful of tokens to each expert waste little tensor-core work.
  */
 #ifndef MJ_HEURISTICS_MEGA_MOE_CONFIG_H
 #define MJ_HEURISTICS_MEGA_MOE_CONFIG_H
@@ -23,30 +22,27 @@ typedef struct mj_moe_problem {
     int num_sms;
 } mj_moe_problem;
 
-typedef struct mj_moe_launch_config {
-    int block_m;     /* tokens per tile (wgmma N): 8, 16, 32, 64, 128 or 256 */
-    int block_n;     /* weight rows per tile (wgmma M): 64 or 128 */
-    int block_k;     /* reduction elements per pipeline stage */
-    int stages;      /* shared-memory pipeline depth */
-    int num_threads; /* one producer warpgroup plus one consumer per 64 weight rows */
-} mj_moe_launch_config;
+typedef struct mj_moe_kernel_config {
+    int block_m;         /* tokens per tile (wgmma N): 8 .. 128, at most 64 for the FP8 kind */
+    int stage_k;         /* K elements of one pipeline stage (also fixes the weight image) */
+    int stages;          /* depth of the shared-memory ring */
+    int num_threads;     /* MJ_MOE_THREADS */
+    unsigned smem_bytes; /* dynamic shared memory of a launch */
+} mj_moe_kernel_config;
 
-/* BLOCK_M for num_tokens per rank; -1 for invalid arguments. */
+/* Largest tile a format row's kernel takes. */
+int mj_moe_max_block_m(const mj_moe_format_row *fmt);
+
+/* BLOCK_M for num_tokens per rank (not capped by the row); -1 for invalid arguments. */
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
 
-/* 0 and *out filled, or -1 (nothing written) for invalid arguments. */
-int mj_moe_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt,
-                      mj_moe_launch_config *out);
+/* K per stage for a shape and format row: the weight image depends on it, so
+ * it depends on nothing the launch chooses. 0 when no stage fits. */
+int mj_moe_stage_k(int hidden, int intermediate, const mj_moe_format_row *fmt);
 
-/* Every BLOCK_M candidate divides this, so per-expert token runs padded to it
- * fit any tile size the heuristic may pick. */
-int mj_moe_token_alignment(void);
-
-/* Upper bound of (token, slot) rows one rank can receive in a launch with
- * max_tokens per rank, each local expert's run padded to the largest BLOCK_M:
- * the ring size that never wraps. Counts all K slots of a token even when fewer
- * local experts exist, since nothing forces a token's top-k ids to be
- * distinct. 0 for invalid arguments. */
-mj_u64 mj_moe_max_pool_tokens(int max_tokens, int num_ranks, int num_experts, int topk);
+/* 0 and *out filled, or -1 (nothing written) for invalid arguments. block_m 0
+ * means the heuristic's, else that tile size (a candidate the row takes). */
+int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
+                             mj_moe_kernel_config *out);
 
 #endif /* MJ_HEURISTICS_MEGA_MOE_CONFIG_H */

@@ -3,17 +3,16 @@
 #include <string.h>
 
 /* Every row allows every activation: the activation runs on BF16 values in the
- * L1 epilogue, after dequantization, so it is independent of the formats. */
+ * L1 epilogue, after dequantization, so it is independent of the formats.
+ * Rows with MXFP8 tokens run E4M3 wgmma (their weights are exact in E4M3);
+ * the others decode into BF16. */
 static const mj_moe_format_row rows[] = {
-    {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_VARIANT_BF16_DECODE, "bf16"},
-    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_VARIANT_BF16_DECODE, "mxfp8"},
-    {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_VARIANT_BF16_DECODE,
-     "mxfp4-a8"},
-    {MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_VARIANT_BF16_DECODE,
-     "mxfp4-a16"},
-    {MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_ACT_ALL, 1, MJ_MOE_VARIANT_BF16_DECODE, "nvfp4"},
-    {MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_VARIANT_BF16_DECODE,
-     "nvfp4-a16"},
+    {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "bf16"},
+    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp8"},
+    {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp4-a8"},
+    {MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp4-a16"},
+    {MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_ACT_ALL, 1, MJ_MOE_KIND_BF16, "nvfp4"},
+    {MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "nvfp4-a16"},
 };
 
 #define NUM_ROWS ((int)(sizeof rows / sizeof rows[0]))

@@ -7,7 +7,7 @@
 #ifndef MJ_HEURISTICS_MOE_FORMATS_H
 #define MJ_HEURISTICS_MOE_FORMATS_H
 
-#include "templates/layout/symm_layout.h"
+#include "templates/layout/moe_layout.h"
 
 typedef enum mj_moe_activation {
     MJ_ACT_SWIGLU = 0,
@@ -20,23 +20,13 @@ typedef enum mj_moe_activation {
 #define MJ_ACT_ALL                                                                                 \
     (MJ_ACT_BIT(MJ_ACT_SWIGLU) | MJ_ACT_BIT(MJ_ACT_SWIGLUOAI) | MJ_ACT_BIT(MJ_ACT_SITU))
 
-/* How a row's kernel computes, independent of the storage formats. The first
- * MegaMoE kernel decodes every operand exactly into BF16 (a block-scaled value
- * times its scale is exact in BF16 for the scale bytes the weight loader
- * accepts) and runs BF16 x BF16 wgmma, so every row names that variant; faster
- * variants (FP8 operands on Hopper's FP8 tensor cores) will be added here. */
-typedef enum mj_moe_variant {
-    MJ_MOE_VARIANT_BF16_DECODE = 0,
-    MJ_MOE_VARIANT_COUNT_ = 1
-} mj_moe_variant;
-
 typedef struct mj_moe_format_row {
     int weight_fmt;           /* W1 and W2 storage */
     int dispatch_fmt;         /* tokens as pre-dispatch writes them: GEMM 1 input */
     int l2_input_fmt;         /* the L1 epilogue quantizes GEMM 2's input into this */
     unsigned activation_mask; /* MJ_ACT_BIT of each allowed activation */
     int uses_x_scales;        /* GEMM 1 accumulator is multiplied by the per-token scale */
-    int variant;              /* mj_moe_variant */
+    int kind;                 /* MJ_MOE_KIND_*: how the tensor cores see the row */
     const char *name;         /* "mxfp4-a8" */
 } mj_moe_format_row;
 

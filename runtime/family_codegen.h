@@ -8,11 +8,15 @@
 enum { MJ_PD_ROLE_MAIN = 0, MJ_PD_ROLE_CHECK = 1 };
 enum { MJ_PD_PARAM_ROLE = 0, MJ_PD_PARAM_HIDDEN, MJ_PD_PARAM_FORMAT, MJ_PD_PARAM_TOPK };
 
-/* MegaMoE spec parameters, in the order of mj::mega_moe_kernel's template
- * arguments. Formats are MJ_FMT_* codes, the activation an mj_activation, the
- * clamp the bits of its float (0 = none). */
+/* MegaMoE spec parameters. Role MAIN: mj::mega_moe_kernel's template
+ * arguments in this order (formats are MJ_FMT_* codes, the activation an
+ * mj_activation, the clamp the bits of its float, 0 = none; sys_scope 1 for
+ * real peers on other GPUs). Role IMAGE: the weight-image kernel, which reads
+ * only the weight format, kind, hidden, intermediate and stage K. */
+enum { MJ_MOE_ROLE_MAIN = 0, MJ_MOE_ROLE_IMAGE = 1 };
 enum {
-    MJ_MOE_PARAM_HIDDEN = 0,
+    MJ_MOE_PARAM_ROLE = 0,
+    MJ_MOE_PARAM_HIDDEN,
     MJ_MOE_PARAM_INTERMEDIATE,
     MJ_MOE_PARAM_EXPERTS,
     MJ_MOE_PARAM_TOPK,
@@ -24,7 +28,10 @@ enum {
     MJ_MOE_PARAM_ACTIVATION,
     MJ_MOE_PARAM_CLAMP_BITS,
     MJ_MOE_PARAM_BLOCK_M,
+    MJ_MOE_PARAM_STAGE_K,
+    MJ_MOE_PARAM_STAGES,
     MJ_MOE_PARAM_NUM_SMS,
+    MJ_MOE_PARAM_SYS_SCOPE,
     MJ_MOE_NUM_PARAMS
 };
 

@@ -1,355 +1,266 @@
 /*
  * MegaMoE for Hopper (sm_90a): one persistent kernel per rank runs a whole MoE
- * layer (NUMERICS.md steps 1-8) over the symmetric buffer:
+ * layer (NUMERICS.md steps 1-8) over the symmetric buffer, one CTA per SM:
  *
- *   1. lists    each routed (token, slot) of this rank is appended to the list
- *               of its global expert (in this rank's workspace)
- *   2. pull     each rank reads, from every peer, the lists of its local
- *               experts and the listed tokens (pre-dispatched in the peer's
- *               input region), decodes them exactly into BF16 rows of its pool
- *   3. GEMM 1   per (expert, token tile, 64 intermediate rows): gate and up
- *               accumulators, then alphas, BF16 rounding, clamp, activation,
- *               routing weight, and the GEMM 2 input quantized into the L2
- *               format (stored dequantized, exact in BF16)
- *   4. GEMM 2   per (expert, token tile, 64 hidden rows); the BF16 result goes
- *               straight into the combine slot of the token's home rank
- *   5. combine  each rank sums its tokens' slots in increasing k
+ *   warp 0        weight producer: claims tasks, publishes them to the CTA,
+ *                 streams each task's weight stages (one bulk copy a stage)
+ *                 into the shared-memory ring
+ *   warp 1        token producer: waits until the task's token tile is ready
+ *                 and copies its stages next to the weights
+ *   warps 4-11    two math warpgroups: decode the weights in registers and run
+ *                 swap-AB wgmma (weights on M, tokens on N), then the epilogues
+ *   every warp    first pulls this CTA's share of the routed token rows into
+ *                 the GEMM 1 tiles; after its role, combines tokens
  *
- * GEMMs are swap-AB wgmma: decoded weights are the register operand (M = 64),
- * tokens the shared-memory operand (N = BLOCK_M, 8..64), so decode-sized token
- * counts waste no tensor-core rows. Stages are separated by barriers across the
- * rank's CTAs and, where data crosses ranks, across ranks (system scope).
- * Every launch leaves its lists empty; barrier counters only grow.
+ * Path per format row (mj_moe_kind): rows with MXFP8 tokens (mxfp8, mxfp4-a8)
+ * run E4M3 wgmma, one K32 chunk per block-scale pair promoted into fp32 by
+ * both scales (E2M1 weights decode exactly into E4M3); the others decode
+ * weights and tokens exactly into BF16 and run BF16 wgmma.
+ *
+ * No grid-wide barrier: GEMM 1 waits per expert for its rows, GEMM 2 per
+ * token tile for its GEMM 1 tasks, the combine per token for its slots
+ * (scheduler.cuh says why no wait is on unclaimed work). Across ranks: each
+ * rank publishes its inputs once, and the last CTA of each rank meets the
+ * others' last CTAs before the launch ends (a peer may overwrite its inputs
+ * only after everyone has read them). Counters live in two banks by launch
+ * parity; each launch zeroes the bank of the next one, so graph replays need
+ * no reset. Every wait gives up after args.timeout_ns with an error word.
  */
 #ifndef MJ_MEGA_MOE_CUH
 #define MJ_MEGA_MOE_CUH
 
-#include "common/numerics.cuh"
-#include "common/wgmma.cuh"
-#include "layout/moe_layout.h"
-#include "layout/symm_layout.h"
-#include "mega_moe/decode.cuh"
-#include "mega_moe/sync.cuh"
+#include "mega_moe/combine.cuh"
+#include "mega_moe/config.cuh"
+#include "mega_moe/dispatch.cuh"
+#include "mega_moe/epilogue.cuh"
+#include "mega_moe/mainloop.cuh"
+#include "mega_moe/weight_image.cuh"
 
 namespace mj {
 
-namespace moe {
-
-constexpr int kActSwiglu = 0, kActSwigluOai = 1, kActSitu = 2;
-
-/* NUMERICS.md steps 3-4 on BF16-rounded g and u (as floats). */
-template <int kActivation, unsigned kClampBits>
-__device__ __forceinline__ float activate(float g, float u) {
-    if (kClampBits != 0u && kActivation != kActSitu) {
-        const float c = f32_from_bf16(bf16_from_f32(f32_from_bits(kClampBits)));
-        g = g < c ? g : c;
-        u = u < -c ? -c : (u > c ? c : u);
+template <class C>
+__device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C> &ring,
+                                                mj_u64 *task_full, mj_u64 *task_empty,
+                                                mj_u32 *mailbox) {
+    const mj_u64 policy = policy_evict_first();
+    mj_u32 it = 0, ti = 0;
+    for (;; ti++) {
+        const mj_u32 t = claim(L.bank + L.l.bank.task_claim);
+        if (!mbar_wait(task_empty + (ti & 1), ((ti >> 1) & 1) ^ 1, L.args->timeout_ns))
+            L.fail(MJ_MOE_ERR_PIPE, 2u);
+        mailbox[ti & 1] = t;
+        mbar_arrive(task_full + (ti & 1));
+        const Task k = L.routing.decode((int)t);
+        if (k.gemm == 0) return;
+        const bool g2 = k.gemm == 2;
+        const int blocks = g2 ? C::kBlocks2 : C::kBlocks1, stages = g2 ? C::kStages2 : C::kStages1;
+        const int nblk = blocks - 4 * k.n < 4 ? blocks - 4 * k.n : 4;
+        const mj_u32 bytes = (mj_u32)nblk * (C::kBlkData + C::kBlkSf);
+        const unsigned char *src = L.args->w + (mj_u64)k.local * C::kExpertBytes +
+                                   (g2 ? C::kW1Bytes + (mj_u64)k.n * C::kTaskBytes2
+                                       : (mj_u64)k.n * C::kTaskBytes1);
+        for (int s = 0; s < stages; s++, it++) {
+            const int slot = (int)(it % C::kStages);
+            if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
+                L.fail(MJ_MOE_ERR_PIPE, 3u);
+            mbar_arrive_tx(ring.full + slot, bytes);
+            bulk_copy_hint(ring.stage(slot), src + (mj_u64)s * bytes, bytes, ring.full + slot, policy);
+        }
     }
-    if (kActivation == kActSwiglu) return g * (1.0f / (1.0f + expf(-g))) * u;
-    if (kActivation == kActSwigluOai) return g * (1.0f / (1.0f + expf(-(1.702f * g)))) * (u + 1.0f);
-    const float h = 4.0f * tanhf(g * 0.25f) * (1.0f / (1.0f + expf(-g)));
-    return h * (25.0f * tanhf(u / 25.0f));
 }
 
-/* NUMERICS.md step 6: act quantized into the GEMM 2 input format and decoded
- * back (exact in BF16). n values of one scale group. */
-template <int kL2Fmt> __device__ __forceinline__ void quantize_l2_group(float *v, int n) {
-    if (kL2Fmt == MJ_FMT_BF16) {
-        for (int i = 0; i < n; i++)
-            v[i] = f32_from_bf16(bf16_from_f32(v[i]));
-        return;
+template <class C>
+__device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C> &ring,
+                                               mj_u64 *task_full, mj_u64 *task_empty,
+                                               const mj_u32 *mailbox) {
+    mj_u32 it = 0, ti = 0;
+    for (;; ti++) {
+        if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
+            L.fail(MJ_MOE_ERR_PIPE, 4u);
+        const mj_u32 t = mailbox[ti & 1];
+        mbar_arrive(task_empty + (ti & 1));
+        const Task k = L.routing.decode((int)t);
+        if (k.gemm == 0) return;
+        const bool g2 = k.gemm == 2;
+        if (g2 ? !wait_geq<false>(L.l1_done() + k.tile, (mj_u32)C::kUnits1, L.args->timeout_ns)
+               : !wait_geq<false>(L.ready() + k.local, L.routing.rows[k.local], L.args->timeout_ns))
+            L.fail(g2 ? MJ_MOE_ERR_L1 : MJ_MOE_ERR_POOL, (mj_u32)(g2 ? k.tile : k.local));
+        fence_proxy_async_global();
+        const unsigned char *src = g2 ? L.tile2(k.tile) : L.tile1(k.tile);
+        const int stages = g2 ? C::kStages2 : C::kStages1;
+        for (int s = 0; s < stages; s++, it++) {
+            const int slot = (int)(it % C::kStages);
+            if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
+                L.fail(MJ_MOE_ERR_PIPE, 5u);
+            mbar_arrive_tx(ring.full + slot, C::kBStage);
+            bulk_copy(ring.stage(slot) + C::kWStage, src + (mj_u64)s * C::kBStage, C::kBStage,
+                      ring.full + slot);
+        }
     }
-    float amax = 0.0f;
-    for (int i = 0; i < n; i++)
-        amax = max_num(amax, abs_f32(v[i]));
-    if (kL2Fmt == MJ_FMT_NVFP4) {
-        const unsigned char sf = e4m3_from_f32(amax * 0.16666667f);
-        const float s = f32_from_e4m3(sf);
-        const float inv = s > 0.0f ? 1.0f / s : 0.0f;
-        for (int i = 0; i < n; i++)
-            v[i] = f32_from_e2m1(e2m1_from_f32(v[i] * inv)) * s;
-        return;
-    }
-    const unsigned char e =
-        ue8m0_for_amax(amax, kL2Fmt == MJ_FMT_MXFP8 ? MJ_E4M3_MAX : MJ_E2M1_MAX);
-    const float inv = ue8m0_inv_scale(e), s = f32_from_bits((mj_u32)e << 23);
-    for (int i = 0; i < n; i++)
-        v[i] = kL2Fmt == MJ_FMT_MXFP8 ? f32_from_e4m3(e4m3_from_f32(v[i] * inv)) * s
-                                      : f32_from_e2m1(e2m1_from_f32(v[i] * inv)) * s;
 }
 
-/* Pool row meta words. */
-enum { kMetaRank = 0, kMetaToken = 1, kMetaSlot = 2, kMetaXScale = 3, kMetaWeight = 4 };
-
-} // namespace moe
+template <class C>
+__device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring, mj_u64 *task_full,
+                                        mj_u64 *task_empty, const mj_u32 *mailbox,
+                                        const MathThread &m) {
+    float acc0[C::kBlockM / 2], acc1[C::kBlockM / 2];
+    unsigned char *scratch = L.smem + C::kSmemEpi + (mj_u32)m.wg * C::kEpiBytes;
+    mj_u32 it = 0, ti = 0;
+    for (;; ti++) {
+        if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
+            L.fail(MJ_MOE_ERR_PIPE, 6u);
+        const mj_u32 t = mailbox[ti & 1];
+        __syncwarp();
+        if (m.lane == 0) mbar_arrive(task_empty + (ti & 1));
+        const Task k = L.routing.decode((int)t);
+        if (k.gemm == 0) return;
+        const int blocks = k.gemm == 2 ? C::kBlocks2 : C::kBlocks1;
+        const int nblk = blocks - 4 * k.n < 4 ? blocks - 4 * k.n : 4;
+        const int left = nblk - 2 * m.wg, nb = left < 0 ? 0 : left > 2 ? 2 : left;
+        if (k.gemm == 1) {
+            if (C::kFp8)
+                mainloop_fp8<C, C::kStages1>(ring, it, nb, nblk, m, L, acc0, acc1);
+            else
+                mainloop_bf16<C, C::kStages1>(ring, it, nb, nblk, m, L, acc0, acc1);
+            if (nb == 2) epilogue_l1(L, k, 2 * k.n + m.wg, acc0, acc1, m, reinterpret_cast<float *>(scratch));
+        } else {
+            if (C::kFp8)
+                mainloop_fp8<C, C::kStages2>(ring, it, nb, nblk, m, L, acc0, acc1);
+            else
+                mainloop_bf16<C, C::kStages2>(ring, it, nb, nblk, m, L, acc0, acc1);
+            if (nb > 0) epilogue_l2(L, k, nb, acc0, acc1, m, reinterpret_cast<unsigned short *>(scratch));
+        }
+    }
+}
 
 template <int kHidden, int kInter, int kExperts, int kTopk, int kRanks, int kMaxTokens,
           int kWeightFmt, int kDispatchFmt, int kL2Fmt, int kActivation, unsigned kClampBits,
-          int kBlockM, int kNumSMs>
+          int kBlockM, int kStageK, int kStages, int kNumSMs, int kSysScope>
 __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mega_moe_kernel(const __grid_constant__ mj_moe_args args) {
-    constexpr int kLocal = kExperts / kRanks;
-    constexpr int kListCap = kMaxTokens * kTopk;
-    constexpr int kBN = MJ_MOE_BLOCK_N, kBK = MJ_MOE_BLOCK_K, kAccRegs = kBlockM / 2;
-    static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
-    static_assert(kHidden % kBK == 0 && kHidden % kBN == 0 && kInter % kBK == 0, "tile shapes");
-    static_assert(kBlockM == 8 || kBlockM == 16 || kBlockM == 32 || kBlockM == 64, "BLOCK_M");
-    static_assert(MJ_MOE_THREADS == 128, "one warpgroup per CTA");
-
+    typedef MoeConfig<kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kWeightFmt,
+                      kDispatchFmt, kL2Fmt, kActivation, kClampBits, kBlockM, kStageK, kStages,
+                      kNumSMs, kSysScope>
+        C;
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char *b_tile = smem; // [kBlockM][kBK] BF16, K-major
-    float *act_tile = reinterpret_cast<float *>(smem + kBlockM * kBK * 2); // [kBN][kBlockM]
-    __shared__ mj_u32 s_count[kExperts];    // pairs from rank s for local expert le: [le][s]
-    __shared__ mj_u32 s_base[kExperts + 1]; // their first pool row, prefix over (le, s)
-    __shared__ mj_u32 s_tiles[kLocal + 1];  // prefix of token tiles over local experts
+    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid & 31;
 
-    // Nothing touches a peer before the previous kernel on the stream is done.
+    Ring<C> ring;
+    ring.base = smem + C::kSmemRing;
+    ring.full = reinterpret_cast<mj_u64 *>(smem + C::kSmemBars);
+    ring.empty = ring.full + kStages;
+    mj_u64 *task_full = ring.empty + kStages, *task_empty = task_full + 2;
+    mj_u32 *mailbox = reinterpret_cast<mj_u32 *>(task_empty + 2);
+    if (tid == 0) {
+        for (int i = 0; i < kStages; i++) {
+            mbar_init(ring.full + i, 2);  // both producers
+            mbar_init(ring.empty + i, 8); // every math warp
+        }
+        for (int i = 0; i < 2; i++) {
+            mbar_init(task_full + i, 1);
+            mbar_init(task_empty + i, 9); // token producer + math warps
+        }
+        fence_mbar_init();
+    }
+
+    Launch<C> L;
+    L.args = &args;
+    L.smem = smem;
+    L.own = reinterpret_cast<unsigned char *>(args.peers.base);
+    L.in = mj_layout_input(kHidden, kTopk, kMaxTokens, kDispatchFmt);
+    L.l = mj_layout_moe(kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kDispatchFmt);
+    L.counters = reinterpret_cast<mj_u32 *>(L.own + L.l.counters_offset);
+    L.pool = L.own + L.l.pool_offset;
+    L.pool2 = L.own + L.l.pool2_offset;
+    L.meta = reinterpret_cast<mj_u32 *>(L.own + L.l.pool_meta_offset);
+    L.combine = reinterpret_cast<unsigned short *>(L.own + L.l.combine_offset);
+    mj_u32 *routing = reinterpret_cast<mj_u32 *>(smem + C::kSmemRouting);
+    L.routing.rows = routing;
+    L.routing.tiles = routing + C::kLocal;
+    L.ntok = reinterpret_cast<int *>(routing + 2 * C::kLocal + 1);
+    L.pair_base = L.ntok + kRanks;
+
+    // Inputs (and this rank's counters) belong to the previous kernel until here.
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    L.epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters + MJ_MOE_CNT_EPOCH);
+    mj_u32 *banks = L.counters + MJ_MOE_CNT_FIXED;
+    L.bank = banks + (L.epoch & 1u) * L.l.bank.words;
+    mj_u32 *next = banks + ((L.epoch + 1u) & 1u) * L.l.bank.words;
+    for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words; i += kNumSMs * MJ_MOE_THREADS)
+        next[i] = 0u;
+    for (int i = tid; i < C::kLocal; i += MJ_MOE_THREADS)
+        L.routing.rows[i] = 0u;
 
     const mj_peers &peers = args.peers;
-    const int rank = (int)peers.rank, tid = (int)threadIdx.x;
-    unsigned char *own = reinterpret_cast<unsigned char *>(peers.base);
-    const mj_input_layout in_l = mj_layout_input(kHidden, kTopk, kMaxTokens, kDispatchFmt);
-    const mj_moe_layout l =
-        mj_layout_moe(kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kDispatchFmt);
-    mj_u64 *ws = reinterpret_cast<mj_u64 *>(own + l.ws_offset);
-    mj_u32 *list_count = reinterpret_cast<mj_u32 *>(own + l.list_count_offset);
-    mj_u32 *lists = reinterpret_cast<mj_u32 *>(own + l.list_offset);
-    unsigned short *pool = reinterpret_cast<unsigned short *>(own + l.pool_offset);
-    mj_u32 *meta = reinterpret_cast<mj_u32 *>(own + l.pool_meta_offset);
-    unsigned short *pool2 = reinterpret_cast<unsigned short *>(own + l.pool2_offset);
-    unsigned short *combine = reinterpret_cast<unsigned short *>(own + l.combine_offset);
-    const int *own_ids = reinterpret_cast<const int *>(own + in_l.topk_idx_offset);
-
-    // 1. Lists of this rank's routed pairs, per global expert.
-    for (int i = (int)blockIdx.x * MJ_MOE_THREADS + tid; i < args.num_tokens * kTopk;
-         i += kNumSMs * MJ_MOE_THREADS) {
-        const int e = own_ids[i];
-        if (e >= 0) lists[(mj_u64)e * kListCap + atomicAdd(&list_count[e], 1u)] = (mj_u32)i;
-    }
-    cross_rank_barrier<kNumSMs, kRanks>(ws, peers);
-
-    // Every CTA derives the pool layout from the peers' list counts.
-    for (int i = tid; i < kExperts; i += MJ_MOE_THREADS) {
-        const int le = i / kRanks, s = i % kRanks;
-        s_count[i] = *peer_ptr(peers, s, list_count + rank * kLocal + le);
+    const int rank = (int)peers.rank;
+    if (tid == 0) {
+        if (kRanks == 1) {
+            L.ntok[0] = args.num_tokens;
+        } else {
+            if (blockIdx.x == 0) {
+                L.counters[MJ_MOE_CNT_NTOK] = (mj_u32)args.num_tokens;
+                for (int s = 0; s < kRanks; s++)
+                    st_release<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_START + rank), L.epoch + 1u);
+            }
+            for (int s = 0; s < kRanks; s++) {
+                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_START + s, L.epoch + 1u, args.timeout_ns))
+                    L.fail(MJ_MOE_ERR_PEER_START, (mj_u32)s);
+                L.ntok[s] = (int)ld_cg(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_NTOK));
+            }
+        }
+        int base = 0;
+        for (int s = 0; s < kRanks; s++) {
+            L.pair_base[s] = base;
+            base += L.ntok[s] * kTopk;
+        }
+        L.pair_base[kRanks] = base;
     }
     __syncthreads();
-    if (tid == 0) {
-        mj_u32 rows = 0, tiles = 0;
-        for (int le = 0; le < kLocal; le++) {
-            s_tiles[le] = tiles;
-            mj_u32 expert_rows = 0;
-            for (int s = 0; s < kRanks; s++) {
-                s_base[le * kRanks + s] = rows + expert_rows;
-                expert_rows += s_count[le * kRanks + s];
-            }
-            rows += expert_rows;
-            tiles += (expert_rows + kBlockM - 1) / kBlockM;
-        }
-        s_base[kExperts] = rows;
-        s_tiles[kLocal] = tiles;
-    }
+    route_count(L, tid);
+    __syncthreads();
+    if (warp == 0) route_prefix(L.routing, lane);
     __syncthreads();
     if (blockIdx.x == 0 && args.recv_stats != nullptr)
-        for (int le = tid; le < kLocal; le += MJ_MOE_THREADS)
-            atomicAdd(args.recv_stats + le, (int)(s_base[(le + 1) * kRanks] - s_base[le * kRanks]));
+        for (int le = tid; le < C::kLocal; le += MJ_MOE_THREADS)
+            if (L.routing.rows[le]) atomicAdd(args.recv_stats + le, (int)L.routing.rows[le]);
 
-    // 2. Pull: one warp per received pair decodes its token row into the pool.
-    {
-        const int warp = (int)blockIdx.x * (MJ_MOE_THREADS / 32) + tid / 32, lane = tid & 31;
-        const int rows = (int)s_base[kExperts];
-        for (int p = warp; p < rows; p += kNumSMs * (MJ_MOE_THREADS / 32)) {
-            int src = 0; // the (expert, source) segment holding row p
-            while (s_base[src + 1] <= (mj_u32)p)
-                src++;
-            const int le = src / kRanks, s = src % kRanks;
-            const int e = rank * kLocal + le;
-            const mj_u32 pair =
-                *peer_ptr(peers, s, lists + (mj_u64)e * kListCap + (p - s_base[src]));
-            const int token = (int)(pair / kTopk), slot = (int)(pair % kTopk);
-            const unsigned char *src_region = peer_ptr(peers, s, own);
-            const unsigned char *x_row =
-                src_region + in_l.x_offset + (mj_u64)token * in_l.x_row_bytes;
-            const unsigned char *sf_row =
-                src_region + in_l.sf_offset + (mj_u64)token * in_l.sf_row_bytes;
-            mj_u32 *out = reinterpret_cast<mj_u32 *>(pool + (mj_u64)p * kHidden);
-            for (int k = 2 * lane; k < kHidden; k += 64)
-                out[k / 2] = decode_pair<kDispatchFmt>(x_row, sf_row, k);
-            if (lane == 0) {
-                const float xs =
-                    kDispatchFmt == MJ_FMT_NVFP4
-                        ? reinterpret_cast<const float *>(src_region + in_l.x_scales_offset)[token]
-                        : 1.0f;
-                const float w =
-                    reinterpret_cast<const float *>(src_region + in_l.topk_w_offset)[pair];
-                mj_u32 *m = meta + (mj_u64)p * MJ_MOE_META_WORDS;
-                m[moe::kMetaRank] = (mj_u32)s;
-                m[moe::kMetaToken] = (mj_u32)token;
-                m[moe::kMetaSlot] = (mj_u32)slot;
-                m[moe::kMetaXScale] = f32_bits(xs);
-                m[moe::kMetaWeight] = f32_bits(w);
+    // Warp 0 starts streaming weights at once; the others pull rows first.
+    // setmaxnreg: one instruction per warpgroup, executed by each of its warps.
+    if (warp < 4) {
+        if (warp != 0) pull(L, warp - 1, MJ_MOE_THREADS / 32 - 1, lane);
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+        if (warp == 0 && lane == 0) produce_weights(L, ring, task_full, task_empty, mailbox);
+        if (warp == 1 && lane == 0) produce_tokens(L, ring, task_full, task_empty, mailbox);
+        __syncwarp();
+    } else {
+        pull(L, warp - 1, MJ_MOE_THREADS / 32 - 1, lane);
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+        MathThread m;
+        m.wg = (warp - 4) / 4;
+        m.t = tid - 128 * (1 + m.wg);
+        m.w = m.t / 32;
+        m.lane = lane;
+        m.g = lane / 4;
+        m.q = lane % 4;
+        compute(L, ring, task_full, task_empty, mailbox, m);
+    }
+    combine(L, lane);
+
+    __syncthreads();
+    if (tid == 0) {
+        const mj_u32 finished = atomicAdd(L.counters + MJ_MOE_CNT_DONE, 1u) + 1u;
+        if (finished == (mj_u32)kNumSMs * (L.epoch + 1u)) {
+            // The last CTA of this rank: no CTA of it reads a peer any more.
+            if (kRanks > 1) {
+                for (int s = 0; s < kRanks; s++)
+                    red_release_add<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_END), 1u);
+                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_END, (mj_u32)kRanks * (L.epoch + 1u),
+                                       args.timeout_ns))
+                    L.fail(MJ_MOE_ERR_PEER_END, 0u);
             }
+            L.counters[MJ_MOE_CNT_EPOCH] = L.epoch + 1u;
         }
     }
-    grid_barrier<kNumSMs>(ws, false);
-
-    const int warp = tid / 32, lane = tid & 31, g = lane / 4, q = lane % 4;
-    const mj_u32 b_addr = smem_address(b_tile);
-    const mj_moe_weight_layout wl = mj_layout_moe_weights(kHidden, kInter, kWeightFmt);
-    constexpr int kWBits = kWeightFmt == MJ_FMT_BF16 ? 16 : kWeightFmt == MJ_FMT_MXFP8 ? 8 : 4;
-    constexpr int kWGroup = kWeightFmt == MJ_FMT_BF16 ? 1 : kWeightFmt == MJ_FMT_NVFP4 ? 16 : 32;
-
-    // Stages kBK columns [k0, k0 + kBK) of token rows [row0, row0 + valid) of a
-    // BF16 matrix with `cols` columns; rows past `valid` are zero.
-    auto stage_tokens = [&](const unsigned short *mat, int cols, int row0, int valid, int k0) {
-        for (int c = tid; c < kBlockM * (kBK / 8); c += MJ_MOE_THREADS) {
-            const int n = c / (kBK / 8), kc = c % (kBK / 8);
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (n < valid)
-                v = *reinterpret_cast<const uint4 *>(mat + (mj_u64)(row0 + n) * cols + k0 + kc * 8);
-            *reinterpret_cast<uint4 *>(b_tile + kmajor_offset(n, kc * 8, kBlockM)) = v;
-        }
-        fence_proxy_async_shared();
-        __syncthreads();
-    };
-    // The A fragment of weight rows [r0 + 16 warp, +16) at columns [k, k + 16).
-    auto weight_fragment = [&](const unsigned char *w, const unsigned char *sf, int k_total, int r0,
-                               int k, mj_u32(&a)[4]) {
-        const mj_u64 row_bytes = (mj_u64)k_total * kWBits / 8,
-                     sf_bytes = (mj_u64)(k_total / kWGroup);
-        const int ra = r0 + 16 * warp + g, rb = ra + 8, kq = k + 2 * q;
-        a[0] = decode_pair<kWeightFmt>(w + ra * row_bytes, sf + ra * sf_bytes, kq);
-        a[1] = decode_pair<kWeightFmt>(w + rb * row_bytes, sf + rb * sf_bytes, kq);
-        a[2] = decode_pair<kWeightFmt>(w + ra * row_bytes, sf + ra * sf_bytes, kq + 8);
-        a[3] = decode_pair<kWeightFmt>(w + rb * row_bytes, sf + rb * sf_bytes, kq + 8);
-    };
-    // Finds the expert and token tile of a tile index.
-    auto locate = [&](int tile, int &le, int &row0, int &valid) {
-        le = 0;
-        while (s_tiles[le + 1] <= (mj_u32)tile)
-            le++;
-        const int first = (int)s_base[le * kRanks];
-        const int rows = (int)s_base[(le + 1) * kRanks] - first;
-        row0 = first + (tile - (int)s_tiles[le]) * kBlockM;
-        valid = first + rows - row0 < kBlockM ? first + rows - row0 : kBlockM;
-    };
-
-    // 3. GEMM 1 with the activation and the GEMM 2 input quantization.
-    constexpr int kN1 = kInter / kBN;
-    for (int task = (int)blockIdx.x; task < (int)s_tiles[kLocal] * kN1; task += kNumSMs) {
-        int le, row0, valid;
-        locate(task / kN1, le, row0, valid);
-        const int n0 = (task % kN1) * kBN;
-        const unsigned char *w1 = args.w1 + (mj_u64)le * wl.w1_expert_bytes;
-        const unsigned char *sf1 = args.w1_sf + (mj_u64)le * wl.w1_sf_expert_bytes;
-        float gate[kAccRegs], up[kAccRegs];
-#pragma unroll
-        for (int i = 0; i < kAccRegs; i++)
-            gate[i] = up[i] = 0.0f;
-        for (int k0 = 0; k0 < kHidden; k0 += kBK) {
-            stage_tokens(pool, kHidden, row0, valid, k0);
-            wgmma_fence();
-#pragma unroll
-            for (int k16 = 0; k16 < kBK / 16; k16++) {
-                mj_u32 ag[4], au[4];
-                weight_fragment(w1, sf1, kHidden, n0, k0 + 16 * k16, ag);
-                weight_fragment(w1, sf1, kHidden, kInter + n0, k0 + 16 * k16, au);
-                const mj_u64 desc = kmajor_desc(b_addr, k16, kBlockM);
-                Wgmma<kBlockM>::mma(gate, ag, desc);
-                Wgmma<kBlockM>::mma(up, au, desc);
-            }
-            wgmma_commit();
-            wgmma_wait_all();
-            __syncthreads();
-        }
-        const float alpha_g = args.l1_alpha_gate[le], alpha_u = args.l1_alpha_up[le];
-        const float act_scale = args.l2_act_scale[le];
-#pragma unroll
-        for (int i = 0; i < kAccRegs; i++) {
-            const int row = 16 * warp + g + ((i & 2) ? 8 : 0), col = 8 * (i / 4) + 2 * q + (i & 1);
-            float act = 0.0f;
-            if (col < valid) {
-                const mj_u32 *m = meta + (mj_u64)(row0 + col) * MJ_MOE_META_WORDS;
-                const float xs = f32_from_bits(m[moe::kMetaXScale]);
-                const float gv = f32_from_bf16(bf16_from_f32(gate[i] * (xs * alpha_g)));
-                const float uv = f32_from_bf16(bf16_from_f32(up[i] * (xs * alpha_u)));
-                act = moe::activate<kActivation, kClampBits>(gv, uv) *
-                      (f32_from_bits(m[moe::kMetaWeight]) * act_scale);
-            }
-            act_tile[row * kBlockM + col] = act;
-        }
-        __syncthreads();
-        constexpr int kGroup = kL2Fmt == MJ_FMT_BF16 ? 1 : kL2Fmt == MJ_FMT_NVFP4 ? 16 : 32;
-        for (int gi = tid; gi < valid * (kBN / kGroup); gi += MJ_MOE_THREADS) {
-            const int col = gi % valid, r0 = (gi / valid) * kGroup;
-            float v[kGroup];
-            for (int j = 0; j < kGroup; j++)
-                v[j] = act_tile[(r0 + j) * kBlockM + col];
-            moe::quantize_l2_group<kL2Fmt>(v, kGroup);
-            unsigned short *dst = pool2 + (mj_u64)(row0 + col) * kInter + n0 + r0;
-            for (int j = 0; j < kGroup; j++)
-                dst[j] = bf16_from_f32(v[j]);
-        }
-        __syncthreads();
-    }
-    grid_barrier<kNumSMs>(ws, false);
-
-    // 4. GEMM 2; each result goes to its token's home rank.
-    constexpr int kN2 = kHidden / kBN;
-    for (int task = (int)blockIdx.x; task < (int)s_tiles[kLocal] * kN2; task += kNumSMs) {
-        int le, row0, valid;
-        locate(task / kN2, le, row0, valid);
-        const int n0 = (task % kN2) * kBN;
-        const unsigned char *w2 = args.w2 + (mj_u64)le * wl.w2_expert_bytes;
-        const unsigned char *sf2 = args.w2_sf + (mj_u64)le * wl.w2_sf_expert_bytes;
-        float acc[kAccRegs];
-#pragma unroll
-        for (int i = 0; i < kAccRegs; i++)
-            acc[i] = 0.0f;
-        for (int k0 = 0; k0 < kInter; k0 += kBK) {
-            stage_tokens(pool2, kInter, row0, valid, k0);
-            wgmma_fence();
-#pragma unroll
-            for (int k16 = 0; k16 < kBK / 16; k16++) {
-                mj_u32 a[4];
-                weight_fragment(w2, sf2, kInter, n0, k0 + 16 * k16, a);
-                Wgmma<kBlockM>::mma(acc, a, kmajor_desc(b_addr, k16, kBlockM));
-            }
-            wgmma_commit();
-            wgmma_wait_all();
-            __syncthreads();
-        }
-        const float alpha = args.l2_alpha[le];
-#pragma unroll
-        for (int i = 0; i < kAccRegs; i++) {
-            const int row = 16 * warp + g + ((i & 2) ? 8 : 0), col = 8 * (i / 4) + 2 * q + (i & 1);
-            if (col >= valid) continue;
-            const mj_u32 *m = meta + (mj_u64)(row0 + col) * MJ_MOE_META_WORDS;
-            unsigned short *dst = peer_ptr(peers, (int)m[moe::kMetaRank], combine);
-            dst[((mj_u64)m[moe::kMetaSlot] * kMaxTokens + m[moe::kMetaToken]) * kHidden + n0 +
-                row] = bf16_from_f32(acc[i] * alpha);
-        }
-    }
-    cross_rank_barrier<kNumSMs, kRanks>(ws, peers);
-
-    // 5. Combine this rank's tokens; empty the lists for the next launch (every
-    // peer has read them: it passed the barrier above after its GEMM 2).
-    for (int i = (int)blockIdx.x * MJ_MOE_THREADS + tid; i < args.num_tokens * kHidden;
-         i += kNumSMs * MJ_MOE_THREADS) {
-        const int t = i / kHidden, h = i % kHidden;
-        float acc = 0.0f;
-        for (int k = 0; k < kTopk; k++)
-            if (own_ids[t * kTopk + k] >= 0)
-                acc = acc + f32_from_bf16(combine[((mj_u64)k * kMaxTokens + t) * kHidden + h]);
-        args.y[i] = bf16_from_f32(acc);
-    }
-    if (blockIdx.x == 0)
-        for (int e = tid; e < kExperts; e += MJ_MOE_THREADS)
-            list_count[e] = 0u;
-    // No peer may write this launch's successor into our combine slots, or
-    // append to lists we are still reading, before everyone is done here.
-    cross_rank_barrier<kNumSMs, kRanks>(ws, peers);
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 

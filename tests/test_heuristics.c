@@ -17,14 +17,14 @@ static void test_format_table_rows(void **state) {
     (void)state;
     static const struct {
         const char *name;
-        int weight, dispatch, l2, x_scales, variant;
+        int weight, dispatch, l2, x_scales, kind;
     } want[] = {
-        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16_DECODE},
-        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_BF16_DECODE},
-        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_VARIANT_BF16_DECODE},
-        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16_DECODE},
-        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_VARIANT_BF16_DECODE},
-        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_VARIANT_BF16_DECODE},
+        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
+        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_FP8},
+        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_FP8},
+        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
+        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_KIND_BF16},
+        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
     };
     int n = (int)(sizeof want / sizeof want[0]);
     assert_int_equal(mj_moe_format_count(), n);
@@ -39,7 +39,8 @@ static void test_format_table_rows(void **state) {
         assert_int_equal(byname->dispatch_fmt, want[i].dispatch);
         assert_int_equal(byname->l2_input_fmt, want[i].l2);
         assert_int_equal(byname->uses_x_scales, want[i].x_scales);
-        assert_int_equal(byname->variant, want[i].variant);
+        assert_int_equal(byname->kind, want[i].kind);
+        assert_int_equal(byname->kind, mj_moe_kind(want[i].weight, want[i].dispatch));
     }
 }
 
@@ -116,7 +117,7 @@ static void test_block_m_values(void **state) {
     /* mean = T*R*K/E; pick the first candidate >= mean + sqrt(mean) */
     assert_int_equal(mj_moe_block_m(1, 8, 256, 8), 8);      /* 0.25 + 0.5 */
     assert_int_equal(mj_moe_block_m(0, 8, 256, 8), 8);      /* no tokens */
-    assert_int_equal(mj_moe_block_m(4096, 8, 256, 8), 256); /* 1024 + 32 > 256: capped */
+    assert_int_equal(mj_moe_block_m(4096, 8, 256, 8), 128); /* 1024 + 32 > 128: capped */
     assert_int_equal(mj_moe_block_m(16, 8, 256, 8), 8);     /* 4 + 2 = 6 */
     assert_int_equal(mj_moe_block_m(20, 8, 256, 8), 8);     /* 5 + 2.236 = 7.24 */
     assert_int_equal(mj_moe_block_m(24, 8, 256, 8), 16);    /* 6 + 2.449 = 8.45 */
@@ -125,7 +126,7 @@ static void test_block_m_values(void **state) {
     assert_int_equal(mj_moe_block_m(128, 8, 256, 8), 64);   /* 32 + 5.66 = 37.7 */
     assert_int_equal(mj_moe_block_m(256, 8, 256, 8), 128);  /* 64 + 8 = 72 */
     assert_int_equal(mj_moe_block_m(448, 8, 256, 8), 128);  /* 112 + 10.58 = 122.6 */
-    assert_int_equal(mj_moe_block_m(480, 8, 256, 8), 256);  /* 120 + 10.95 = 130.95 */
+    assert_int_equal(mj_moe_block_m(480, 8, 256, 8), 128);  /* 120 + 10.95 = 130.95: capped */
     assert_int_equal(mj_moe_block_m(2, 1, 2, 1), 8);        /* mean 1: 1 + 1 = 2 */
     assert_int_equal(mj_moe_block_m(64, 1, 1, 1), 128);     /* 64 + 8 = 72 */
     assert_int_equal(mj_moe_block_m(49, 1, 1, 1), 64);      /* 49 + 7 = 56 */
@@ -142,11 +143,10 @@ static void test_block_m_monotone(void **state) {
         for (int t = 0; t <= 20000; t++) {
             int bm = mj_moe_block_m(t, shapes[s][0], shapes[s][1], shapes[s][2]);
             assert_true(bm >= prev);
-            assert_true(bm == 8 || bm == 16 || bm == 32 || bm == 64 || bm == 128 || bm == 256);
-            assert_int_equal(mj_moe_token_alignment() % bm, 0);
+            assert_true(bm == 8 || bm == 16 || bm == 32 || bm == 64 || bm == 128);
             prev = bm;
         }
-        assert_int_equal(prev, 256);
+        assert_int_equal(prev, 128);
     }
 }
 
@@ -163,27 +163,18 @@ static void test_block_m_invalid(void **state) {
     assert_int_equal(mj_moe_block_m(1, MJ_MAX_RANKS, MJ_MAX_RANKS, 1), 8);
 }
 
-static void test_alignment(void **state) {
+/* Pool capacity: every pair of every rank plus a partial tile per local expert
+ * at the largest tile, and the tiles any tile size can need fit in it. */
+static void test_pool_capacity(void **state) {
     (void)state;
-    int a = mj_moe_token_alignment();
-    assert_int_equal(a, 256);
-    static const int cand[] = {8, 16, 32, 64, 128, 256};
-    for (int i = 0; i < 6; i++)
-        assert_int_equal(a % cand[i], 0);
-}
-
-static void test_max_pool_tokens(void **state) {
-    (void)state;
-    /* 8 ranks * 128 tokens * 8 slots = 8192, + 32 local experts * 255 = 8160
-     * -> 16352, aligned up to 256 = 16384 */
-    assert_int_equal(mj_moe_max_pool_tokens(128, 8, 256, 8), 16384);
-    /* 1 * 1 * 1 + 1 * 255 = 256 */
-    assert_int_equal(mj_moe_max_pool_tokens(1, 1, 1, 1), 256);
-    /* 2 * 3 * 2 = 12, + 2 * 255 = 522 -> 768 */
-    assert_int_equal(mj_moe_max_pool_tokens(3, 2, 4, 2), 768);
-    assert_int_equal(mj_moe_max_pool_tokens(0, 8, 256, 8), 0);
-    assert_int_equal(mj_moe_max_pool_tokens(128, 8, 100, 8), 0);
-    assert_int_equal(mj_moe_max_pool_tokens(128, 8, 256, 0), 0);
+    /* 8 ranks * 128 tokens * 8 slots = 8192, + 32 local experts * 128 */
+    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128), 8192 + 32 * 128);
+    static const int bms[] = {8, 16, 32, 64, 128};
+    for (int i = 0; i < 5; i++) {
+        /* worst case: every expert holds one pair more than whole tiles */
+        mj_u64 rows = 8192, tiles = (rows - 32) / (mj_u64)bms[i] + 32;
+        assert_true(tiles <= mj_moe_pool_tiles(256, 8, 8, 128, bms[i]));
+    }
 }
 
 static mj_moe_problem problem(int tokens) {
@@ -191,51 +182,57 @@ static mj_moe_problem problem(int tokens) {
     return p;
 }
 
+static void test_stage_k(void **state) {
+    (void)state;
+    /* four 64-row weight blocks and the largest token tile, each within 32 KB:
+     * FP4 weights with E4M3 tokens (<= 64 a tile) 256, with BF16 tokens (<= 128)
+     * 128; FP8 128; BF16 64 */
+    const mj_moe_format_row *a8 = mj_moe_format_by_name("mxfp4-a8");
+    assert_int_equal(mj_moe_stage_k(7168, 2048, a8), 256);
+    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("mxfp4-a16")), 128);
+    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("nvfp4")), 128);
+    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("mxfp8")), 128);
+    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("bf16")), 64);
+    /* gpt-oss: 2880 = 64 * 45; the largest multiple of 64 dividing it within 32 KB */
+    assert_int_equal(mj_moe_stage_k(2880, 2880, a8), 192);
+    assert_int_equal(mj_moe_stage_k(2880, 2880, mj_moe_format_by_name("mxfp8")), 64);
+    assert_int_equal(mj_moe_stage_k(4096, 1536, a8), 256);
+    assert_int_equal(mj_moe_stage_k(64, 128, mj_moe_format_by_name("bf16")), 64);
+    assert_int_equal(mj_moe_stage_k(32, 128, mj_moe_format_by_name("bf16")), 0);
+    assert_int_equal(mj_moe_stage_k(7168, 2048, NULL), 0);
+}
+
 static void test_config_values(void **state) {
     (void)state;
-    mj_moe_launch_config c;
-    /* decode: 1 token/rank, at most 8 local experts hit, 8 * 1 * 32 = 256 GEMM 1
-     * tiles of 128 rows >= 132 SMs */
+    mj_moe_kernel_config c;
     mj_moe_problem p = problem(1);
-    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("bf16"), &c), 0);
+    /* decode, mxfp4-a8: 8 tokens a tile; stage = 4 * (8 KB + 512) + 8 * 256 + 8 * 32 = 37120
+     * per stage -> ring stage 37120; 6 stages + epilogue 2 * 8 * 272 + tables fit */
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
     assert_int_equal(c.block_m, 8);
-    assert_int_equal(c.block_n, 128);
-    assert_int_equal(c.block_k, 64);
+    assert_int_equal(c.stage_k, 256);
     assert_int_equal(c.num_threads, 384);
-    /* per stage 8*64*2 + 128*64*2 + 16 = 17424; fixed 8*128*2 + 8192 = 10240;
-     * (232448 - 10240) / 17424 = 12 -> capped at 8 */
-    assert_int_equal(c.stages, 8);
-
-    /* every row decodes into BF16, so K stays 64 whatever the storage format */
-    for (int i = 0; i < mj_moe_format_count(); i++) {
-        assert_int_equal(mj_moe_config_for(&p, mj_moe_format_at(i), &c), 0);
-        assert_int_equal(c.block_k, 64);
-    }
-
-    /* prefill: 256 x 128 tiles; BF16 stage 256*64*2 + 128*64*2 + 16 = 49168,
-     * fixed 256*128*2 + 8192 = 73728 -> 158720 / 49168 = 3 */
-    p = problem(4096);
-    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("bf16"), &c), 0);
-    assert_int_equal(c.block_m, 256);
-    assert_int_equal(c.block_n, 128);
-    assert_int_equal(c.stages, 3);
-    /* mxfp8: 256*64 + 128*64 + (256+128)*64/32 + 16 = 25360 -> 158720 / 25360 = 6 */
-    assert_int_equal(mj_moe_config_for(&p, mj_moe_format_by_name("mxfp8"), &c), 0);
     assert_int_equal(c.stages, 6);
-    assert_int_equal(c.block_k, 64);
-
-    /* too few GEMM 1 tiles for the SMs: 1 token, K = 1 -> 1 expert hit, 2*256/128
-     * = 4 tiles < 132 -> 64-row tiles, one consumer warpgroup */
-    mj_moe_problem small = {1, 1, 8, 1, 1024, 256, 132};
-    assert_int_equal(mj_moe_config_for(&small, mj_moe_format_by_name("bf16"), &c), 0);
-    assert_int_equal(c.block_n, 64);
-    assert_int_equal(c.num_threads, 256);
-
-    /* H = I = 2880 (a multiple of 64, not 128): 64-row tiles, 64-wide K */
-    mj_moe_problem odd = {4096, 8, 128, 4, 2880, 2880, 132};
-    assert_int_equal(mj_moe_config_for(&odd, mj_moe_format_by_name("mxfp4-a8"), &c), 0);
-    assert_int_equal(c.block_n, 64);
-    assert_int_equal(c.block_k, 64);
+    assert_true(c.smem_bytes <= 232448);
+    /* prefill: BF16 128-token tiles: 32 KB weights + 16 KB tokens a stage, 69 KB epilogue */
+    p = problem(4096);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    assert_int_equal(c.stage_k, 64);
+    assert_int_equal(c.stages, 3);
+    /* the FP8 kind stops at 64 tokens */
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 0, &c), 0);
+    assert_int_equal(c.block_m, 64);
+    assert_int_equal(c.stage_k, 128);
+    /* a forced tile size */
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 16, &c), 0);
+    assert_int_equal(c.block_m, 16);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 128, &c), -1);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 12, &c), -1);
+    /* gpt-oss shape runs natively */
+    mj_moe_problem odd = {64, 1, 128, 4, 2880, 2880, 132};
+    assert_int_equal(mj_moe_kernel_config_for(&odd, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
+    assert_int_equal(c.stage_k, 192);
 }
 
 /* Every row, every token count: a sane, deterministic config. */
@@ -245,17 +242,16 @@ static void test_config_all_rows(void **state) {
         const mj_moe_format_row *r = mj_moe_format_at(i);
         for (int t = 0; t <= 8192; t += 37) {
             mj_moe_problem p = problem(t);
-            mj_moe_launch_config a, b;
-            assert_int_equal(mj_moe_config_for(&p, r, &a), 0);
-            assert_int_equal(mj_moe_config_for(&p, r, &b), 0);
+            mj_moe_kernel_config a, b;
+            assert_int_equal(mj_moe_kernel_config_for(&p, r, 0, &a), 0);
+            assert_int_equal(mj_moe_kernel_config_for(&p, r, 0, &b), 0);
             assert_memory_equal(&a, &b, sizeof a);
-            assert_int_equal(a.block_m, mj_moe_block_m(t, 8, 256, 8));
-            assert_true(a.block_n == 64 || a.block_n == 128);
-            assert_int_equal(a.block_k, 64);
-            assert_int_equal(p.hidden % a.block_k, 0);
-            assert_int_equal(p.intermediate % a.block_k, 0);
-            assert_true(a.stages >= 3 && a.stages <= 8);
-            assert_int_equal(a.num_threads, 128 + 128 * (a.block_n / 64));
+            int want = mj_moe_block_m(t, 8, 256, 8);
+            assert_int_equal(a.block_m, want < mj_moe_max_block_m(r) ? want : mj_moe_max_block_m(r));
+            assert_int_equal(a.stage_k, mj_moe_stage_k(7168, 2048, r));
+            assert_true(a.stages >= 2 && a.stages <= 8);
+            assert_true(a.smem_bytes <= 232448);
+            assert_int_equal(a.num_threads, 384);
         }
     }
 }
@@ -263,13 +259,13 @@ static void test_config_all_rows(void **state) {
 static void test_config_invalid(void **state) {
     (void)state;
     const mj_moe_format_row *bf16 = mj_moe_format_by_name("bf16");
-    mj_moe_launch_config c;
+    mj_moe_kernel_config c;
     memset(&c, 0x5a, sizeof c);
-    mj_moe_launch_config poison = c;
+    mj_moe_kernel_config poison = c;
     mj_moe_problem p = problem(1);
-    assert_int_equal(mj_moe_config_for(NULL, bf16, &c), -1);
-    assert_int_equal(mj_moe_config_for(&p, NULL, &c), -1);
-    assert_int_equal(mj_moe_config_for(&p, bf16, NULL), -1);
+    assert_int_equal(mj_moe_kernel_config_for(NULL, bf16, 0, &c), -1);
+    assert_int_equal(mj_moe_kernel_config_for(&p, NULL, 0, &c), -1);
+    assert_int_equal(mj_moe_kernel_config_for(&p, bf16, 0, NULL), -1);
     mj_moe_problem bad[] = {
         {-1, 8, 256, 8, 7168, 2048, 132}, {1, 0, 256, 8, 7168, 2048, 132},
         {1, 8, 255, 8, 7168, 2048, 132},  {1, 8, 256, 0, 7168, 2048, 132},
@@ -278,12 +274,12 @@ static void test_config_invalid(void **state) {
         {1, 8, 256, 8, 7168, 2048, 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(mj_moe_config_for(&bad[i], bf16, &c), -1);
+        assert_int_equal(mj_moe_kernel_config_for(&bad[i], bf16, 0, &c), -1);
         assert_memory_equal(&c, &poison, sizeof c);
     }
     mj_moe_format_row wrong = *bf16;
-    wrong.variant = MJ_MOE_VARIANT_COUNT_;
-    assert_int_equal(mj_moe_config_for(&p, &wrong, &c), -1);
+    wrong.kind = 7;
+    assert_int_equal(mj_moe_kernel_config_for(&p, &wrong, 0, &c), -1);
     assert_memory_equal(&c, &poison, sizeof c);
 }
 
@@ -293,7 +289,7 @@ int main(void) {
         cmocka_unit_test(test_format_names_unique), cmocka_unit_test(test_x_scales_follow_dispatch),
         cmocka_unit_test(test_activations),         cmocka_unit_test(test_block_m_values),
         cmocka_unit_test(test_block_m_monotone),    cmocka_unit_test(test_block_m_invalid),
-        cmocka_unit_test(test_alignment),           cmocka_unit_test(test_max_pool_tokens),
+        cmocka_unit_test(test_pool_capacity),       cmocka_unit_test(test_stage_k),
         cmocka_unit_test(test_config_values),       cmocka_unit_test(test_config_all_rows),
         cmocka_unit_test(test_config_invalid),
     };

@@ -38,7 +38,7 @@ static void expect_error(mj_status got, mj_status want, const char *needle) {
 }
 
 static mj_status spec_of(const mj_moe_config *c, mj_kernel_spec *s) {
-    return mj_mega_moe_spec(c, 16, 132, MJ_ARCH_SM90A, s);
+    return mj_mega_moe_spec(c, 16, 132, 0, MJ_ARCH_SM90A, s);
 }
 
 static const char *name_of(const mj_kernel_spec *s) {
@@ -102,15 +102,15 @@ static void test_spec_rejects_bad_launch_shape(void **state) {
     (void)state;
     mj_moe_config c = good();
     mj_kernel_spec s;
-    expect_error(mj_mega_moe_spec(&c, 12, 132, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+    expect_error(mj_mega_moe_spec(&c, 12, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
                  "block_m 12");
-    expect_error(mj_mega_moe_spec(&c, 128, 132, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+    expect_error(mj_mega_moe_spec(&c, 128, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
                  "block_m 128");
-    expect_error(mj_mega_moe_spec(&c, 0, 132, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "block_m 0");
-    expect_error(mj_mega_moe_spec(&c, 16, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "num_sms 0");
-    expect_error(mj_mega_moe_spec(&c, 16, 132, (mj_arch)80, &s), MJ_ERR_INVALID_ARG,
+    expect_error(mj_mega_moe_spec(&c, 0, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "block_m 0");
+    expect_error(mj_mega_moe_spec(&c, 16, 0, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "num_sms 0");
+    expect_error(mj_mega_moe_spec(&c, 16, 132, 0, (mj_arch)80, &s), MJ_ERR_INVALID_ARG,
                  "unknown arch 80");
-    expect_error(mj_mega_moe_spec(&c, 16, 132, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
+    expect_error(mj_mega_moe_spec(&c, 16, 132, 0, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
                  "no kernel for sm_100a");
 }
 
@@ -125,10 +125,10 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 13);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 17);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
-                        "16, 132>");
+                        "16, 256, 5, 132, 0>");
     for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
         assert_int_equal(s.params[i], 0);
     mj_kernel_spec other;
@@ -153,20 +153,20 @@ static void test_spec_and_name(void **state) {
         const char *name;
     } rows[] = {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 66>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 64, 6, 66, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 66>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, 0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 66>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 8, 66>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 8, 128, 8, 66, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 66>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         mj_moe_config r = {4096,      1536,        128,           4, 2, 1, 64, rows[i].w,
                            rows[i].d, rows[i].act, rows[i].clamp, 0};
-        assert_int_equal(mj_mega_moe_spec(&r, 8, 66, MJ_ARCH_SM90A, &s), MJ_OK);
+        assert_int_equal(mj_mega_moe_spec(&r, 8, 66, 0, MJ_ARCH_SM90A, &s), MJ_OK);
         assert_string_equal(name_of(&s), rows[i].name);
     }
 }
@@ -183,10 +183,10 @@ static void test_block_m(void **state) {
         assert_int_equal(mj_mega_moe_block_m(&c, want[i].tokens, &bm), MJ_OK);
         assert_int_equal(bm, want[i].block_m);
     }
-    /* the kernel's tile never exceeds 64, whatever the heuristic says */
+    /* this row's (FP8) tile never exceeds 64, whatever the heuristic says */
     for (int t = 0; t <= c.max_tokens_per_rank; t += 97) {
         assert_int_equal(mj_mega_moe_block_m(&c, t, &bm), MJ_OK);
-        assert_true(bm == 8 || bm == 16 || bm == 32 || bm == MJ_MOE_MAX_BLOCK_M);
+        assert_true(bm == 8 || bm == 16 || bm == 32 || bm == 64);
     }
     c.block_m = 32;
     assert_int_equal(mj_mega_moe_block_m(&c, 0, &bm), MJ_OK);
@@ -218,23 +218,26 @@ static void test_manifest_presets(void **state) {
     static const struct {
         const char *preset;
         const char *first;
+        size_t mega; /* BLOCK_M 8 .. 64 for the FP8 rows, .. 128 for the BF16 ones */
     } want[] = {
         {"deepseek-v3-ep8",
-         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,mxfp8,swiglu,bm=8,sms=132> sm_90a"},
+         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,mxfp8,swiglu,bm=8,sms=132> sm_90a", 4},
         {"kimi-k2-ep8",
-         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,mxfp4-a8,swiglu,bm=8,sms=132> sm_90a"},
+         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,mxfp4-a8,swiglu,bm=8,sms=132> sm_90a", 4},
         {"qwen3-235b-ep4",
-         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,nvfp4,swiglu,bm=8,sms=132> sm_90a"},
-        {"gpt-oss-120b-ep1", "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,mxfp4-a16,swigluoai,"
-                             "clamp=7,bm=8,sms=132> sm_90a"},
+         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,nvfp4,swiglu,bm=8,sms=132> sm_90a", 5},
+        {"gpt-oss-120b-ep1",
+         "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,mxfp4-a16,swigluoai,clamp=7,bm=8,sms=132> "
+         "sm_90a",
+         5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;
         assert_int_equal(mj_manifest_preset(want[i].preset, &m), MJ_OK);
-        /* pre-dispatch main + check, and BLOCK_M 8, 16, 32, 64 */
-        expect_kernels(m, 6, 4, want[i].first);
+        /* pre-dispatch main + check, the weight-image kernel and every BLOCK_M */
+        expect_kernels(m, 3 + want[i].mega, want[i].mega, want[i].first);
         assert_int_equal(mj_manifest_set_archs(m, "sm_90a,sm_100a"), MJ_OK);
-        expect_kernels(m, 8, 4, want[i].first);
+        expect_kernels(m, 5 + want[i].mega, want[i].mega, want[i].first);
         assert_int_equal(mj_manifest_set_archs(m, "sm_100a"), MJ_OK);
         expect_kernels(m, 2, 0, NULL);
         mj_manifest_destroy(m);
@@ -260,13 +263,14 @@ static void test_manifest_block_m_set(void **state) {
         "\"experts\": 16, \"topk\": 16, \"ranks\": 16, \"max_tokens_per_rank\": 2,"
         " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\","
         " \"num_sms\": 66");
-    expect_kernels(m, 5, 3,
+    expect_kernels(m, 6, 3,
                    "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=8,sms=66> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 3),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=32,sms=66> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 2), "mega_moe_image<H=1024,I=256,bf16> sm_90a");
     assert_string_equal(
         mj_manifest_kernel_describe(m, 4),
+        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=32,sms=66> sm_90a");
+    assert_string_equal(
+        mj_manifest_kernel_describe(m, 5),
         "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=64,sms=66> sm_90a");
     mj_manifest_destroy(m);
 
@@ -274,7 +278,7 @@ static void test_manifest_block_m_set(void **state) {
     m = parse_layer("\"experts\": 64, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
                     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
                     " \"activation\": \"swigluoai\", \"clamp\": 0.5");
-    expect_kernels(m, 3, 1,
+    expect_kernels(m, 4, 1,
                    "mega_moe<H=1024,I=256,E=64,K=2,R=1,T=1,nvfp4-a16,swigluoai,clamp=0.5,bm=8,sms="
                    "132> sm_90a");
     mj_manifest_destroy(m);
@@ -310,20 +314,27 @@ static void test_symm_sizes(void **state) {
 
     /* every MegaMoE region follows the input region, aligned and big enough */
     mj_moe_layout l = mj_layout_moe(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8);
-    mj_u64 pairs = 4096ull * 8, p = 8ull * pairs;
+    mj_u64 pairs = 4096ull * 8, p = 8ull * pairs + 32ull * MJ_MOE_MAX_BLOCK_M;
     assert_int_equal(l.pool_rows, p);
-    assert_true(l.ws_offset >= mj_layout_input(7168, 8, 4096, MJ_FMT_MXFP8).end);
-    assert_true(l.list_count_offset >= l.ws_offset + MJ_MOE_WS_WORDS * 4);
-    assert_true(l.list_offset >= l.list_count_offset + 256 * 4);
-    assert_true(l.pool_offset >= l.list_offset + 256 * pairs * 4);
+    assert_true(l.counters_offset >= mj_layout_input(7168, 8, 4096, MJ_FMT_MXFP8).end);
+    /* banks: per-expert fill/ready, per-tile GEMM 1 counts at 8-token tiles, per-token arrivals */
+    assert_true(l.bank.words >= 2 + 2 * 32 + p / 8 + 4096);
+    assert_true(l.pool_offset >= l.counters_offset + (MJ_MOE_CNT_FIXED + 2 * l.bank.words) * 4);
     assert_true(l.pool_meta_offset >= l.pool_offset + p * 7168 * 2);
     assert_true(l.pool2_offset >= l.pool_meta_offset + p * MJ_MOE_META_WORDS * 4);
     assert_true(l.combine_offset >= l.pool2_offset + p * 2048 * 2);
     assert_true(l.end >= l.combine_offset + pairs * 7168 * 2);
-    mj_u64 offsets[] = {l.list_offset,  l.pool_offset,    l.pool_meta_offset,
-                        l.pool2_offset, l.combine_offset, l.end};
+    mj_u64 offsets[] = {l.counters_offset, l.pool_offset,    l.pool_meta_offset,
+                        l.pool2_offset,    l.combine_offset, l.end};
     for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++)
         assert_int_equal(offsets[i] % MJ_LAYOUT_ALIGN, 0);
+    /* a tile of every size holds its token stages within the pool's rows */
+    static const int bms[] = {8, 16, 32, 64, 128};
+    for (int i = 0; i < 5; i++) {
+        int kind = i == 4 ? MJ_MOE_KIND_BF16 : MJ_MOE_KIND_FP8;
+        mj_u64 tile = 7168 / 256 * (mj_u64)mj_moe_token_stage_bytes(kind, bms[i], 256);
+        assert_true(mj_moe_pool_tiles(256, 8, 8, 4096, bms[i]) * tile <= p * 7168 * 2);
+    }
     assert_true(bytes >= l.end && bytes - l.end < MJ_RANK_ALIGN);
     assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
 

@@ -16,8 +16,10 @@
 #include <math.h>
 #endif
 
-#ifdef __CUDACC__
+#if defined(__CUDACC_RTC__)
 #define MJ_HD __device__ __forceinline__
+#elif defined(__CUDACC__)
+#define MJ_HD __host__ __device__ __forceinline__
 #else
 #define MJ_HD inline
 #endif

@@ -1,55 +1,228 @@
 /*
- * MegaMoE regions of one rank, after the pre-dispatch input region (plain C for
- * gcc and NVRTC; see symm_layout.h for the input region and the peer struct).
+ * MegaMoE regions of one rank, after the pre-dispatch input region, and the
+ * geometry of the kernel's tile images (plain C for gcc and NVRTC; see
+ * symm_layout.h for the input region and the peer struct).
  *
- *   moe workspace   barrier words, then per global expert the count and list
- *                   of this rank's (token, slot) pairs routed to it
- *   pool            [P][H] BF16: received tokens, dequantized exactly, grouped
- *                   by local expert (P = R * T_max * K: every pair fits, no wrap)
- *   pool_meta       [P] {source rank, token, slot, x_scale bits, weight bits}
- *   pool2           [P][I] BF16: GEMM 2 input, the activation quantized into the
- *                   L2 format and dequantized exactly
- *   combine         [K][T_max][H] BF16: GEMM 2 results sent home by the owners
+ *   counters    the kernel's words: monotonic ones (epoch, CTA finishes,
+ *               cross-rank flags, the error word) and two banks of per-launch
+ *               counters; launch g uses bank g & 1 and zeroes the other
+ *   pool        GEMM 1 token tiles, each stage of a tile one contiguous image
+ *               of the shared-memory B operand (see mj_moe_token_stage_bytes)
+ *   pool_meta   per pool row {source rank, token, slot, x_scale bits, weight bits}
+ *   pool2       GEMM 2 token tiles (the activation in the GEMM 2 input format)
+ *   combine     [K][T_max][H] BF16: GEMM 2 results sent home by the owners
  *
- * Everything here is zero after mj_symm_buffer_create and is left clean by
- * every launch (counters reset, barriers monotonic), so CUDA-graph replays need
- * no host reset.
+ * Everything is zero after mj_symm_buffer_create; every launch leaves the
+ * bank the next launch uses zeroed, so CUDA-graph replays need no host reset.
  */
 #ifndef MJ_MOE_LAYOUT_H
 #define MJ_MOE_LAYOUT_H
 
 #include "layout/symm_layout.h"
 
-/* Workspace counters (u64 index). They only ever grow, so no launch or graph
- * replay has to reset them, and 64 bits never wrap in practice. */
-#define MJ_MOE_WS_GRID_ARRIVE 0 /* arrivals of this rank's CTAs at grid barriers */
-#define MJ_MOE_WS_XRANK 1       /* arrivals of all ranks at this rank's cross-rank barriers */
-#define MJ_MOE_WS_XRANK_SEEN 2  /* cross-rank barriers this rank passed (its CTA 0 only) */
-#define MJ_MOE_WS_WORDS 64      /* u32 words before list_count[E] and the lists */
+/* How the tensor cores see a format row (mj_moe_kind picks it). */
+#define MJ_MOE_KIND_BF16 0 /* BF16 wgmma k16; weights decoded to BF16, tokens BF16 */
+#define MJ_MOE_KIND_FP8 1  /* E4M3 wgmma k32 per block-scale pair, promoted into fp32 */
 
+/* The kernel: one producer warpgroup and two math warpgroups per CTA, one CTA
+ * per SM. Each math warpgroup owns two 64-row weight blocks of a task. */
+#define MJ_MOE_THREADS 384
+#define MJ_MOE_BLOCK_ROWS 64
+#define MJ_MOE_TASK_BLOCKS 4
+#define MJ_MOE_MAX_BLOCK_M 128
 #define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
+static inline int mj_moe_kind(int weight_fmt, int dispatch_fmt) {
+    (void)weight_fmt;
+    return dispatch_fmt == MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8 : MJ_MOE_KIND_BF16;
+}
+
+/* Bytes of one token element in the pools (E4M3 or BF16). */
+static inline int mj_moe_token_bytes(int kind) {
+    return kind == MJ_MOE_KIND_FP8 ? 1 : 2;
+}
+
+/* ------------------------------------------------------------ counters */
+
+/* Monotonic u32 words (index into the counter region). */
+#define MJ_MOE_CNT_EPOCH 0      /* launches finished on this rank */
+#define MJ_MOE_CNT_DONE 1       /* CTAs finished, over all launches */
+#define MJ_MOE_CNT_NTOK 2       /* this launch's num_tokens, published to the peers */
+#define MJ_MOE_CNT_END 3        /* end-of-launch arrivals of all ranks */
+#define MJ_MOE_CNT_ERROR 4      /* first device-side error (mj_moe_error_code), 0 = none */
+#define MJ_MOE_CNT_START 8      /* [R]: epoch + 1 once rank r's inputs are ready */
+#define MJ_MOE_CNT_FIXED (MJ_MOE_CNT_START + MJ_MAX_RANKS)
+
+/* Device-side error word: code in the high byte, a rank or index below. */
+#define MJ_MOE_ERR_PEER_START 1u /* a peer never published its inputs (low bits: rank) */
+#define MJ_MOE_ERR_POOL 2u       /* dispatched rows of a local expert never all arrived */
+#define MJ_MOE_ERR_L1 3u         /* GEMM 1 tiles of a token tile never all finished */
+#define MJ_MOE_ERR_COMBINE 4u    /* a token's GEMM 2 results never all arrived (low: token) */
+#define MJ_MOE_ERR_PEER_END 5u   /* a peer never finished the launch (low bits: rank) */
+#define MJ_MOE_ERR_PIPE 6u       /* an in-CTA pipeline wait expired (a kernel bug) */
+#define MJ_MOE_ERR_OVERFLOW 7u   /* more rows than the pool holds (a kernel bug) */
+
+/* One bank of per-launch counters (u32 words). */
+typedef struct mj_moe_bank {
+    mj_u32 task_claim;    /* next task to claim */
+    mj_u32 combine_claim; /* next combine item to claim */
+    mj_u32 fill;          /* [E_local] rows placed in each expert's tiles */
+    mj_u32 ready;         /* [E_local] rows written (release) */
+    mj_u32 l1_done;       /* [tiles] GEMM 1 warpgroup units finished per token tile */
+    mj_u32 arrive;        /* [T_max] GEMM 2 warpgroup units that reached each home token */
+    mj_u32 words;         /* bank size */
+} mj_moe_bank;
+
+/* ---------------------------------------------------------- weight images */
+
+/* How many K elements one pipeline stage covers: the largest multiple of 64
+ * dividing both GEMMs' K (hidden and intermediate) whose four-block weight
+ * stage and whose largest token tile stage (max_block_m rows of token_bytes)
+ * each stay within max_stage_bytes. 0 when no multiple of 64 divides both. */
+static inline int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int max_block_m,
+                                    int token_bytes, int max_stage_bytes) {
+    int bits = mj_format_bits(weight_fmt), best = 0;
+    for (int k = 64; k <= hidden && k <= inter; k += 64)
+        if (hidden % k == 0 && inter % k == 0 &&
+            MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS * k * bits / 8 <= max_stage_bytes &&
+            max_block_m * k * token_bytes <= max_stage_bytes)
+            best = k;
+    return best;
+}
+
+/* One GEMM's weights of one expert as the kernel streams them. Rows are cut
+ * into 64-row blocks (GEMM 1: block 2u = gate rows 64u.., block 2u + 1 = up
+ * rows 64u..; GEMM 2: block b = down rows 64b..), four blocks make a task and
+ * K is cut into stages. One stage of one task is one contiguous image:
+ * [block data] x nblk then [block scales] x nblk, tasks back to back, so a
+ * stage is one bulk copy and no byte is padding. */
+typedef struct mj_moe_wimage {
+    int rows, k, stage_k;
+    int blocks, tasks, stages;
+    mj_u32 blk_data; /* bytes of one block's stage data */
+    mj_u32 blk_sf;   /* bytes of one block's stage scales (0 for BF16) */
+    mj_u64 task_bytes; /* a full task (4 blocks), all stages */
+    mj_u64 bytes;      /* the whole expert GEMM */
+} mj_moe_wimage;
+
+static inline mj_moe_wimage mj_moe_wimage_of(int rows, int k, int stage_k, int weight_fmt) {
+    mj_moe_wimage w;
+    int group = mj_format_group(weight_fmt);
+    w.rows = rows;
+    w.k = k;
+    w.stage_k = stage_k;
+    w.blocks = rows / MJ_MOE_BLOCK_ROWS;
+    w.tasks = (w.blocks + MJ_MOE_TASK_BLOCKS - 1) / MJ_MOE_TASK_BLOCKS;
+    w.stages = k / stage_k;
+    w.blk_data = (mj_u32)(MJ_MOE_BLOCK_ROWS * stage_k * mj_format_bits(weight_fmt) / 8);
+    w.blk_sf = group ? (mj_u32)(MJ_MOE_BLOCK_ROWS * stage_k / group) : 0u;
+    w.task_bytes = (mj_u64)w.stages * MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf);
+    w.bytes = (mj_u64)w.stages * (mj_u64)w.blocks * (w.blk_data + w.blk_sf);
+    return w;
+}
+
+/* Blocks of task t (4, fewer for the last one). */
+static inline int mj_moe_task_blocks(const mj_moe_wimage *w, int t) {
+    int left = w->blocks - t * MJ_MOE_TASK_BLOCKS;
+    return left < MJ_MOE_TASK_BLOCKS ? left : MJ_MOE_TASK_BLOCKS;
+}
+
+/* Byte offset of stage s of task t in the expert's image. */
+static inline mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
+    return (mj_u64)t * w->task_bytes +
+           (mj_u64)s * (mj_u64)mj_moe_task_blocks(w, t) * (w->blk_data + w->blk_sf);
+}
+
+/* Both GEMMs of one expert: W1 image, then W2. */
+typedef struct mj_moe_weight_layout {
+    mj_moe_wimage w1, w2;
+    mj_u64 expert_bytes;
+} mj_moe_weight_layout;
+
+static inline mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int stage_k,
+                                                         int weight_fmt) {
+    mj_moe_weight_layout l;
+    l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
+    l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt);
+    l.expert_bytes = mj_align_up(l.w1.bytes + l.w2.bytes, MJ_LAYOUT_ALIGN);
+    return l;
+}
+
+/* ------------------------------------------------------------ token tiles */
+
+/* One stage of a token tile: block_m rows x stage_k elements as wgmma's
+ * no-swizzle K-major B operand (8-row x 16-byte core matrices, K-adjacent
+ * ones block_m / 8 * 128 bytes apart), then for the FP8 kind the fp32 block
+ * scales [stage_k / 32][block_m]. */
+static inline mj_u32 mj_moe_token_stage_bytes(int kind, int block_m, int stage_k) {
+    mj_u32 data = (mj_u32)(block_m * stage_k * mj_moe_token_bytes(kind));
+    return data + (kind == MJ_MOE_KIND_FP8 ? (mj_u32)(stage_k / 32 * block_m * 4) : 0u);
+}
+
+/* Byte offset of element (row n, element k) inside one stage image. */
+static inline mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
+    int tb = mj_moe_token_bytes(kind), kb = k * tb;
+    return (mj_u32)(((kb >> 4) * (block_m >> 3) + (n >> 3)) * 128 + (n & 7) * 16 + (kb & 15));
+}
+
+/* Dynamic shared memory of the kernel (templates/mega_moe/config.cuh uses
+ * the same macro): the stage ring (weights + tokens per stage, 128-aligned),
+ * the epilogue scratch of both math warpgroups (block_m x 272 bytes each),
+ * the routing tables (rows and tile prefix per local expert, tokens and pair
+ * prefix per rank) and the mbarriers. */
+#define MJ_MOE_RING_STAGE(wstage, bstage) (((wstage) + (bstage) + 127u) / 128u * 128u)
+#define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
+#define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                          \
+    ((stages) * MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m) * 272u +                         \
+     MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + 16u)
+
+/* Rows the pools hold: every (token, slot) pair of every rank, plus a partly
+ * filled last tile per local expert at the largest tile size. */
+static inline mj_u64 mj_moe_pool_rows(int experts, int topk, int ranks, int max_tokens) {
+    return (mj_u64)ranks * (mj_u64)max_tokens * (mj_u64)topk +
+           (mj_u64)(experts / ranks) * MJ_MOE_MAX_BLOCK_M;
+}
+
+/* Token tiles the pools hold at tile size block_m. */
+static inline mj_u64 mj_moe_pool_tiles(int experts, int topk, int ranks, int max_tokens,
+                                       int block_m) {
+    return mj_moe_pool_rows(experts, topk, ranks, max_tokens) / (mj_u64)block_m;
+}
+
+static inline mj_moe_bank mj_moe_bank_of(int experts, int topk, int ranks, int max_tokens) {
+    mj_moe_bank b;
+    mj_u32 local = (mj_u32)(experts / ranks);
+    b.task_claim = 0;
+    b.combine_claim = 1;
+    b.fill = 2;
+    b.ready = b.fill + local;
+    b.l1_done = b.ready + local;
+    b.arrive = b.l1_done + (mj_u32)mj_moe_pool_tiles(experts, topk, ranks, max_tokens, 8);
+    b.words = (mj_u32)mj_align_up(b.arrive + (mj_u64)max_tokens, 64);
+    return b;
+}
+
 typedef struct mj_moe_layout {
-    mj_u64 ws_offset;
-    mj_u64 list_count_offset; /* u32 [E] */
-    mj_u64 list_offset;       /* u32 [E][T_max * K]: token * K + slot */
+    mj_u64 counters_offset; /* u32 [MJ_MOE_CNT_FIXED], then bank 0, bank 1 */
     mj_u64 pool_offset;
     mj_u64 pool_meta_offset;
     mj_u64 pool2_offset;
     mj_u64 combine_offset;
-    mj_u64 pool_rows; /* P */
+    mj_u64 pool_rows;
+    mj_moe_bank bank;
     mj_u64 end;
 } mj_moe_layout;
 
+/* The pools are sized for the larger token element (BF16), whatever the kind. */
 static inline mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, int topk, int ranks,
                                           int max_tokens, int fmt) {
     mj_moe_layout l;
-    mj_u64 list_cap = (mj_u64)max_tokens * (mj_u64)topk;
-    l.pool_rows = (mj_u64)ranks * list_cap;
-    l.ws_offset = mj_layout_input(hidden, topk, max_tokens, fmt).end;
-    l.list_count_offset = l.ws_offset + MJ_MOE_WS_WORDS * 4ull;
-    l.list_offset = mj_align_up(l.list_count_offset + (mj_u64)experts * 4ull, MJ_LAYOUT_ALIGN);
-    l.pool_offset = mj_align_up(l.list_offset + (mj_u64)experts * list_cap * 4ull, MJ_LAYOUT_ALIGN);
+    l.pool_rows = mj_moe_pool_rows(experts, topk, ranks, max_tokens);
+    l.bank = mj_moe_bank_of(experts, topk, ranks, max_tokens);
+    l.counters_offset = mj_layout_input(hidden, topk, max_tokens, fmt).end;
+    mj_u64 counter_bytes = (MJ_MOE_CNT_FIXED + 2ull * l.bank.words) * 4ull;
+    /* FP8 tiles carry 4 bytes of scale per 32 elements: within the BF16 size. */
+    l.pool_offset = mj_align_up(l.counters_offset + counter_bytes, MJ_LAYOUT_ALIGN);
     l.pool_meta_offset =
         mj_align_up(l.pool_offset + l.pool_rows * (mj_u64)hidden * 2ull, MJ_LAYOUT_ALIGN);
     l.pool2_offset =
@@ -62,38 +235,6 @@ static inline mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, in
     return l;
 }
 
-/* Expert weights of one rank in the kernel's layout: per local expert the
- * checkpoint layout (row-major [out][in], FP4 packed with the even element in
- * the low nibble, scales [out][in / group]), experts back to back. */
-typedef struct mj_moe_weight_layout {
-    mj_u64 w1_expert_bytes; /* [2I][H * bits / 8]: gate rows, then up rows */
-    mj_u64 w1_sf_expert_bytes;
-    mj_u64 w2_expert_bytes; /* [H][I * bits / 8] */
-    mj_u64 w2_sf_expert_bytes;
-} mj_moe_weight_layout;
-
-static inline mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int fmt) {
-    mj_moe_weight_layout l;
-    int bits = mj_format_bits(fmt), group = mj_format_group(fmt);
-    l.w1_expert_bytes = 2ull * (mj_u64)inter * (mj_u64)hidden * (mj_u64)bits / 8ull;
-    l.w1_sf_expert_bytes = group ? 2ull * (mj_u64)inter * (mj_u64)(hidden / group) : 0ull;
-    l.w2_expert_bytes = (mj_u64)hidden * (mj_u64)inter * (mj_u64)bits / 8ull;
-    l.w2_sf_expert_bytes = group ? (mj_u64)hidden * (mj_u64)(inter / group) : 0ull;
-    return l;
-}
-
-/* Launch shape: one warpgroup per CTA, one persistent CTA per SM of the rank. */
-#define MJ_MOE_THREADS 128
-#define MJ_MOE_BLOCK_N 64 /* weight rows per tile: the wgmma M of one warpgroup */
-#define MJ_MOE_BLOCK_K 64 /* reduction elements staged in shared memory per step */
-#define MJ_MOE_MAX_BLOCK_M 64
-
-/* Dynamic shared memory: the token tile (BF16, [block_m][BLOCK_K]) and the fp32
- * activation tile of the GEMM 1 epilogue ([BLOCK_N][block_m]). */
-static inline mj_u32 mj_moe_smem_bytes(int block_m) {
-    return (mj_u32)(block_m * MJ_MOE_BLOCK_K * 2 + MJ_MOE_BLOCK_N * block_m * 4);
-}
-
 /* Bytes of one rank's region when it also holds the MegaMoE regions. */
 static inline mj_u64 mj_layout_moe_rank_bytes(int hidden, int inter, int experts, int topk,
                                               int ranks, int max_tokens, int fmt) {
@@ -103,11 +244,8 @@ static inline mj_u64 mj_layout_moe_rank_bytes(int hidden, int inter, int experts
 
 /* Runtime arguments of the mega_moe kernel, passed by value (__grid_constant__). */
 typedef struct mj_moe_args {
-    mj_peers peers;             /* region bases: own + per-rank offsets */
-    const unsigned char *w1;    /* this rank's local experts, mj_moe_weight_layout */
-    const unsigned char *w1_sf; /* NULL for BF16 weights */
-    const unsigned char *w2;
-    const unsigned char *w2_sf;
+    mj_peers peers;            /* region bases: own + per-rank offsets */
+    const unsigned char *w;    /* this rank's local experts, mj_moe_weight_layout */
     const float *l1_alpha_gate; /* [E_local] device arrays, default 1 */
     const float *l1_alpha_up;
     const float *l2_alpha;
@@ -115,6 +253,16 @@ typedef struct mj_moe_args {
     unsigned short *y; /* [num_tokens][H] BF16 */
     int *recv_stats;   /* [E_local], added to; may be NULL */
     int num_tokens;
+    mj_u64 timeout_ns; /* every wait on another CTA or rank gives up after this */
 } mj_moe_args;
+
+/* Runtime arguments of the weight-image kernel: one projection of one expert
+ * from the checkpoint layout into the expert's image. */
+typedef struct mj_moe_image_args {
+    const unsigned char *data; /* [rows][K * bits / 8] */
+    const unsigned char *sf;   /* [rows][K / group]; NULL for BF16 */
+    unsigned char *expert;     /* the expert's image (W1 then W2) */
+    int projection;            /* 0 gate, 1 up, 2 down */
+} mj_moe_image_args;
 
 #endif /* MJ_MOE_LAYOUT_H */

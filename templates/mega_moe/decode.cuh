@@ -1,48 +1,68 @@
 /*
- * Exact decoding of block-scaled values into BF16 for the BF16 tensor cores.
- * Every element times its block scale is exact in BF16: E2M1 x UE4M3 needs 6
- * significant bits, E4M3 or E2M1 x 2^k needs 4, and the weight loader keeps
- * UE8M0 weight scales where no product under- or overflows BF16.
+ * Weight decoders: the words of a weight image (weight_image.cuh) into wgmma
+ * A fragments, and block-scale bytes into the values the math needs. Every
+ * decode is exact: E2M1 is exact in E4M3 and in BF16, E2M1 x UE8M0 and
+ * E2M1 x UE4M3 are exact in BF16 for the scale bytes the weight loader
+ * accepts. Host and device compile this file (tests/test_weight_image.cpp).
  */
 #ifndef MJ_MEGA_MOE_DECODE_CUH
 #define MJ_MEGA_MOE_DECODE_CUH
 
 #include "common/numerics.cuh"
-#include "layout/symm_layout.h"
 
 namespace mj {
 
-__device__ __forceinline__ float f32_from_e2m1(mj_u32 code) {
-    // {0, 0.5, 1, 1.5, 2, 3, 4, 6}: index i < 2 is i/2, else (2 + (i & 1)) << ((i >> 1) - 1) / 2.
-    const mj_u32 i = code & 7u;
-    const float mag = i < 2u ? 0.5f * (float)i : (float)((2u + (i & 1u)) << ((i >> 1) - 1u)) * 0.5f;
-    return (code & 8u) ? -mag : mag;
+/* E4M3 bytes of the E2M1 magnitudes 0, 0.5, 1, 1.5 and 2, 3, 4, 6. */
+#define MJ_E2M1_E4M3_LO 0x3C383000u
+#define MJ_E2M1_E4M3_HI 0x4C484440u
+
+/* One FP8-kind E2M1 word into a[0] (bytes of K 4q..) and a[2] (K 4q+16..). */
+MJ_HD void e2m1x8_to_e4m3x8(mj_u32 w, mj_u32 &lo, mj_u32 &hi) {
+    const mj_u32 mag = w & 0x77777777u;
+    lo = byte_perm(MJ_E2M1_E4M3_LO, MJ_E2M1_E4M3_HI, mag) | (w & 0x80808080u);
+    hi = byte_perm(MJ_E2M1_E4M3_LO, MJ_E2M1_E4M3_HI, mag >> 16) | ((w << 4) & 0x80808080u);
 }
 
-/* Value of one block-scale byte of format fmt. */
-template <int kFmt> __device__ __forceinline__ float block_scale(unsigned char s) {
-    return kFmt == MJ_FMT_NVFP4 ? f32_from_e4m3(s) : f32_from_bits((mj_u32)s << 23);
+/* One BF16-kind E2M1 word into the four registers of a K16 step, each value
+ * E2M1 x 2^-126 (its 3 magnitude bits become the two low exponent bits and
+ * the top mantissa bit; code 1, 0.5, is the BF16 subnormal 2^-127).
+ * Register i takes nibble i (low half) and nibble 4 + i (high half). */
+MJ_HD mj_u32 e2m1x2_to_bf16x2_tiny(mj_u32 w, int i) {
+    const int mag_shift = 6 - 4 * i, sign_shift = 12 - 4 * i;
+    const mj_u32 mag = mag_shift >= 0 ? w << mag_shift : w >> -mag_shift;
+    return (mag & 0x01C001C0u) | ((w << sign_shift) & 0x80008000u);
 }
 
-__device__ __forceinline__ mj_u32 pack_bf16x2(float lo, float hi) {
+#define MJ_BF16X2_2P126 0x7E807E80u /* 2^126 in both halves */
+
+#if defined(__CUDA_ARCH__)
+/* a * b in both BF16 lanes, exact here (the + -0 keeps -0 products -0). */
+__device__ __forceinline__ mj_u32 bf16x2_mul(mj_u32 a, mj_u32 b) {
+    mj_u32 d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+    return d;
+}
+#else
+inline mj_u32 bf16x2_mul(mj_u32 a, mj_u32 b) {
+    const float lo = f32_from_bits(a << 16) * f32_from_bits(b << 16);
+    const float hi = f32_from_bits(a & 0xffff0000u) * f32_from_bits(b & 0xffff0000u);
     return (mj_u32)bf16_from_f32(lo) | ((mj_u32)bf16_from_f32(hi) << 16);
 }
+#endif
 
-/* Elements k, k+1 (k even) of a row stored in fmt, times their block scale,
- * as a BF16 pair (lower k in the low half). row: the row's data; sf_row: its
- * scale bytes (unused for BF16). */
-template <int kFmt>
-__device__ __forceinline__ mj_u32 decode_pair(const unsigned char *row, const unsigned char *sf_row,
-                                              int k) {
-    if (kFmt == MJ_FMT_BF16) return *reinterpret_cast<const mj_u32 *>(row + 2 * k);
-    const float s = block_scale<kFmt>(sf_row[k / mj_format_group(kFmt)]);
-    if (kFmt == MJ_FMT_MXFP8) {
-        const unsigned short two = *reinterpret_cast<const unsigned short *>(row + k);
-        return pack_bf16x2(f32_from_e4m3((unsigned char)(two & 0xffu)) * s,
-                           f32_from_e4m3((unsigned char)(two >> 8)) * s);
-    }
-    const unsigned char byte = row[k / 2];
-    return pack_bf16x2(f32_from_e2m1(byte & 0xfu) * s, f32_from_e2m1(byte >> 4) * s);
+/* BF16 bits of a block scale byte (UE8M0 or UE4M3), in both halves. */
+template <int kFmt> MJ_HD mj_u32 scale_bf16x2(mj_u32 byte) {
+    mj_u32 h;
+    if (kFmt == MJ_FMT_NVFP4)
+        h = bf16_from_f32(f32_from_e4m3((unsigned char)byte)); // exact: 4 significant bits
+    else
+        h = byte << 7; // 2^(e - 127); the loader keeps e >= 3
+    return h | (h << 16);
+}
+
+/* fp32 value of a UE8M0 scale byte (e >= 1). */
+MJ_HD float ue8m0_value(mj_u32 byte) {
+    return f32_from_bits(byte << 23);
 }
 
 } // namespace mj

@@ -1,74 +1,80 @@
 /*
- * Barriers of the persistent MegaMoE kernel: across the CTAs of one rank (all
- * co-resident, one per SM) and across ranks through the symmetric buffer.
- * Counters only grow: a barrier waits for the next multiple of its party size,
- * so launches and CUDA-graph replays start with no reset.
+ * Counters between the CTAs of one rank and across ranks. Nothing here is a
+ * barrier: a CTA waits only for a count that work already claimed by running
+ * CTAs will reach, and every wait gives up after the launch's timeout with a
+ * code in the rank's error word (mj_mega_moe reports it). Scope: .gpu for the
+ * CTAs of one GPU (one rank, or emulated ranks), .sys only towards real peers.
  */
 #ifndef MJ_MEGA_MOE_SYNC_CUH
 #define MJ_MEGA_MOE_SYNC_CUH
 
 #include "layout/moe_layout.h"
+#include "mega_moe/pipeline.cuh"
 
 namespace mj {
 
-__device__ __forceinline__ mj_u64 ld_acquire_gpu(const mj_u64 *p) {
-    mj_u64 v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+template <bool kSys> __device__ __forceinline__ mj_u32 ld_acquire(const mj_u32 *p) {
+    mj_u32 v;
+    if (kSys)
+        asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    else
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
-__device__ __forceinline__ mj_u64 ld_acquire_sys(const mj_u64 *p) {
-    mj_u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
+template <bool kSys> __device__ __forceinline__ void red_release_add(mj_u32 *p, mj_u32 v) {
+    if (kSys)
+        asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+    else
+        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-__device__ __forceinline__ mj_u64 atom_add_acq_rel_gpu(mj_u64 *p, mj_u64 v) {
-    mj_u64 old;
-    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;"
-                 : "=l"(old)
-                 : "l"(p), "l"(v)
-                 : "memory");
+template <bool kSys> __device__ __forceinline__ void st_release(mj_u32 *p, mj_u32 v) {
+    if (kSys)
+        asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+    else
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* Work claims need no ordering: what a claim protects is published by the
+ * counters above. */
+__device__ __forceinline__ mj_u32 claim(mj_u32 *p) {
+    mj_u32 old;
+    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
     return old;
 }
 
-__device__ __forceinline__ void red_release_sys(mj_u64 *p, mj_u64 v) {
-    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+/* Writes before it, by this thread, are ordered before later writes that
+ * other CTAs (kSys: other GPUs) observe. */
+template <bool kSys> __device__ __forceinline__ void fence_scope() {
+    if (kSys)
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+    else
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
 template <class T> __device__ __forceinline__ T *peer_ptr(const mj_peers &peers, int rank, T *own) {
-    return reinterpret_cast<T *>(reinterpret_cast<char *>(own) + peers.offsets[rank]);
+    return reinterpret_cast<T *>(reinterpret_cast<mj_u64>(own) + (mj_u64)peers.offsets[rank]);
 }
 
-/* All CTAs of this rank. `system`: the writes before it (also to peers) are
- * made visible at system scope first, for a cross-rank barrier to publish. */
-template <int kNumCtas> __device__ __forceinline__ void grid_barrier(mj_u64 *ws, bool system) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        if (system) __threadfence_system();
-        const mj_u64 arrived = atom_add_acq_rel_gpu(ws + MJ_MOE_WS_GRID_ARRIVE, 1ull) + 1ull;
-        const mj_u64 target = (arrived + kNumCtas - 1) / kNumCtas * kNumCtas;
-        while (ld_acquire_gpu(ws + MJ_MOE_WS_GRID_ARRIVE) < target) {
-        }
-    }
-    __syncthreads();
+/* Records the first error of this launch; later ones keep it. */
+__device__ __forceinline__ void report_error(mj_u32 *counters, mj_u32 code, mj_u32 detail) {
+    atomicCAS(counters + MJ_MOE_CNT_ERROR, 0u, (code << 24) | (detail & 0xffffffu));
 }
 
-/* All CTAs of all ranks: this rank's CTAs meet, CTA 0 signals every rank and
- * waits for every rank's signal, then releases its CTAs. */
-template <int kNumCtas, int kRanks>
-__device__ __forceinline__ void cross_rank_barrier(mj_u64 *ws, const mj_peers &peers) {
-    grid_barrier<kNumCtas>(ws, true);
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        for (int r = 0; r < kRanks; r++)
-            red_release_sys(peer_ptr(peers, r, ws + MJ_MOE_WS_XRANK), 1ull);
-        volatile mj_u64 *seen = ws + MJ_MOE_WS_XRANK_SEEN;
-        const mj_u64 passed = *seen + 1ull;
-        *seen = passed;
-        while (ld_acquire_sys(ws + MJ_MOE_WS_XRANK) < passed * kRanks) {
-        }
+/* Spins (with backoff, so spinning warps leave the issue slots to the math
+ * warps of their SM) until *p >= target. False after timeout_ns. */
+template <bool kSys>
+__device__ __forceinline__ bool wait_geq(const mj_u32 *p, mj_u32 target, mj_u64 timeout_ns) {
+    if (ld_acquire<kSys>(p) >= target) return true;
+    const mj_u64 t0 = global_timer_ns();
+    mj_u32 sleep_ns = 32;
+    while (ld_acquire<kSys>(p) < target) {
+        if (global_timer_ns() - t0 > timeout_ns) return false;
+        __nanosleep(sleep_ns);
+        sleep_ns = sleep_ns < 1024 ? 2 * sleep_ns : sleep_ns;
     }
-    grid_barrier<kNumCtas>(ws, false);
+    return true;
 }
 
 } // namespace mj

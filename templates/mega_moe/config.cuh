@@ -1,0 +1,79 @@
+/*
+ * Everything the MegaMoE kernel derives at compile time from its template
+ * parameters (the heuristics' mj_moe_kernel_config on the host): the compute
+ * kind, tile and stage geometry, the shared-memory map.
+ */
+#ifndef MJ_MEGA_MOE_CONFIG_CUH
+#define MJ_MEGA_MOE_CONFIG_CUH
+
+#include "layout/moe_layout.h"
+
+namespace mj {
+
+template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int kMaxTokens_,
+          int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
+          int kBlockM_, int kStageK_, int kStages_, int kNumSMs_, int kSysScope_>
+struct MoeConfig {
+    static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_,
+                         kTopk = kTopk_, kRanks = kRanks_, kMaxTokens = kMaxTokens_;
+    static constexpr int kWeightFmt = kWeightFmt_, kDispatchFmt = kDispatchFmt_, kL2Fmt = kL2Fmt_;
+    static constexpr int kActivation = kActivation_;
+    static constexpr unsigned kClampBits = kClampBits_;
+    static constexpr int kBlockM = kBlockM_, kStageK = kStageK_, kStages = kStages_,
+                         kNumSMs = kNumSMs_;
+    static constexpr bool kSys = kSysScope_ != 0;
+
+    static constexpr int kLocal = kExperts / kRanks;
+    static constexpr int kKind = kDispatchFmt == MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8 : MJ_MOE_KIND_BF16;
+    static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
+    static constexpr int kTokenBytes = kFp8 ? 1 : 2;
+    static constexpr int kWBits = kWeightFmt == MJ_FMT_BF16 ? 16 : kWeightFmt == MJ_FMT_MXFP8 ? 8 : 4;
+    static constexpr int kWGroup = kWeightFmt == MJ_FMT_BF16 ? 0 : kWeightFmt == MJ_FMT_NVFP4 ? 16 : 32;
+    static constexpr bool kW4 = kWBits == 4;
+
+    /* Weight image geometry (mj_moe_wimage, here as constants). */
+    static constexpr int kBlocks1 = 2 * kInter / MJ_MOE_BLOCK_ROWS, kBlocks2 = kHidden / MJ_MOE_BLOCK_ROWS;
+    static constexpr int kTasks1 = (kBlocks1 + 3) / 4, kTasks2 = (kBlocks2 + 3) / 4;
+    static constexpr int kUnits1 = kBlocks1 / 2;       // warpgroup units of GEMM 1 (64 intermediates)
+    static constexpr int kUnits2 = (kBlocks2 + 1) / 2; // warpgroup units of GEMM 2 (<= 128 rows)
+    static constexpr int kStages1 = kHidden / kStageK, kStages2 = kInter / kStageK;
+    static constexpr mj_u32 kBlkData = MJ_MOE_BLOCK_ROWS * kStageK * kWBits / 8;
+    static constexpr mj_u32 kBlkSf = kWGroup ? MJ_MOE_BLOCK_ROWS * kStageK / kWGroup : 0;
+    static constexpr mj_u32 kWStage = 4 * (kBlkData + kBlkSf);
+    static constexpr mj_u64 kTaskBytes1 = (mj_u64)kStages1 * kWStage, kTaskBytes2 = (mj_u64)kStages2 * kWStage;
+    static constexpr mj_u64 kW1Bytes = (mj_u64)kStages1 * kBlocks1 * (kBlkData + kBlkSf);
+    static constexpr mj_u64 kW2Bytes = (mj_u64)kStages2 * kBlocks2 * (kBlkData + kBlkSf);
+    static constexpr mj_u64 kExpertBytes = (kW1Bytes + kW2Bytes + MJ_LAYOUT_ALIGN - 1) / MJ_LAYOUT_ALIGN * MJ_LAYOUT_ALIGN;
+
+    /* Token tiles. */
+    static constexpr mj_u32 kBData = kBlockM * kStageK * kTokenBytes;
+    static constexpr mj_u32 kBStage = kBData + (kFp8 ? kStageK / 32 * kBlockM * 4 : 0);
+    static constexpr mj_u64 kTile1 = (mj_u64)kStages1 * kBStage, kTile2 = (mj_u64)kStages2 * kBStage;
+
+    /* Shared memory: the stage ring, the epilogue scratch of both math
+     * warpgroups, the routing tables, the barriers. */
+    static constexpr mj_u32 kRingStage = MJ_MOE_RING_STAGE(kWStage, kBStage);
+    static constexpr int kEpiStride = 68; // fp32 per token column of a 64-row unit (bank spread)
+    static constexpr mj_u32 kEpiBytes = (mj_u32)kBlockM * 272u; // also 128 x bf16 at pitch 136
+    static constexpr mj_u32 kSmemRing = 0, kSmemEpi = kStages * kRingStage;
+    static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
+    static constexpr mj_u32 kSmemBars = kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
+    static constexpr mj_u32 kSmemBytes = MJ_MOE_SMEM_BYTES(kWStage, kBStage, (mj_u32)kStages,
+                                                           (mj_u32)kBlockM, (mj_u32)kLocal,
+                                                           (mj_u32)kRanks);
+    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 16, "shared-memory map");
+
+    static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
+    static_assert(kStageK % 64 == 0 && kHidden % kStageK == 0 && kInter % kStageK == 0, "stage K");
+    static_assert(kInter % 64 == 0 && kHidden % 64 == 0, "shapes are multiples of 64");
+    static_assert(kBlockM == 8 || kBlockM == 16 || kBlockM == 32 || kBlockM == 64 || kBlockM == 128,
+                  "BLOCK_M");
+    static_assert(!kFp8 || kBlockM <= 64, "the FP8 kind keeps two chunk products in registers");
+    static_assert(kBlkData % 2048 == 0, "a block's stage is whole 16-byte chunks of 128 threads");
+    static_assert(!kFp8 || kWeightFmt == MJ_FMT_MXFP8 || kWeightFmt == MJ_FMT_MXFP4, "FP8 kind weights");
+    static_assert(kFp8 || kWeightFmt != MJ_FMT_MXFP8, "MXFP8 weights take the FP8 kind");
+};
+
+} // namespace mj
+
+#endif // MJ_MEGA_MOE_CONFIG_CUH

@@ -1,0 +1,136 @@
+/*
+ * Dispatch: routing and the pull of token rows into the GEMM 1 tiles.
+ *
+ * Every CTA counts the pairs of all ranks routed to each local expert (the
+ * same tables everywhere, no exchange). The pairs of all ranks, concatenated,
+ * are then pulled round-robin over the CTAs: a warp claims the pair's row in
+ * its expert's tiles (the order of rows inside an expert does not change any
+ * result: every token column of the GEMMs is computed on its own), converts
+ * the row from the dispatch format into the tile image, writes its meta and
+ * releases one row of the expert's ready count.
+ */
+#ifndef MJ_MEGA_MOE_DISPATCH_CUH
+#define MJ_MEGA_MOE_DISPATCH_CUH
+
+#include "mega_moe/activation.cuh"
+#include "mega_moe/launch.cuh"
+
+namespace mj {
+
+template <class C> __device__ __forceinline__ const int *rank_ids(const Launch<C> &L, int s) {
+    return peer_ptr(L.peers(), s, reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset));
+}
+
+/* Adds every pair routed to a local expert into L.routing.rows (zeroed). */
+template <class C> __device__ __forceinline__ void route_count(const Launch<C> &L, int tid) {
+    const int first = (int)L.peers().rank * C::kLocal;
+    for (int s = 0; s < C::kRanks; s++) {
+        const int *ids = rank_ids(L, s);
+        const int n = L.ntok[s] * C::kTopk;
+        const int n4 = n / 4;
+        for (int i = tid; i < n4; i += MJ_MOE_THREADS) {
+            const int4 v = reinterpret_cast<const int4 *>(ids)[i];
+            const int e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (e[j] >= first && e[j] < first + C::kLocal) atomicAdd(L.routing.rows + (e[j] - first), 1u);
+        }
+        for (int i = 4 * n4 + tid; i < n; i += MJ_MOE_THREADS) {
+            const int e = ids[i];
+            if (e >= first && e < first + C::kLocal) atomicAdd(L.routing.rows + (e - first), 1u);
+        }
+    }
+}
+
+/* Eight elements k .. k + 7 of a row in the dispatch format, as BF16 pairs. */
+template <int kFmt>
+__device__ __forceinline__ uint4 bf16x8_of(const unsigned char *x_row, const unsigned char *sf_row,
+                                           int k) {
+    if (kFmt == MJ_FMT_BF16) return *reinterpret_cast<const uint4 *>(x_row + 2 * k);
+    // NVFP4: E2M1 x UE4M3 is exact in BF16.
+    const mj_u32 packed = *reinterpret_cast<const mj_u32 *>(x_row + k / 2);
+    const float s = f32_from_e4m3(sf_row[k / 16]);
+    mj_u32 w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        w[i] = (mj_u32)bf16_from_f32(moe::f32_from_e2m1(packed >> (8 * i)) * s) |
+               ((mj_u32)bf16_from_f32(moe::f32_from_e2m1(packed >> (8 * i + 4)) * s) << 16);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* One pair's token row into row r of its tile (all stages), by one warp. */
+template <class C>
+__device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
+                                         int r, int lane) {
+    const unsigned char *src = peer_ptr(L.peers(), s, L.own);
+    const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
+    const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
+    if (C::kFp8) {
+        // E4M3 bytes move as they are; the UE8M0 scales become fp32.
+        for (int k = 16 * lane; k < C::kHidden; k += 16 * 32) {
+            unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
+            const int kk = k % C::kStageK;
+            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, r, kk)) =
+                *reinterpret_cast<const uint4 *>(x_row + k);
+            if (kk % 32 == 0)
+                reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
+                    f32_from_bits((mj_u32)sf_row[k / 32] << 23);
+        }
+    } else {
+        for (int k = 8 * lane; k < C::kHidden; k += 8 * 32) {
+            unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
+            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, r,
+                                                                   k % C::kStageK)) =
+                bf16x8_of<C::kDispatchFmt>(x_row, sf_row, k);
+        }
+    }
+}
+
+/* The pairs of this CTA (ordinals blockIdx.x + j * kNumSMs over all ranks'
+ * pairs), j = slot, slot + slots, ...: one warp of `slots` pulling warps. */
+template <class C> __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, int lane) {
+    const int total = L.pair_base[C::kRanks];
+    const int first = (int)L.peers().rank * C::kLocal;
+    for (int o = (int)blockIdx.x + slot * C::kNumSMs; o < total; o += slots * C::kNumSMs) {
+        int s = 0;
+        while (L.pair_base[s + 1] <= o)
+            s++;
+        const int i = o - L.pair_base[s];
+        const int e = rank_ids(L, s)[i];
+        if (e < first || e >= first + C::kLocal) continue;
+        const int le = e - first;
+        mj_u32 pos = 0;
+        if (lane == 0) pos = claim(L.fill() + le);
+        pos = __shfl_sync(0xffffffffu, pos, 0);
+        const int tile = (int)L.routing.tiles[le] + (int)pos / C::kBlockM, r = (int)pos % C::kBlockM;
+        if (tile >= (int)L.routing.tiles[le + 1]) { // more pairs than counted: a kernel bug
+            if (lane == 0) L.fail(MJ_MOE_ERR_OVERFLOW, (mj_u32)le);
+            continue;
+        }
+        const int token = i / C::kTopk;
+        pull_row(L, s, token, L.tile1(tile), r, lane);
+        if (lane == 0) {
+            const unsigned char *src = peer_ptr(L.peers(), s, L.own);
+            const float xs =
+                C::kDispatchFmt == MJ_FMT_NVFP4
+                    ? reinterpret_cast<const float *>(src + L.in.x_scales_offset)[token]
+                    : 1.0f;
+            const float w = reinterpret_cast<const float *>(src + L.in.topk_w_offset)[i];
+            mj_u32 *m = L.meta_row(tile, r);
+            m[0] = (mj_u32)s;
+            m[1] = (mj_u32)token;
+            m[2] = (mj_u32)(i % C::kTopk);
+            m[3] = f32_bits(xs);
+            m[4] = f32_bits(w);
+        }
+        // Every lane's row bytes before the release; bulk copies read them.
+        fence_scope<false>();
+        fence_proxy_async_global();
+        __syncwarp();
+        if (lane == 0) red_release_add<false>(L.ready() + le, 1u);
+    }
+}
+
+} // namespace mj
+
+#endif // MJ_MEGA_MOE_DISPATCH_CUH

@@ -1,0 +1,65 @@
+/*
+ * What every role of one MegaMoE launch reads: this rank's regions, the
+ * counter bank of the launch, the routing tables in shared memory.
+ */
+#ifndef MJ_MEGA_MOE_LAUNCH_CUH
+#define MJ_MEGA_MOE_LAUNCH_CUH
+
+#include "common/numerics.cuh"
+#include "mega_moe/scheduler.cuh"
+#include "mega_moe/sync.cuh"
+
+namespace mj {
+
+template <class C> struct Launch {
+    const mj_moe_args *args;
+    unsigned char *own; // this rank's region
+    mj_input_layout in;
+    mj_moe_layout l;
+    mj_u32 *counters; // monotonic words
+    mj_u32 *bank;     // this launch's counter bank
+    mj_u32 epoch;
+    unsigned char *pool, *pool2;
+    mj_u32 *meta;
+    unsigned short *combine;
+    Routing<C> routing;
+    int *ntok;      // [R] tokens of each rank in this launch
+    int *pair_base; // [R + 1] prefix of ntok * K: the pairs of all ranks, concatenated
+    unsigned char *smem;
+
+    __device__ __forceinline__ const mj_peers &peers() const { return args->peers; }
+    __device__ __forceinline__ mj_u32 *fill() const { return bank + l.bank.fill; }
+    __device__ __forceinline__ mj_u32 *ready() const { return bank + l.bank.ready; }
+    __device__ __forceinline__ mj_u32 *l1_done() const { return bank + l.bank.l1_done; }
+    __device__ __forceinline__ mj_u32 *arrive() const { return bank + l.bank.arrive; }
+    __device__ __forceinline__ unsigned char *tile1(int tile) const {
+        return pool + (mj_u64)tile * C::kTile1;
+    }
+    __device__ __forceinline__ unsigned char *tile2(int tile) const {
+        return pool2 + (mj_u64)tile * C::kTile2;
+    }
+    __device__ __forceinline__ mj_u32 *meta_row(int tile, int r) const {
+        return meta + ((mj_u64)tile * C::kBlockM + (mj_u64)r) * MJ_MOE_META_WORDS;
+    }
+    __device__ __forceinline__ void fail(mj_u32 code, mj_u32 detail) const {
+        report_error(counters, code, detail);
+    }
+};
+
+/* Loads that must see what other CTAs wrote in this launch: around L1. */
+__device__ __forceinline__ mj_u32 ld_cg(const mj_u32 *p) {
+    mj_u32 v;
+    asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
+    uint4 v;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+} // namespace mj
+
+#endif // MJ_MEGA_MOE_LAUNCH_CUH

@@ -1,0 +1,101 @@
+/*
+ * Tasks of one launch. Every CTA builds the same routing tables (rows per
+ * local expert, token tiles per expert as a prefix) from the top-k ids, so
+ * the task list needs no exchange:
+ *
+ *   GEMM 1 task (tile, n): token tile x four 64-row blocks of W1 (gate and
+ *                          up of 128 intermediates), all of K = hidden
+ *   GEMM 2 task (tile, n): token tile x four 64-row blocks of W2, K = inter
+ *
+ * numbered tile-major, every GEMM 1 task before every GEMM 2 task. CTAs claim
+ * them in order from one counter, so when a GEMM 2 task waits for the GEMM 1
+ * tasks of its tile, those were claimed earlier by CTAs that are running:
+ * no wait is on work nobody holds, on any SM count.
+ */
+#ifndef MJ_MEGA_MOE_SCHEDULER_CUH
+#define MJ_MEGA_MOE_SCHEDULER_CUH
+
+#include "mega_moe/config.cuh"
+
+namespace mj {
+
+struct Task {
+    int gemm;  // 1 or 2; 0 = no more tasks
+    int local; // local expert
+    int tile;  // token tile index in the pools
+    int row0;  // first row of the tile among the expert's rows
+    int valid; // rows of the tile that hold tokens
+    int n;     // task index inside the expert's GEMM (four 64-row blocks)
+};
+
+/* rows[le]: rows of local expert le; tiles[le]: its first tile (tiles[kLocal]
+ * = all tiles). Shared memory, filled by route_count + route_prefix. */
+template <class C> struct Routing {
+    mj_u32 *rows;
+    mj_u32 *tiles;
+
+    __device__ __forceinline__ int num_tiles() const { return (int)tiles[C::kLocal]; }
+    __device__ __forceinline__ int num_tasks() const {
+        return num_tiles() * (C::kTasks1 + C::kTasks2);
+    }
+
+    /* The local expert owning tile (tiles is non-decreasing). */
+    __device__ __forceinline__ int expert_of(int tile) const {
+        int lo = 0, hi = C::kLocal - 1;
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if ((int)tiles[mid] <= tile)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        return lo;
+    }
+
+    __device__ __forceinline__ Task decode(int t) const {
+        Task k;
+        const int first2 = num_tiles() * C::kTasks1;
+        if (t >= num_tasks()) {
+            k.gemm = 0;
+            return k;
+        }
+        const int per = t < first2 ? C::kTasks1 : C::kTasks2;
+        const int u = t < first2 ? t : t - first2;
+        k.gemm = t < first2 ? 1 : 2;
+        k.tile = u / per;
+        k.n = u % per;
+        k.local = expert_of(k.tile);
+        k.row0 = (k.tile - (int)tiles[k.local]) * C::kBlockM;
+        const int left = (int)rows[k.local] - k.row0;
+        k.valid = left < C::kBlockM ? left : C::kBlockM;
+        return k;
+    }
+};
+
+/* Exclusive prefix of tiles over the local experts, by one warp. */
+template <class C> __device__ __forceinline__ void route_prefix(const Routing<C> &r, int lane) {
+    constexpr int kPer = (C::kLocal + 31) / 32;
+    mj_u32 sum = 0;
+    for (int i = 0; i < kPer; i++) {
+        const int le = lane * kPer + i;
+        if (le < C::kLocal) sum += (r.rows[le] + C::kBlockM - 1) / C::kBlockM;
+    }
+    mj_u32 incl = sum;
+    for (int d = 1; d < 32; d <<= 1) {
+        const mj_u32 v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += v;
+    }
+    mj_u32 run = incl - sum;
+    for (int i = 0; i < kPer; i++) {
+        const int le = lane * kPer + i;
+        if (le < C::kLocal) {
+            r.tiles[le] = run;
+            run += (r.rows[le] + C::kBlockM - 1) / C::kBlockM;
+        }
+    }
+    if (lane == 31) r.tiles[C::kLocal] = incl;
+}
+
+} // namespace mj
+
+#endif // MJ_MEGA_MOE_SCHEDULER_CUH

@@ -1,0 +1,231 @@
+/*
+ * The MegaMoE weight image against the wgmma fragment layout: an expert's
+ * image is built on the host with the kernel's own code
+ * (templates/mega_moe/weight_image.cuh), then read back the way the math
+ * warpgroups read it (16-byte chunks per thread, the decoders of
+ * templates/mega_moe/decode.cuh, the stage's scale entries) and every
+ * decoded value is compared with the checkpoint element that the PTX
+ * fragment layout puts in that register:
+ *   BF16 m64 x k16 A: register j = (row 16w + g + 8 (j & 1), k 2q + 8 (j >> 1) + half)
+ *   E4M3 m64 x k32 A: register j = (row 16w + g + 8 (j & 1), k 4q + 16 (j >> 1) + byte)
+ * for every format row's weights, at several stage sizes and shapes with
+ * partial last tasks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "mega_moe/decode.cuh"
+#include "mega_moe/weight_image.cuh"
+
+namespace {
+
+uint64_t rng = 0x243F6A8885A308D3ull;
+uint32_t next_u32() {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+struct Projection {
+    int rows, k;
+    std::vector<unsigned char> data, sf;
+};
+
+Projection make_projection(int fmt, int rows, int k) {
+    Projection p;
+    p.rows = rows;
+    p.k = k;
+    p.data.resize((size_t)rows * k * mj_format_bits(fmt) / 8);
+    for (auto &b : p.data) {
+        b = (unsigned char)next_u32();
+        if (fmt == MJ_FMT_MXFP8 && (b & 0x7f) == 0x7f) b ^= 1; // never NaN
+    }
+    if (fmt == MJ_FMT_BF16)
+        for (size_t i = 1; i < p.data.size(); i += 2)
+            p.data[i] &= 0xbf; // exponent < 0x80: finite
+    int group = mj_format_group(fmt);
+    if (group) {
+        p.sf.resize((size_t)rows * (k / group));
+        for (auto &b : p.sf)
+            b = fmt == MJ_FMT_NVFP4 ? (unsigned char)(1 + next_u32() % 0x7e)
+                                    : (unsigned char)(100 + next_u32() % 41);
+    }
+    return p;
+}
+
+float e2m1_value(uint32_t code) {
+    static const float mag[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    return (code & 8) ? -mag[code & 7] : mag[code & 7];
+}
+
+float scale_value(int fmt, unsigned char b) {
+    return fmt == MJ_FMT_NVFP4 ? mj::f32_from_e4m3(b) : mj::f32_from_bits((uint32_t)b << 23);
+}
+
+/* Checkpoint element (row, k) as an exact float, without its block scale. */
+float element(int fmt, const Projection &p, int row, int k) {
+    mj::CheckpointMatrix m = {p.data.data(), p.sf.data(), p.k};
+    uint32_t v = fmt == MJ_FMT_BF16    ? mj::ck_element<MJ_FMT_BF16>(m, row, k)
+                 : fmt == MJ_FMT_MXFP8 ? mj::ck_element<MJ_FMT_MXFP8>(m, row, k)
+                                       : mj::ck_element<MJ_FMT_MXFP4>(m, row, k);
+    if (fmt == MJ_FMT_BF16) return mj::f32_from_bf16((mj::bf16_bits)v);
+    if (fmt == MJ_FMT_MXFP8) return mj::f32_from_e4m3((unsigned char)v);
+    return e2m1_value(v);
+}
+
+template <int kKind, int kFmt>
+void write_projection(const Projection &p, const mj_moe_weight_layout &l, int proj,
+                      unsigned char *expert) {
+    const bool down = proj == 2;
+    const mj::CheckpointMatrix m = {p.data.data(), p.sf.data(), p.k};
+    for (int pb = 0; pb < p.rows / MJ_MOE_BLOCK_ROWS; pb++)
+        for (int s = 0; s < p.k / l.w1.stage_k; s++) {
+            int j, nblk;
+            const int b = down ? pb : 2 * pb + proj;
+            unsigned char *stage = mj::image_stage(expert, l, down, b, s, j, nblk);
+            for (int t = 0; t < 128; t++)
+                mj::image_block_stage<kKind, kFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
+                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t);
+        }
+}
+
+uint32_t word_at(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Reads one GEMM of the image back as the math warpgroups do; returns the
+ * number of mismatching values (printing the first few). */
+template <int kKind, int kFmt>
+int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool down,
+               const Projection *gate, const Projection *up, const Projection *dn) {
+    const mj_moe_wimage &wi = down ? l.w2 : l.w1;
+    const int group = mj_format_group(kFmt), ngroups = group ? wi.stage_k / group : 0;
+    int bad = 0;
+    for (int b = 0; b < wi.blocks; b++)
+        for (int s = 0; s < wi.stages; s++) {
+            int j, nblk;
+            const unsigned char *stage =
+                mj::image_stage(const_cast<unsigned char *>(expert), l, down, b, s, j, nblk);
+            const unsigned char *data = stage + (size_t)j * wi.blk_data;
+            const unsigned char *sf = stage + (size_t)nblk * wi.blk_data + (size_t)j * wi.blk_sf;
+            const Projection &p = down ? *dn : (b % 2 ? *up : *gate);
+            const int prow0 = MJ_MOE_BLOCK_ROWS * (down ? b : b / 2);
+            for (int t = 0; t < 128; t++) {
+                const int w = t >> 5, g = (t & 31) >> 2, q = t & 3;
+                const int steps = kKind == MJ_MOE_KIND_FP8 ? wi.stage_k / 32 : wi.stage_k / 16;
+                for (int c = 0; c < steps; c++) {
+                    float got[4][4];
+                    int nval = kKind == MJ_MOE_KIND_FP8 ? 4 : 2;
+                    const unsigned char *sfe = sf + (w * 8 + g) * ngroups * 2;
+                    if (kKind == MJ_MOE_KIND_FP8) {
+                        uint32_t a[4];
+                        if (kFmt == MJ_FMT_MXFP8) {
+                            for (int r = 0; r < 4; r++)
+                                a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
+                        } else {
+                            const unsigned char *ch = data + (c / 2) * 2048 + t * 16;
+                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1))), a[0], a[2]);
+                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1) + 1)), a[1], a[3]);
+                        }
+                        for (int r = 0; r < 4; r++)
+                            for (int e = 0; e < 4; e++)
+                                got[r][e] = mj::f32_from_e4m3((unsigned char)(a[r] >> (8 * e))) *
+                                            scale_value(kFmt, sfe[2 * c + (r & 1)]);
+                    } else {
+                        uint32_t a[4];
+                        if (kFmt == MJ_FMT_BF16) {
+                            for (int r = 0; r < 4; r++)
+                                a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
+                        } else {
+                            const uint32_t word = word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
+                            const int gi = group == 16 ? c : c / 2;
+                            for (int r = 0; r < 4; r++)
+                                a[r] = mj::bf16x2_mul(
+                                    mj::bf16x2_mul(mj::e2m1x2_to_bf16x2_tiny(word, r), MJ_BF16X2_2P126),
+                                    mj::scale_bf16x2<kFmt>(sfe[2 * gi + (r & 1)]));
+                        }
+                        for (int r = 0; r < 4; r++)
+                            for (int e = 0; e < 2; e++)
+                                got[r][e] = mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e)));
+                    }
+                    for (int r = 0; r < 4; r++)
+                        for (int e = 0; e < nval; e++) {
+                            const int row = 16 * w + g + 8 * (r & 1);
+                            const int k = kKind == MJ_MOE_KIND_FP8 ? 32 * c + 4 * q + 16 * (r >> 1) + e
+                                                                   : 16 * c + 2 * q + 8 * (r >> 1) + e;
+                            const int kg = wi.stage_k * s + k;
+                            float want = element(kFmt, p, prow0 + row, kg);
+                            if (group)
+                                want *= scale_value(kFmt, p.sf[(size_t)(prow0 + row) * (p.k / group) + kg / group]);
+                            if (got[r][e] != want && !(got[r][e] == 0 && want == 0)) {
+                                if (bad < 5)
+                                    print_message("block %d stage %d thread %d step %d reg %d elem %d: "
+                                                  "got %g want %g\n",
+                                                  b, s, t, c, r, e, (double)got[r][e], (double)want);
+                                bad++;
+                            }
+                        }
+                }
+            }
+        }
+    return bad;
+}
+
+template <int kKind, int kFmt> void check_shape(int hidden, int inter, int stage_k) {
+    const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt);
+    std::vector<unsigned char> expert(l.expert_bytes, 0xA5);
+    Projection gate = make_projection(kFmt, inter, hidden), up = make_projection(kFmt, inter, hidden);
+    Projection dn = make_projection(kFmt, hidden, inter);
+    write_projection<kKind, kFmt>(gate, l, 0, expert.data());
+    write_projection<kKind, kFmt>(up, l, 1, expert.data());
+    write_projection<kKind, kFmt>(dn, l, 2, expert.data());
+    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, false, &gate, &up, &dn)), 0);
+    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, true, &gate, &up, &dn)), 0);
+}
+
+template <int kKind, int kFmt> void check_all_shapes() {
+    check_shape<kKind, kFmt>(256, 128, 64);
+    check_shape<kKind, kFmt>(256, 128, 128);
+    check_shape<kKind, kFmt>(320, 192, 64); /* partial tasks in both GEMMs */
+    check_shape<kKind, kFmt>(512, 256, 256);
+}
+
+void test_bf16(void **) { check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_BF16>(); }
+void test_mxfp8(void **) { check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(); }
+void test_mxfp4_fp8(void **) { check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4>(); }
+void test_mxfp4_bf16(void **) { check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_MXFP4>(); }
+void test_nvfp4_bf16(void **) { check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_NVFP4>(); }
+
+/* The image holds exactly the checkpoint's bytes: no padding streamed. */
+void test_no_padding(void **) {
+    const int fmts[] = {MJ_FMT_BF16, MJ_FMT_MXFP8, MJ_FMT_MXFP4, MJ_FMT_NVFP4};
+    for (int f : fmts) {
+        const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 64, 1, 32768);
+        assert_true(sk > 0);
+        const mj_moe_weight_layout l = mj_layout_moe_weights(h, i, sk, f);
+        const int group = mj_format_group(f);
+        const uint64_t per = 3ull * h * i * mj_format_bits(f) / 8 + (group ? 3ull * h * i / group : 0);
+        assert_int_equal(l.w1.bytes + l.w2.bytes, per);
+    }
+}
+
+} // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bf16),       cmocka_unit_test(test_mxfp8),
+        cmocka_unit_test(test_mxfp4_fp8),  cmocka_unit_test(test_mxfp4_bf16),
+        cmocka_unit_test(test_nvfp4_bf16), cmocka_unit_test(test_no_padding),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
