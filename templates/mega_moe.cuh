@@ -150,16 +150,18 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     ring.full = reinterpret_cast<mj_u64 *>(smem + C::kSmemBars);
     ring.empty = ring.full + kStages;
     mj_u64 *task_full = ring.empty + kStages, *task_empty = task_full + 2;
-    mj_u32 *mailbox = reinterpret_cast<mj_u32 *>(task_empty + 2);
+    ring.sink = task_empty + 2;
+    mj_u32 *mailbox = reinterpret_cast<mj_u32 *>(ring.sink + 1);
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
             mbar_init(ring.full + i, 2);  // both producers
-            mbar_init(ring.empty + i, 8); // every math warp
+            mbar_init(ring.empty + i, 256); // every math thread
         }
         for (int i = 0; i < 2; i++) {
             mbar_init(task_full + i, 1);
             mbar_init(task_empty + i, 9); // token producer + math warps
         }
+        mbar_init(ring.sink, 256);
         fence_mbar_init();
     }
 

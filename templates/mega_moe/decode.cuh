@@ -60,6 +60,28 @@ template <int kFmt> MJ_HD mj_u32 scale_bf16x2(mj_u32 byte) {
     return h | (h << 16);
 }
 
+/* The scales of rows g and g + 8 (bytes lo and hi of pair) as BF16 pairs,
+ * without a branch (ptxas serializes wgmma around divergent code). */
+template <int kFmt> MJ_HD void scale_pair_bf16x2(mj_u32 pair, mj_u32 &lo, mj_u32 &hi) {
+#if defined(__CUDA_ARCH__)
+    if (kFmt == MJ_FMT_NVFP4) {
+        // E4M3 -> f16 is exact in hardware; a UE4M3 value has at most 4
+        // significant bits, so its fp32 bits truncate to BF16 exactly.
+        mj_u32 h2;
+        float a, b;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((unsigned short)pair));
+        asm("{ .reg .f16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
+            : "=f"(a), "=f"(b)
+            : "r"(h2));
+        lo = (f32_bits(a) >> 16) * 0x10001u;
+        hi = (f32_bits(b) >> 16) * 0x10001u;
+        return;
+    }
+#endif
+    lo = scale_bf16x2<kFmt>(pair & 0xffu);
+    hi = scale_bf16x2<kFmt>(pair >> 8);
+}
+
 /* fp32 value of a UE8M0 scale byte (e >= 1). */
 MJ_HD float ue8m0_value(mj_u32 byte) {
     return f32_from_bits(byte << 23);

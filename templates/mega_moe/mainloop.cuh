@@ -7,9 +7,10 @@
  *   BF16 kind: K16 steps accumulate into acc0 / acc1 on the tensor cores.
  *   FP8 kind:  every K32 step (one block-scale pair) is its own wgmma into a
  *              fresh product, promoted into the fp32 accumulator as
- *              acc += p * (weight scale * token scale) in increasing K; the
- *              other math warpgroup's wgmma overlaps one's promotion (ptxas
- *              serializes a warpgroup that promotes while its own wgmma runs).
+ *              acc += p * (weight scale * token scale) in increasing K. Steps
+ *              are issued in batches (fp8_batch) and promoted after one wait:
+ *              ptxas serializes a warpgroup that promotes while its own wgmma
+ *              runs, so the batch, and the other warpgroup, hide the latency.
  *
  * Both blocks' wgmma always issue (a block missing from a task's last stage
  * multiplies stale shared memory into a result nobody reads): a branch around
@@ -27,7 +28,8 @@ namespace mj {
 template <class C> struct Ring {
     unsigned char *base;
     mj_u64 *full;  // [kStages]: both producers' copies landed
-    mj_u64 *empty; // [kStages]: the 8 math warps are done with the stage
+    mj_u64 *empty; // [kStages]: every math thread is done with the stage
+    mj_u64 *sink;  // arrivals nobody waits for: a release with nothing to release
 
     __device__ __forceinline__ unsigned char *stage(int slot) const {
         return base + (mj_u32)slot * C::kRingStage;
@@ -43,9 +45,10 @@ __device__ __forceinline__ uint4 lds128(const unsigned char *p) {
     return *reinterpret_cast<const uint4 *>(p);
 }
 
-template <class C>
-__device__ __forceinline__ void release(const Ring<C> &ring, int slot, const MathThread &m) {
-    if (m.lane == 0) mbar_arrive(ring.empty + slot);
+/* Every math thread arrives: no branch between wgmmas (ptxas serializes a
+ * pipeline with a divergent path in it). */
+template <class C> __device__ __forceinline__ void release(const Ring<C> &ring, int slot) {
+    mbar_arrive(ring.empty + slot);
 }
 
 template <class C>
@@ -79,56 +82,78 @@ __device__ __forceinline__ void promote(float (&acc)[C::kBlockM / 2], float (&p)
     }
 }
 
+/* K32 steps the FP8 loop issues before it waits: each in-flight step holds
+ * two products (2 x N/2 registers) and two fragments (8 registers); a batch
+ * of them pays one wgmma latency. A power of two dividing the stage's steps. */
+template <int kBlockM, int kSteps> constexpr int fp8_batch() {
+    int b = 128 / (kBlockM + 8);
+    int p = 1;
+    while (2 * p <= b && 2 * p <= kSteps && kSteps % (2 * p) == 0)
+        p *= 2;
+    return p;
+}
+
 template <class C, int kNumStages>
 __device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nb, int nblk,
                                              const MathThread &m, const Launch<C> &L,
                                              float (&acc0)[C::kBlockM / 2],
                                              float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
+    constexpr int kBatch = fp8_batch<C::kBlockM, kSteps>();
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
-    float p0[R], p1[R];
+    float p[kBatch][2][R];
 #pragma unroll
-    for (int i = 0; i < R; i++)
-        p0[i] = p1[i] = 0.0f;
-    mj_u32 a[2][4], words[2][4];
+    for (int j = 0; j < kBatch; j++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            p[j][0][i] = p[j][1][i] = 0.0f;
+    mj_u32 a[kBatch][2][4], words[2][4];
+#pragma unroll 1
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const mj_u32 b_addr = smem_u32(st + C::kWStage);
 #pragma unroll
-        for (int c = 0; c < kSteps; c++) {
+        for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
 #pragma unroll
-            for (int b = 0; b < 2; b++) {
-                const unsigned char *wd = st + (mj_u32)(2 * m.wg + b) * C::kBlkData;
-                if (C::kW4) {
-                    if (c % 2 == 0) {
-                        const uint4 v = lds128(wd + (c / 2) * 2048 + m.t * 16);
-                        words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z, words[b][3] = v.w;
+            for (int j = 0; j < kBatch; j++) {
+                const int c = c0 + j;
+#pragma unroll
+                for (int b = 0; b < 2; b++) {
+                    const unsigned char *wd = st + (mj_u32)(2 * m.wg + b) * C::kBlkData;
+                    if (C::kW4) {
+                        if (c % 2 == 0) {
+                            const uint4 v = lds128(wd + (c / 2) * 2048 + m.t * 16);
+                            words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z, words[b][3] = v.w;
+                        }
+                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], a[j][b][0], a[j][b][2]);
+                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], a[j][b][1], a[j][b][3]);
+                    } else {
+                        const uint4 v = lds128(wd + c * 2048 + m.t * 16);
+                        a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
                     }
-                    e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], a[b][0], a[b][2]);
-                    e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], a[b][1], a[b][3]);
-                } else {
-                    const uint4 v = lds128(wd + c * 2048 + m.t * 16);
-                    a[b][0] = v.x, a[b][1] = v.y, a[b][2] = v.z, a[b][3] = v.w;
                 }
+                mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
+                fence_frag(a[j][0]);
+                fence_frag(a[j][1]);
+                fence_desc(desc);
+                wgmma_fence();
+                WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p[j][0], a[j][0], desc);
+                WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p[j][1], a[j][1], desc);
+                wgmma_commit();
             }
-            mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
-            fence_frag(a[0]);
-            fence_frag(a[1]);
-            fence_desc(desc);
-            wgmma_fence();
-            WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p0, a[0], desc);
-            WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p1, a[1], desc);
-            wgmma_commit();
             wgmma_wait<0>();
-            fence_regs(p0);
-            fence_regs(p1);
-            if (nb > 0) promote<C>(acc0, p0, st, nblk, 0, c, m);
-            if (nb > 1) promote<C>(acc1, p1, st, nblk, 1, c, m);
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                fence_regs(p[j][0]);
+                fence_regs(p[j][1]);
+                if (nb > 0) promote<C>(acc0, p[j][0], st, nblk, 0, c0 + j, m);
+                if (nb > 1) promote<C>(acc1, p[j][1], st, nblk, 1, c0 + j, m);
+            }
         }
-        release(ring, slot, m);
+        release(ring, slot);
     }
 }
 
@@ -139,11 +164,17 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
                                               float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
+    // Fragment sets in flight: step c decodes into set c % kSets while the
+    // wgmmas of the kSets - 1 steps before it run.
+    constexpr int kSets = C::kBlockM >= 128 ? 2 : 4;
+    static_assert(kSteps >= kSets, "a stage holds at least kSets K16 steps");
+    // (128-token tiles keep 2: four sets do not fit beside 128 accumulators.)
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
-    mj_u32 a[2][2][4], words[2][4], scale[2][2];
+    mj_u32 a[kSets][2][4], words[2][4], scale[2][2];
     int prev_slot = -1;
+#pragma unroll 1
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
@@ -155,7 +186,7 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
                 const unsigned char *wd = st + (mj_u32)(2 * m.wg + b) * C::kBlkData;
                 if (!C::kW4) {
                     const uint4 v = lds128(wd + c * 2048 + m.t * 16);
-                    a[c & 1][b][0] = v.x, a[c & 1][b][1] = v.y, a[c & 1][b][2] = v.z, a[c & 1][b][3] = v.w;
+                    a[c % kSets][b][0] = v.x, a[c % kSets][b][1] = v.y, a[c % kSets][b][2] = v.z, a[c % kSets][b][3] = v.w;
                     continue;
                 }
                 if (c % 4 == 0) {
@@ -168,32 +199,33 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
                     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData +
                                               (mj_u32)(2 * m.wg + b) * C::kBlkSf +
                                               (m.w * 8 + m.g) * kGroups * 2 + 2 * gi;
-                    scale[b][0] = scale_bf16x2<C::kWeightFmt>(sf[0]);
-                    scale[b][1] = scale_bf16x2<C::kWeightFmt>(sf[1]);
+                    scale_pair_bf16x2<C::kWeightFmt>(
+                        *reinterpret_cast<const unsigned short *>(sf), scale[b][0], scale[b][1]);
                 }
                 const mj_u32 word = words[b][c % 4];
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    a[c & 1][b][i] = bf16x2_mul(bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), MJ_BF16X2_2P126),
+                    a[c % kSets][b][i] = bf16x2_mul(bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), MJ_BF16X2_2P126),
                                                 scale[b][i & 1]);
             }
             mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
-            fence_frag(a[c & 1][0]);
-            fence_frag(a[c & 1][1]);
+            fence_frag(a[c % kSets][0]);
+            fence_frag(a[c % kSets][1]);
             fence_desc(desc);
             wgmma_fence();
-            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[c & 1][0], desc);
-            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[c & 1][1], desc);
+            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[c % kSets][0], desc);
+            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[c % kSets][1], desc);
             wgmma_commit();
-            wgmma_wait<1>();
-            if (c == 0 && prev_slot >= 0) release(ring, prev_slot, m);
+            wgmma_wait<kSets - 1>();
+            // The previous stage's last wgmma is done once kSets - 1 steps of this one are in flight.
+            if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
         }
         prev_slot = slot;
     }
     wgmma_wait<0>();
     fence_regs(acc0);
     fence_regs(acc1);
-    release(ring, prev_slot, m);
+    release(ring, prev_slot);
 }
 
 } // namespace mj

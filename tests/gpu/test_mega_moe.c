@@ -247,7 +247,7 @@ static void plan_add(spec_list *l, const shape *sh, int row_index, const scenari
         mj_kernel_spec spec;
         memset(&spec, 0, sizeof spec);
         if (mj_mega_moe_block_m(&mc, sc->tokens[r], &bm) != MJ_OK ||
-            mj_mega_moe_spec(&mc, bm, sms, arch, &spec) != MJ_OK)
+            mj_mega_moe_spec(&mc, bm, sms, g_comm != NULL, arch, &spec) != MJ_OK)
             continue; /* the test itself reports it */
         int dup = 0;
         for (int i = 0; i < l->n && !dup; i++)
@@ -964,6 +964,11 @@ static int run_case(ctx *c, int row_index, const scenario *sc, int ctl, int verb
         if (ok) {
             wait_or_die(c, c->s, sc->ranks);
             ok = run_check(c, &u, 1, verbose, worst);
+            for (int r = 0; r < sc->ranks; r++)
+                if (mine(r) && mj_mega_moe_check_errors(c->rt, u.buf, r, c->s[r]) != MJ_OK) {
+                    printf("  device error: %s\n", mj_last_error());
+                    ok = ctl != CTL_NONE && ctl != CTL_PREPARE ? ok : 0;
+                }
         }
     }
     run_teardown(&u);
