@@ -119,15 +119,15 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         const int left = nblk - 2 * m.wg, nb = left < 0 ? 0 : left > 2 ? 2 : left;
         if (k.gemm == 1) {
             if (C::kFp8)
-                mainloop_fp8<C, C::kStages1>(ring, it, nb, nblk, m, L, acc0, acc1);
+                mainloop_fp8<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
             else
-                mainloop_bf16<C, C::kStages1>(ring, it, nb, nblk, m, L, acc0, acc1);
+                mainloop_bf16<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
             if (nb == 2) epilogue_l1(L, k, 2 * k.n + m.wg, acc0, acc1, m, reinterpret_cast<float *>(scratch));
         } else {
             if (C::kFp8)
-                mainloop_fp8<C, C::kStages2>(ring, it, nb, nblk, m, L, acc0, acc1);
+                mainloop_fp8<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
             else
-                mainloop_bf16<C, C::kStages2>(ring, it, nb, nblk, m, L, acc0, acc1);
+                mainloop_bf16<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
             if (nb > 0) epilogue_l2(L, k, nb, acc0, acc1, m, reinterpret_cast<unsigned short *>(scratch));
         }
     }

@@ -61,24 +61,34 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
     return ring.stage(slot);
 }
 
-/* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of block b. */
+/* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
+ * blocks (a missing block's product and accumulator are garbage nobody reads:
+ * no branch). */
 template <class C>
-__device__ __forceinline__ void promote(float (&acc)[C::kBlockM / 2], float (&p)[C::kBlockM / 2],
-                                        const unsigned char *st, int nblk, int b, int c,
+__device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2],
+                                        float (&p0)[C::kBlockM / 2], float (&p1)[C::kBlockM / 2],
+                                        const unsigned char *st, int nblk, int c,
                                         const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
-    const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg + b) * C::kBlkSf;
-    const mj_u32 pair = *reinterpret_cast<const unsigned short *>(sf + (m.w * 8 + m.g) * kSteps * 2 + 2 * c);
-    const float sg = ue8m0_value(pair & 0xffu), sg8 = ue8m0_value(pair >> 8);
+    const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
+                              (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
+    const mj_u32 b0 = *reinterpret_cast<const unsigned short *>(sf);
+    const mj_u32 b1 = *reinterpret_cast<const unsigned short *>(sf + C::kBlkSf);
+    const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8);
+    const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8);
     const float *sa = reinterpret_cast<const float *>(st + C::kWStage + C::kBData) + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < C::kBlockM / 8; i++) {
         const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
         // Scales are powers of two: p * scale is exact and one fma rounds once.
-        acc[4 * i + 0] = fma_rn(p[4 * i + 0], sg * v.x, acc[4 * i + 0]);
-        acc[4 * i + 1] = fma_rn(p[4 * i + 1], sg * v.y, acc[4 * i + 1]);
-        acc[4 * i + 2] = fma_rn(p[4 * i + 2], sg8 * v.x, acc[4 * i + 2]);
-        acc[4 * i + 3] = fma_rn(p[4 * i + 3], sg8 * v.y, acc[4 * i + 3]);
+        acc0[4 * i + 0] = fma_rn(p0[4 * i + 0], w0g * v.x, acc0[4 * i + 0]);
+        acc0[4 * i + 1] = fma_rn(p0[4 * i + 1], w0g * v.y, acc0[4 * i + 1]);
+        acc0[4 * i + 2] = fma_rn(p0[4 * i + 2], w0g8 * v.x, acc0[4 * i + 2]);
+        acc0[4 * i + 3] = fma_rn(p0[4 * i + 3], w0g8 * v.y, acc0[4 * i + 3]);
+        acc1[4 * i + 0] = fma_rn(p1[4 * i + 0], w1g * v.x, acc1[4 * i + 0]);
+        acc1[4 * i + 1] = fma_rn(p1[4 * i + 1], w1g * v.y, acc1[4 * i + 1]);
+        acc1[4 * i + 2] = fma_rn(p1[4 * i + 2], w1g8 * v.x, acc1[4 * i + 2]);
+        acc1[4 * i + 3] = fma_rn(p1[4 * i + 3], w1g8 * v.y, acc1[4 * i + 3]);
     }
 }
 
@@ -94,7 +104,7 @@ template <int kBlockM, int kSteps> constexpr int fp8_batch() {
 }
 
 template <class C, int kNumStages>
-__device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nb, int nblk,
+__device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk,
                                              const MathThread &m, const Launch<C> &L,
                                              float (&acc0)[C::kBlockM / 2],
                                              float (&acc1)[C::kBlockM / 2]) {
@@ -149,8 +159,7 @@ __device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, in
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                if (nb > 0) promote<C>(acc0, p[j][0], st, nblk, 0, c0 + j, m);
-                if (nb > 1) promote<C>(acc1, p[j][1], st, nblk, 1, c0 + j, m);
+                promote<C>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, m);
             }
         }
         release(ring, slot);
@@ -158,7 +167,7 @@ __device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, in
 }
 
 template <class C, int kNumStages>
-__device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nb, int nblk,
+__device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk,
                                               const MathThread &m, const Launch<C> &L,
                                               float (&acc0)[C::kBlockM / 2],
                                               float (&acc1)[C::kBlockM / 2]) {
