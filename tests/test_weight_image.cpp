@@ -57,7 +57,7 @@ Projection make_projection(int fmt, int rows, int k) {
     if (group) {
         p.sf.resize((size_t)rows * (k / group));
         for (auto &b : p.sf)
-            b = fmt == MJ_FMT_NVFP4 ? (unsigned char)(1 + next_u32() % 0x7e)
+            b = fmt == MJ_FMT_NVFP4 ? (unsigned char)(next_u32() % 0x7f) /* 0 = an all-zero group */
                                     : (unsigned char)(100 + next_u32() % 41);
     }
     return p;
@@ -88,15 +88,28 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
                       unsigned char *expert) {
     const bool down = proj == 2;
     const mj::CheckpointMatrix m = {p.data.data(), p.sf.data(), p.k};
-    for (int pb = 0; pb < p.rows / MJ_MOE_BLOCK_ROWS; pb++)
+    const int inter = l.w1.rows / 2;
+    for (int pb = 0; pb < p.rows / MJ_MOE_BLOCK_ROWS; pb++) {
+        int ref[MJ_MOE_BLOCK_ROWS] = {0};
+        const bool rebased = mj::rebased_scales<kKind, kFmt>();
+        for (int r = 0; r < MJ_MOE_BLOCK_ROWS && rebased; r++)
+            ref[r] = mj::rebase_reference<kFmt>(m, MJ_MOE_BLOCK_ROWS * pb + r);
         for (int s = 0; s < p.k / l.w1.stage_k; s++) {
             int j, nblk;
             const int b = down ? pb : 2 * pb + proj;
             unsigned char *stage = mj::image_stage(expert, l, down, b, s, j, nblk);
             for (int t = 0; t < 128; t++)
                 mj::image_block_stage<kKind, kFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t);
+                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t, ref);
         }
+        if (mj_format_bits(kFmt) != 4) continue;
+        for (int r = 0; r < MJ_MOE_BLOCK_ROWS; r++) {
+            const float rs = rebased ? mj::rebased_row_scale<kFmt>(ref[r]) : 1.0f;
+            memcpy(expert + l.row_scale_offset +
+                       4 * mj::row_scale_index(proj, inter, MJ_MOE_BLOCK_ROWS * pb + r),
+                   &rs, 4);
+        }
+    }
 }
 
 uint32_t word_at(const unsigned char *p) {
@@ -150,13 +163,21 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                             const uint32_t word = word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
                             const int gi = group == 16 ? c : c / 2;
                             for (int r = 0; r < 4; r++)
-                                a[r] = mj::bf16x2_mul(
-                                    mj::bf16x2_mul(mj::e2m1x2_to_bf16x2_tiny(word, r), MJ_BF16X2_2P126),
-                                    mj::scale_bf16x2<kFmt>(sfe[2 * gi + (r & 1)]));
+                                a[r] = mj::bf16x2_mul(mj::e2m1x2_to_bf16x2_tiny(word, r),
+                                                      mj::rebased_multiplier<kFmt>(sfe[2 * gi + (r & 1)]));
                         }
-                        for (int r = 0; r < 4; r++)
+                        for (int r = 0; r < 4; r++) {
+                            float rs = 1.0f;
+                            if (kFmt != MJ_FMT_BF16) {
+                                const int row = prow0 + 16 * w + g + 8 * (r & 1);
+                                const int proj = down ? 2 : b % 2;
+                                memcpy(&rs, expert + l.row_scale_offset +
+                                               4 * mj::row_scale_index(proj, l.w1.rows / 2, row),
+                                       4);
+                            }
                             for (int e = 0; e < 2; e++)
-                                got[r][e] = mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e)));
+                                got[r][e] = mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
+                        }
                     }
                     for (int r = 0; r < 4; r++)
                         for (int e = 0; e < nval; e++) {

@@ -133,9 +133,13 @@ static inline mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
            (mj_u64)s * (mj_u64)mj_moe_task_blocks(w, t) * (w->blk_data + w->blk_sf);
 }
 
-/* Both GEMMs of one expert: W1 image, then W2. */
+/* Both GEMMs of one expert: W1 image, then W2, then for E2M1 weights one fp32
+ * per weight row (W1's 2I, then W2's H): the power of two the row's block
+ * scales were divided by when the image was written (1 where they were not),
+ * which the GEMM epilogue multiplies back into the row's accumulator. */
 typedef struct mj_moe_weight_layout {
     mj_moe_wimage w1, w2;
+    mj_u64 row_scale_offset; /* fp32 [2I + H]; 0 bytes for formats without them */
     mj_u64 expert_bytes;
 } mj_moe_weight_layout;
 
@@ -144,7 +148,9 @@ static inline mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, 
     mj_moe_weight_layout l;
     l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
     l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt);
-    l.expert_bytes = mj_align_up(l.w1.bytes + l.w2.bytes, MJ_LAYOUT_ALIGN);
+    l.row_scale_offset = mj_align_up(l.w1.bytes + l.w2.bytes, 16);
+    mj_u64 rows = mj_format_bits(weight_fmt) == 4 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
+    l.expert_bytes = mj_align_up(l.row_scale_offset + rows, MJ_LAYOUT_ALIGN);
     return l;
 }
 

@@ -43,7 +43,13 @@ struct MoeConfig {
     static constexpr mj_u64 kTaskBytes1 = (mj_u64)kStages1 * kWStage, kTaskBytes2 = (mj_u64)kStages2 * kWStage;
     static constexpr mj_u64 kW1Bytes = (mj_u64)kStages1 * kBlocks1 * (kBlkData + kBlkSf);
     static constexpr mj_u64 kW2Bytes = (mj_u64)kStages2 * kBlocks2 * (kBlkData + kBlkSf);
-    static constexpr mj_u64 kExpertBytes = (kW1Bytes + kW2Bytes + MJ_LAYOUT_ALIGN - 1) / MJ_LAYOUT_ALIGN * MJ_LAYOUT_ALIGN;
+    static constexpr mj_u64 kRowScaleOffset = (kW1Bytes + kW2Bytes + 15) / 16 * 16;
+    static constexpr mj_u64 kExpertBytes =
+        (kRowScaleOffset + (kW4 ? (mj_u64)(2 * kInter + kHidden) * 4 : 0) + MJ_LAYOUT_ALIGN - 1) /
+        MJ_LAYOUT_ALIGN * MJ_LAYOUT_ALIGN;
+    /* E2M1 weights of the BF16 kind come with rebased scales and row scales
+     * (weight_image.cuh). */
+    static constexpr bool kRebased = !kFp8 && kW4;
 
     /* Token tiles. */
     static constexpr mj_u32 kBData = kBlockM * kStageK * kTokenBytes;

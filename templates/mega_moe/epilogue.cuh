@@ -27,11 +27,33 @@ __device__ __forceinline__ int frag_col(const MathThread &m, int j) {
     return 8 * (j >> 2) + 2 * m.q + (j & 1);
 }
 
+/* The row scales (weight_image.cuh) of a thread's two rows in a 64-row
+ * block whose first row is checkpoint row `first` of the expert's row-scale
+ * array; 1 for images without them. */
+template <class C>
+__device__ __forceinline__ float2 row_scales(const Launch<C> &L, int local, int first,
+                                             const MathThread &m) {
+    if (!C::kRebased) return make_float2(1.0f, 1.0f);
+    const float *rs = reinterpret_cast<const float *>(L.args->w + (mj_u64)local * C::kExpertBytes +
+                                                      C::kRowScaleOffset) +
+                      first + 16 * m.w + m.g;
+    return make_float2(rs[0], rs[8]);
+}
+
+/* acc of one 64-row block times its rows' scales (exact: powers of two). */
+template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], float2 s) {
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        acc[j] *= (j >> 1) & 1 ? s.y : s.x;
+}
+
 template <class C>
 __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, int unit,
-                                            const float (&gate)[C::kBlockM / 2],
-                                            const float (&up)[C::kBlockM / 2], const MathThread &m,
+                                            float (&gate)[C::kBlockM / 2],
+                                            float (&up)[C::kBlockM / 2], const MathThread &m,
                                             float *scratch) {
+    scale_rows(gate, row_scales(L, k.local, MJ_MOE_BLOCK_ROWS * unit, m));
+    scale_rows(up, row_scales(L, k.local, C::kInter + MJ_MOE_BLOCK_ROWS * unit, m));
     const float ag = L.args->l1_alpha_gate[k.local], au = L.args->l1_alpha_up[k.local];
     const float as = L.args->l2_act_scale[k.local];
 #pragma unroll
@@ -103,10 +125,13 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
 
 template <class C>
 __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, int nb,
-                                            const float (&acc0)[C::kBlockM / 2],
-                                            const float (&acc1)[C::kBlockM / 2],
+                                            float (&acc0)[C::kBlockM / 2],
+                                            float (&acc1)[C::kBlockM / 2],
                                             const MathThread &m, unsigned short *scratch) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
+    const int first = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
+    scale_rows(acc0, row_scales(L, k.local, 2 * C::kInter + first, m));
+    if (nb > 1) scale_rows(acc1, row_scales(L, k.local, 2 * C::kInter + first + MJ_MOE_BLOCK_ROWS, m));
     const float alpha = L.args->l2_alpha[k.local];
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {

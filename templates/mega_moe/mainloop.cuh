@@ -208,14 +208,13 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
                     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData +
                                               (mj_u32)(2 * m.wg + b) * C::kBlkSf +
                                               (m.w * 8 + m.g) * kGroups * 2 + 2 * gi;
-                    scale_pair_bf16x2<C::kWeightFmt>(
-                        *reinterpret_cast<const unsigned short *>(sf), scale[b][0], scale[b][1]);
+                    scale[b][0] = rebased_multiplier<C::kWeightFmt>(sf[0]);
+                    scale[b][1] = rebased_multiplier<C::kWeightFmt>(sf[1]);
                 }
                 const mj_u32 word = words[b][c % 4];
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    a[c % kSets][b][i] = bf16x2_mul(bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), MJ_BF16X2_2P126),
-                                                scale[b][i & 1]);
+                    a[c % kSets][b][i] = bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
             }
             mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
             fence_frag(a[c % kSets][0]);

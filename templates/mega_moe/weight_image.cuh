@@ -14,11 +14,28 @@
  *     both signs land in place with one mask (and one shift): decode.cuh.
  *   BF16 kind, BF16 weights: chunk c = K16 step c, word j = a[j].
  *   BF16 kind, E2M1 weights: chunk c = K16 steps 4c .. 4c + 3, word j is step
- *     4c + j: nibble i is the low element of a[i], nibble 4 + i its high one
- *     (E2M1 codes with their sign bit).
+ *     4c + j. Its 32 bits hold the 8 codes of a[0..3] (low and high element
+ *     each) placed so that decoding takes few instructions: a[i] for i < 3 is
+ *     (word << 3i) & 0x81C081C0, a BF16 pair whose magnitude bits (m, e0, e1)
+ *     sit in bits 6..8 / 22..24 and whose signs sit in bits 15 / 31; a[3] is
+ *     gathered from the remaining bits 10, 11, 13, 14 / 26, 27, 29, 30
+ *     (e2m1_bf16_bits names every position).
  * Block scales of a stage: for (w, g) the bytes of rows 16w + g and + 8 of
  * each scale group of the stage, interleaved: byte ((w * 8 + g) * n + i) * 2
  * + h = scale of row 16w + g + 8h, group i (n groups per stage).
+ *
+ * BF16 kind, E2M1 weights: the scale bytes are rebased per weight row so the
+ * math multiplies each decoded register once (decode.cuh): the image byte is
+ * the BF16 multiplier 2^126 * scale / 2^r of its group, and 2^r (the row
+ * scale, fp32 after the images) goes back into the row's accumulator.
+ *   MXFP4: r = e_max - 128; byte = e - e_max + 254, the multiplier's
+ *          exponent field (multiplier bits = byte << 7).
+ *   NVFP4: r = E(s_max) - 128 with E() the fp32 exponent field; byte =
+ *          (E(s) - E(s_max) + 31) << 3 | the 3 mantissa bits of s
+ *          (multiplier bits = (byte << 4) + (223 << 7)). A group whose scale
+ *          is 0 gets E2M1 codes 0 (its weights are 0 whatever they were).
+ * Every product stays exact: E2M1 x scale has at most 6 significant bits and
+ * the loader keeps each row's MX exponents within 126 of each other.
  *
  * Host and device compile this file (tests/test_weight_image.cpp checks the
  * image against the decoders of decode.cuh); the kernel that writes images
@@ -47,6 +64,62 @@ template <int kFmt> MJ_HD mj_u32 ck_element(const CheckpointMatrix &m, int row, 
     return (r[k / 2] >> (4 * (k & 1))) & 0xfu;
 }
 
+/* Where bit `bit` (0 m, 1 e0, 2 e1, 3 sign) of the E2M1 code of register i's
+ * low (h = 0) or high (h = 1) element sits in a BF16-kind word: registers 0..2
+ * are the BF16 layout (magnitude at 6..8, sign at 15, + 16 for the high
+ * element) shifted right by 3i; register 3 takes m at 10, the sign at 11 and
+ * e0, e1 at 13, 14. */
+MJ_HD int e2m1_bf16_bit(int i, int h, int bit) {
+    int p;
+    if (i < 3)
+        p = (bit == 3 ? 15 : 6 + bit) - 3 * i;
+    else
+        p = bit == 0 ? 10 : bit == 3 ? 11 : 12 + bit;
+    return p + 16 * h;
+}
+
+/* The row's reference for rebased scales (BF16 kind, E2M1): the largest MX
+ * scale byte, or the fp32 exponent field of the largest UE4M3 scale (0 when
+ * every scale of the row is 0). */
+template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int row) {
+    constexpr int kGroup = kFmt == MJ_FMT_NVFP4 ? 16 : 32;
+    const unsigned char *sf = m.sf + (mj_u64)row * (mj_u64)(m.k / kGroup);
+    unsigned char mx = 0;
+    for (int i = 0; i < m.k / kGroup; i++)
+        mx = sf[i] > mx ? sf[i] : mx; // positive UE4M3 bytes order as their values
+    if (kFmt != MJ_FMT_NVFP4) return mx;
+    return mx ? (int)(f32_bits(f32_from_e4m3(mx)) >> 23) : 0;
+}
+
+/* The image byte of scale byte b of a row with reference ref (see above). */
+template <int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
+    if (kFmt != MJ_FMT_NVFP4) return (unsigned char)(b - ref + 254);
+    if (b == 0) return 0;
+    const mj_u32 bits = f32_bits(f32_from_e4m3(b));
+    return (unsigned char)((((int)(bits >> 23) - ref + 31) << 3) | (int)((bits >> 20) & 7u));
+}
+
+/* 2^r of a row with reference ref: what its accumulator is multiplied by. */
+template <int kFmt> MJ_HD float rebased_row_scale(int ref) {
+    if (kFmt == MJ_FMT_NVFP4 && ref == 0) return 1.0f;
+    return f32_from_bits((mj_u32)(ref - 1) << 23);
+}
+
+/* Whether a format row's images carry rebased scales. */
+template <int kKind, int kFmt> constexpr bool rebased_scales() {
+    return kKind == MJ_MOE_KIND_BF16 && (kFmt == MJ_FMT_MXFP4 || kFmt == MJ_FMT_NVFP4);
+}
+
+/* E2M1 code of (row, k), zero where an NVFP4 group's scale is 0 and the
+ * image's multiplier (rebased) would not make it 0. */
+template <int kKind, int kFmt> MJ_HD mj_u32 image_code(const CheckpointMatrix &m, int row, int k) {
+    const mj_u32 code = ck_element<kFmt>(m, row, k);
+    if (rebased_scales<kKind, kFmt>() && kFmt == MJ_FMT_NVFP4 &&
+        m.sf[(mj_u64)row * (mj_u64)(m.k / 16) + (mj_u64)(k / 16)] == 0)
+        return 0;
+    return code;
+}
+
 /* Word j of thread t's chunk c of a block whose stage starts at element k0
  * of K; rows are relative to the block (rows row0.. of the checkpoint). */
 template <int kKind, int kFmt>
@@ -72,29 +145,37 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
         const int step = 4 * c + j;
         for (int i = 0; i < 4; i++) {
             const int r = row + 8 * (i & 1), k = k0 + 16 * step + 2 * q + 8 * (i >> 1);
-            v |= ck_element<kFmt>(m, r, k) << (4 * i) | ck_element<kFmt>(m, r, k + 1) << (16 + 4 * i);
+            for (int h = 0; h < 2; h++) {
+                const mj_u32 code = image_code<kKind, kFmt>(m, r, k + h);
+                for (int bit = 0; bit < 4; bit++)
+                    v |= ((code >> bit) & 1u) << e2m1_bf16_bit(i, h, bit);
+            }
         }
     }
     return v;
 }
 
 /* Scale byte i of a block's stage scales (see the file comment); n scale
- * groups per row per stage. */
-template <int kFmt>
-MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int n, int i) {
+ * groups per row per stage; ref: the rebase references of the block's 64
+ * rows (used when the row's images are rebased). */
+template <int kKind, int kFmt>
+MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int n, int i,
+                                const int *ref) {
     constexpr int kGroup = kFmt == MJ_FMT_NVFP4 ? 16 : 32;
     const int h = i & 1, group = (i >> 1) % n, wg = (i >> 1) / n;
-    const int row = row0 + 16 * (wg >> 3) + (wg & 7) + 8 * h;
-    return m.sf[(mj_u64)row * (mj_u64)(m.k / kGroup) + (mj_u64)(k0 / kGroup + group)];
+    const int r = 16 * (wg >> 3) + (wg & 7) + 8 * h;
+    const unsigned char b =
+        m.sf[(mj_u64)(row0 + r) * (mj_u64)(m.k / kGroup) + (mj_u64)(k0 / kGroup + group)];
+    return rebased_scales<kKind, kFmt>() ? rebased_scale<kFmt>(b, ref[r]) : b;
 }
 
-/* Thread t's part of one block's stage: its 16-byte chunks and, for t < 32,
- * its (w, g) entry of the scales. dst: the stage image of the block's task;
- * j: the block's place in the task; row0, k0: where the block's stage starts
- * in the checkpoint matrix. */
+/* Thread t's part of one block's stage: its 16-byte chunks and its share of
+ * the scales. dst: the stage image of the block's task; j: the block's place
+ * in the task; row0, k0: where the block's stage starts in the checkpoint
+ * matrix; ref: the rebase references of the block's rows (rebase_reference). */
 template <int kKind, int kFmt>
 MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi, int nblk,
-                             unsigned char *dst, int j, int row0, int k0, int t) {
+                             unsigned char *dst, int j, int row0, int k0, int t, const int *ref) {
     unsigned char *data = dst + (mj_u64)j * wi.blk_data;
     for (int c = 0; c < (int)(wi.blk_data / 2048u); c++)
         for (int word = 0; word < 4; word++) {
@@ -106,7 +187,12 @@ MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi,
     const int groups = wi.stage_k / mj_format_group(kFmt);
     unsigned char *sf = dst + (mj_u64)nblk * wi.blk_data + (mj_u64)j * wi.blk_sf;
     for (int i = t; i < (int)wi.blk_sf; i += 128)
-        sf[i] = image_scale<kFmt>(m, row0, k0, groups, i);
+        sf[i] = image_scale<kKind, kFmt>(m, row0, k0, groups, i, ref);
+}
+
+/* Index of checkpoint row `row` of a projection in the expert's row scales. */
+MJ_HD int row_scale_index(int projection, int inter, int row) {
+    return projection == 2 ? 2 * inter + row : projection * inter + row;
 }
 
 /* Stage s of block b (in the GEMM's numbering) of one expert's image. */
@@ -121,19 +207,28 @@ MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layo
 
 #if defined(__CUDACC__)
 /* Writes one projection of one expert into its image: a CTA per (64-row
- * block of the projection, stage) of 128 threads. */
+ * block of the projection, stage) of 128 threads; the stage-0 CTAs also
+ * write the rows' scales. */
 template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK>
 __global__ void __launch_bounds__(128)
     mega_moe_image_kernel(const __grid_constant__ mj_moe_image_args args) {
+    __shared__ int ref[MJ_MOE_BLOCK_ROWS];
     const bool down = args.projection == 2;
     const mj_moe_weight_layout l = mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
-    const int pb = (int)blockIdx.x, s = (int)blockIdx.y;
+    const int pb = (int)blockIdx.x, s = (int)blockIdx.y, t = (int)threadIdx.x;
     const int b = down ? pb : 2 * pb + args.projection; // gate and up blocks interleave
+    const int row0 = MJ_MOE_BLOCK_ROWS * pb;
+    const CheckpointMatrix m = {args.data, args.sf, down ? kInter : kHidden};
+    constexpr bool kRebased = rebased_scales<kKind, kWeightFmt>();
+    if (kRebased && t < MJ_MOE_BLOCK_ROWS) ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
+    __syncthreads();
     int j, nblk;
     unsigned char *stage = image_stage(args.expert, l, down, b, s, j, nblk);
-    const CheckpointMatrix m = {args.data, args.sf, down ? kInter : kHidden};
-    image_block_stage<kKind, kWeightFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                         MJ_MOE_BLOCK_ROWS * pb, kStageK * s, (int)threadIdx.x);
+    image_block_stage<kKind, kWeightFmt>(m, down ? l.w2 : l.w1, nblk, stage, j, row0, kStageK * s,
+                                         t, ref);
+    if (mj_format_bits(kWeightFmt) == 4 && s == 0 && t < MJ_MOE_BLOCK_ROWS)
+        reinterpret_cast<float *>(args.expert + l.row_scale_offset)[row_scale_index(
+            args.projection, kInter, row0 + t)] = kRebased ? rebased_row_scale<kWeightFmt>(ref[t]) : 1.0f;
 }
 #endif
 
