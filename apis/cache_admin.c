@@ -7,6 +7,7 @@
 #include "cache/cache.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 struct mj_cache {
     mjc_db *db;
@@ -44,7 +45,8 @@ mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out) {
     mj_cache *c = calloc(1, sizeof *c);
     if (!c) return mj_fail(MJ_ERR_NOMEM, "mj_cache_open: out of memory");
     char err[512] = "";
-    mjc_open_opts opts = {.dir = dir, .ro_layers = NULL, .read_only = read_only};
+    mjc_open_opts opts = {
+        .dir = dir, .ro_layers = NULL, .read_only = read_only, .warn = mj_log_cache_warning};
     int rc = mjc_open(&opts, &c->db, err, sizeof err);
     if (rc != MJC_OK) {
         free(c);

@@ -90,7 +90,7 @@ static mj_status open_cache(mj_runtime *rt, const mj_runtime_options *o, const m
     const char *ro = o->cache_ro ? o->cache_ro : env->cache_ro;
     snprintf(rt->cache_ro, sizeof rt->cache_ro, "%s", ro ? ro : "");
     if (rt->cache_disabled) return MJ_OK;
-    mjc_open_opts co = {rt->cache_dir, ro, 0};
+    mjc_open_opts co = {rt->cache_dir, ro, 0, mj_log_cache_warning, NULL};
     char err[1024];
     if (mjc_open(&co, &rt->cache, err, sizeof err) != MJC_OK)
         return mj_fail(MJ_ERR_CACHE, "%s", err);
