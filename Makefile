@@ -16,6 +16,8 @@ LIB_SRC := $(wildcard apis/*.c runtime/*.c cache/*.c heuristics/*.c)
 GEN_SRC := $(BUILD)/gen/templates_embedded.c
 TEMPLATES := $(shell find templates -type f \( -name '*.cuh' -o -name '*.h' \) | LC_ALL=C sort)
 CLI_SRC := $(wildcard tools/megajit/*.c)
+# Benchmarks and the launch_ranks client: linked into the CLI and the GPU tests, never the library.
+BENCH_SRC := $(wildcard tools/bench/*.c)
 REF_SRC := $(wildcard tests/reference/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_CXX_SRC := $(wildcard tests/test_*.cpp)
@@ -24,6 +26,7 @@ GPU_SRC := $(wildcard tests/gpu/*.c)
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/templates_embedded.o
 SAN_OBJ := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC) $(REF_SRC)) $(BUILD)/san/gen/templates_embedded.o
 CLI_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BENCH_SRC))
 REF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REF_SRC))
 TEST_C_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_CXX_BIN := $(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRC))
@@ -89,9 +92,9 @@ $(BUILD)/lib/libcjson.so.1:
 $(BUILD)/san/libmegajit.a: $(SAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bin/megajit: $(CLI_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson.so.1
+$(BUILD)/bin/megajit: $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson.so.1
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
+	$(CC) -o $@ $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
 
 # pkg-config file for a prefix: $(call pc_file,PREFIX,OUT)
 pc_file = printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(1)' > $(2)
@@ -112,9 +115,9 @@ $(TEST_CXX_BIN): $(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
 	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror -O2 -g $(SAN) -ffp-contract=off -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
 # Static pattern: the generic tests rule must never build GPU tests (no -lcuda there).
-$(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_OBJ)
+$(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_OBJ) $(BENCH_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(REF_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(REF_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
 
 test-cpu: $(TEST_BIN)
 	@set -e; pass=0; fail=0; for t in $(TEST_BIN); do \

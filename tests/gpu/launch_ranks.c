@@ -23,7 +23,7 @@
 
 #include "apis/megajit.h"
 #include "tests/gpu/device_words.h"
-#include "apis/bench_impl.h"
+#include "tools/bench/launcher.h"
 #include "runtime/nccl_lib.h"
 
 #define MAX_GPUS 72

@@ -62,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apis/bench_impl.h"
+#include "tools/bench/launcher.h"
 #include "apis/mega_moe_impl.h"
 #include "apis/megajit.h"
 #include "apis/specs.h"

@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/bench_impl.h"
 #include "heuristics/moe_formats.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/launcher.h"
 #include "tools/megajit/cli.h"
 
 static const char kUsage[] =

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "apis/bench_impl.h"
 #include "apis/megajit.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/runtime_impl.h"
 #include "templates/layout/symm_layout.h"
+#include "tools/bench/bench.h"
 
 #define BENCH_EXPERTS 256
 #define BENCH_DEFAULT_ITERS 100
