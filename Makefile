@@ -8,6 +8,8 @@ DEB_PACKAGES := libxxhash-dev libsqlite3-dev libcjson-dev libcmocka-dev
 # -Itemplates: template headers include each other relative to the template root.
 CPPFLAGS := -I. -Itemplates -I$(CUDA_HOME)/include -D_GNU_SOURCE
 CWARN := -std=c11 -Wall -Wextra -Werror -Wno-missing-field-initializers
+# Only what include/megajit.h marks MJ_API leaves libmegajit.so (.ci/check-exports).
+VISIBILITY := -fvisibility=hidden
 CFLAGS ?= -O2 -g
 LIBS := -lsqlite3 -lxxhash -lcjson -ldl -lpthread -lm
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -36,7 +38,7 @@ GPU_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_SRC))
 RPATH_BIN := -Wl,-rpath,'$$ORIGIN/../lib'
 SONAME := libmegajit.so.0
 
-.PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format
+.PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format check-exports
 all: lib cli $(BUILD)/lib/pkgconfig/megajit.pc
 
 help:
@@ -65,16 +67,17 @@ $(GEN_SRC): $(BUILD)/bin/embed_templates $(TEMPLATES)
 	@mkdir -p $(@D)
 	$(BUILD)/bin/embed_templates templates $@ $(TEMPLATES)
 
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+# Objects depend on the Makefile too: a changed flag must rebuild them.
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c Makefile
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -fPIC -c -o $@ $<
-$(BUILD)/san/gen/%.o: $(BUILD)/gen/%.c
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(VISIBILITY) -fPIC -c -o $@ $<
+$(BUILD)/san/gen/%.o: $(BUILD)/gen/%.c Makefile
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -fPIC -c -o $@ $<
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -fPIC -MMD -MP -c -o $@ $<
-$(BUILD)/san/%.o: %.c
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(VISIBILITY) -fPIC -MMD -MP -c -o $@ $<
+$(BUILD)/san/%.o: %.c Makefile
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -fPIC -MMD -MP -c -o $@ $<
 
@@ -99,10 +102,10 @@ $(BUILD)/bin/megajit: $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)
 # pkg-config file for a prefix: $(call pc_file,PREFIX,OUT)
 pc_file = printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(1)' > $(2)
 
-# The in-tree file points at build/ (apis/megajit.h is copied into build/include).
-$(BUILD)/lib/pkgconfig/megajit.pc: Makefile apis/megajit.h
+# The in-tree file points at build/ (include/megajit.h is copied into build/include).
+$(BUILD)/lib/pkgconfig/megajit.pc: Makefile include/megajit.h
 	@mkdir -p $(@D) $(BUILD)/include
-	cp apis/megajit.h $(BUILD)/include/
+	cp include/megajit.h $(BUILD)/include/
 	$(call pc_file,$(abspath $(BUILD)),$@)
 
 $(TEST_C_BIN): $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bin/megajit
@@ -124,8 +127,12 @@ test-cpu: $(TEST_BIN)
 	  echo "== $$t"; if MEGAJIT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
 	echo "binaries: $$pass passed, $$fail failed"; test $$fail = 0
 
+check-exports: $(BUILD)/lib/libmegajit.so
+	.ci/check-exports $(BUILD)/lib/libmegajit.so.0 include/megajit.h
+
 test: deps
 	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory check-exports
 	$(MAKE) --no-print-directory test-cpu
 
 # The launch-cost probe behind bench/README.md's floor (CUDA runtime, static).
@@ -143,7 +150,7 @@ demo: deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 apis/megajit.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/megajit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lib/libmegajit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/lib/libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/libmegajit.so

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
 #include "runtime/env.h"

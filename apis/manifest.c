@@ -47,7 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "apis/specs.h"
 #include "heuristics/moe_formats.h"
 #include "runtime/error.h"

@@ -6,7 +6,7 @@
 
 #include <cuda.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "heuristics/moe_formats.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"

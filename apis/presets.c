@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/error.h"
 
 /* kNames[i] names kJson[i]; kNames is NULL-terminated for mj_manifest_preset_names. */

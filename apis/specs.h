@@ -3,7 +3,7 @@
 #ifndef MJ_SPECS_H
 #define MJ_SPECS_H
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/family_codegen.h"
 #include "runtime/kernel_spec.h"
 

@@ -4,7 +4,7 @@
 
 #include <cuda.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/fd_exchange.h"
 #include "templates/layout/symm_layout.h"
 

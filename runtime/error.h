@@ -2,7 +2,7 @@
 #ifndef MJ_ERROR_H
 #define MJ_ERROR_H
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* Records the sentence for the calling thread and returns status. */
 mj_status mj_fail(mj_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -8,7 +8,7 @@
 #ifndef MJ_JIT_H
 #define MJ_JIT_H
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/kernel_spec.h"
 #include "runtime/templates.h"
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 #define MJ_SPEC_MAX_PARAMS 28
 

@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "cache/cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_spec.h"

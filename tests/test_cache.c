@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
 

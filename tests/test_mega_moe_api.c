@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "apis/mega_moe_impl.h"
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "apis/specs.h"
 #include "apis/symm_buffer_impl.h"
 #include "runtime/family_codegen.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "apis/specs.h"
 #include "runtime/jit.h"
 #include "runtime/runtime_impl.h"

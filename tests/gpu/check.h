@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 static int g_passed, g_failed, g_skipped;
 static char g_case[384] = "setup";

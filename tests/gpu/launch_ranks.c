@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "tests/gpu/device_words.h"
 #include "tools/bench/launcher.h"
 #include "runtime/nccl_lib.h"

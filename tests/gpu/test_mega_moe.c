@@ -64,7 +64,7 @@
 
 #include "tools/bench/launcher.h"
 #include "apis/mega_moe_impl.h"
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "apis/specs.h"
 #include "heuristics/moe_formats.h"
 #include "runtime/jit.h"

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "templates/layout/pre_dispatch_launch.h"
 #include "templates/layout/symm_layout.h"
 #include "tests/gpu/check.h"

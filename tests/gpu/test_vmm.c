@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "tests/gpu/device_words.h"
 #include "apis/symm_buffer_impl.h"
 #include "runtime/nccl_lib.h"

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* xorshift64*: fast enough to fill gigabytes of random weights. */
 uint64_t mj_bench_rng(uint64_t *state);

@@ -3,7 +3,7 @@
 #ifndef MJ_TOOLS_LAUNCHER_H
 #define MJ_TOOLS_LAUNCHER_H
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* tests/gpu/launch_ranks starts each rank with MEGAJIT_RANK, MEGAJIT_WORLD and
  * MEGAJIT_NCCL_ID. Returns 1 and the rank and world when they are set (a

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/error.h"
 #include "runtime/nccl_lib.h"
 #include "runtime/runtime_impl.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/runtime_impl.h"

@@ -30,6 +30,15 @@
 extern "C" {
 #endif
 
+/* Marks what libmegajit.so exports: the library is built with
+ * -fvisibility=hidden, so no other symbol of it reaches the dynamic table
+ * (.ci/check-exports compares the two lists). */
+#if defined(__GNUC__)
+#define MJ_API __attribute__((visibility("default")))
+#else
+#define MJ_API
+#endif
+
 #define MJ_VERSION_MAJOR 0
 #define MJ_VERSION_MINOR 1
 #define MJ_VERSION_PATCH 0
@@ -49,11 +58,11 @@ typedef enum mj_status {
 } mj_status;
 
 /* The calling thread's last error sentence ("" when none). Valid until the next call. */
-const char *mj_last_error(void);
+MJ_API const char *mj_last_error(void);
 /* A short constant name for a status ("MJ_ERR_COMPILE"). */
-const char *mj_status_name(mj_status status);
+MJ_API const char *mj_status_name(mj_status status);
 /* "0.1.0" */
-const char *mj_version_string(void);
+MJ_API const char *mj_version_string(void);
 
 /* CUstream and cudaStream_t are both pointers to this incomplete type. */
 typedef struct CUstream_st *mj_stream;
@@ -82,13 +91,13 @@ typedef struct mj_runtime_options {
  * Without a CUDA driver the runtime still opens (cache, precompile work); launches
  * then return MJ_ERR_NO_DEVICE. With a driver, the runtime uses the context current
  * on the calling thread, or retains device 0's primary context when none is. */
-mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts);
-void mj_runtime_destroy(mj_runtime *rt);
+MJ_API mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts);
+MJ_API void mj_runtime_destroy(mj_runtime *rt);
 
 /* Whether this runtime can launch kernels (driver + device present). */
-int mj_runtime_has_device(const mj_runtime *rt);
+MJ_API int mj_runtime_has_device(const mj_runtime *rt);
 /* The architecture this runtime compiles for ("sm_90a"). */
-const char *mj_runtime_arch(const mj_runtime *rt);
+MJ_API const char *mj_runtime_arch(const mj_runtime *rt);
 
 typedef enum mj_family {
     MJ_FAMILY_PRE_DISPATCH = 0,
@@ -97,14 +106,14 @@ typedef enum mj_family {
 } mj_family;
 
 /* Name of a family ("pre_dispatch"); NULL for an unknown one. */
-const char *mj_family_name(mj_family family);
+MJ_API const char *mj_family_name(mj_family family);
 
 /* Per-family settings; setting one family never changes another.
  * num_sms: 0 = all SMs of the device; otherwise 1..device SM count. */
-mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms);
-mj_status mj_family_get_num_sms(const mj_runtime *rt, mj_family family, int *num_sms);
-mj_status mj_family_set_pdl(mj_runtime *rt, mj_family family, int enable);
-mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable);
+MJ_API mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms);
+MJ_API mj_status mj_family_get_num_sms(const mj_runtime *rt, mj_family family, int *num_sms);
+MJ_API mj_status mj_family_set_pdl(mj_runtime *rt, mj_family family, int enable);
+MJ_API mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable);
 
 /* Counters of this runtime's in-memory and on-disk cache since creation. */
 typedef struct mj_runtime_stats {
@@ -114,7 +123,7 @@ typedef struct mj_runtime_stats {
     uint64_t healed;      /* entries found corrupt, deleted and rebuilt */
     double compile_seconds;
 } mj_runtime_stats;
-mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out);
+MJ_API mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out);
 
 /* ---------------------------------------------------------------- formats */
 
@@ -126,8 +135,8 @@ typedef enum mj_format {
     MJ_FORMAT_COUNT_ = 4
 } mj_format;
 
-const char *mj_format_name(mj_format format);                   /* "nvfp4" */
-mj_status mj_format_parse(const char *name, mj_format *format); /* inverse */
+MJ_API const char *mj_format_name(mj_format format);                   /* "nvfp4" */
+MJ_API mj_status mj_format_parse(const char *name, mj_format *format); /* inverse */
 
 typedef enum mj_dtype {
     MJ_DTYPE_U8 = 0, /* packed FP4 pairs, scale bytes */
@@ -157,7 +166,8 @@ typedef struct mj_symm_config {
 /* One device allocation holding num_ranks rank regions (base + per-rank offsets).
  * Records the MegaMoE family's SM count at creation; a later launch with another
  * count is refused. The buffer is zeroed once here. */
-mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out);
+MJ_API mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg,
+                                       mj_symm_buffer **out);
 /* One process per GPU: cfg->num_ranks must equal the size of nccl_comm (an
  * ncclComm_t whose device is the runtime's); this process is its rank. Each rank's
  * region is allocated with CUDA VMM, shared with FABRIC handles or file descriptors
@@ -167,9 +177,9 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
  * NCCL (libnccl.so.2) is loaded at run time; MJ_ERR_UNSUPPORTED without it or
  * without peer-to-peer access between the GPUs. Keep the communicator alive
  * until the buffer is destroyed: destroying such a buffer is collective as well. */
-mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *cfg, void *nccl_comm,
-                                     mj_symm_buffer **out);
-void mj_symm_buffer_destroy(mj_symm_buffer *buf);
+MJ_API mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *cfg,
+                                            void *nccl_comm, mj_symm_buffer **out);
+MJ_API void mj_symm_buffer_destroy(mj_symm_buffer *buf);
 
 typedef enum mj_view_id {
     MJ_VIEW_X = 0,            /* [P, H * bits / 8] tokens in the dispatch format */
@@ -190,9 +200,10 @@ typedef struct mj_view {
 } mj_view;
 
 /* A view of one rank's region. MJ_ERR_NOT_FOUND when the format has no such view. */
-mj_status mj_symm_buffer_view(const mj_symm_buffer *buf, int rank, mj_view_id id, mj_view *out);
-mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, int *num_sms,
-                              size_t *bytes_per_rank);
+MJ_API mj_status mj_symm_buffer_view(const mj_symm_buffer *buf, int rank, mj_view_id id,
+                                     mj_view *out);
+MJ_API mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, int *num_sms,
+                                     size_t *bytes_per_rank);
 
 /* ---------------------------------------------------------- pre-dispatch */
 
@@ -208,9 +219,9 @@ mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, in
  * previous work when the family's PDL flag is set) and the persistent main
  * kernel on the pre-dispatch family's SM count, which starts loading at once
  * and writes nothing if any id lies outside [-1, num_experts). */
-mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
-                          const int32_t *topk_ids, const float *topk_weights,
-                          const float *expert_scales, int num_tokens, mj_stream stream);
+MJ_API mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
+                                 const int32_t *topk_ids, const float *topk_weights,
+                                 const float *expert_scales, int num_tokens, mj_stream stream);
 
 /* ---------------------------------------------------------------- MegaMoE */
 
@@ -241,8 +252,8 @@ typedef struct mj_moe_config {
 /* Local expert weights of one rank, in the kernel's private device layout. */
 typedef struct mj_weights mj_weights;
 
-mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out);
-void mj_weights_destroy(mj_weights *w);
+MJ_API mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out);
+MJ_API void mj_weights_destroy(mj_weights *w);
 
 typedef enum mj_projection {
     MJ_PROJ_GATE = 0, /* [I][H] */
@@ -256,24 +267,24 @@ typedef enum mj_projection {
  * scales [out][in / group] (UE8M0 bytes for MX formats, UE4M3 for NVFP4; NULL
  * for BF16). from_device: both pointers are device memory. Synchronous.
  * MX weight scales must keep every decoded weight exact in BF16 (bytes 3..246). */
-mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
-                          const void *scales, int from_device);
+MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
+                                 const void *data, const void *scales, int from_device);
 
 /* Per-expert fp32 scalars (default 1), kept in device arrays so a reload needs
  * no recompile and no CUDA-graph recapture: GEMM 1 gate/up alphas (NVFP4 global
  * scales), GEMM 2 alpha, and the GEMM 2 input scale (NUMERICS.md steps 2, 5, 7). */
-mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
-                                float l1_alpha_up, float l2_alpha, float l2_act_scale);
+MJ_API mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
+                                       float l1_alpha_up, float l2_alpha, float l2_act_scale);
 
 /* The BLOCK_M (tokens per tile) a launch with num_tokens per rank uses. */
-mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m);
+MJ_API mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m);
 
 /* Compiles (or reads from the cache) and loads the kernel that mj_mega_moe
  * with num_tokens would launch; nothing runs on the device. A server calls it
  * at start-up; emulated ranks must call it for every rank before launching
  * any, since a rank's kernel waits inside for the others. */
-mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
-                             int num_tokens);
+MJ_API mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                                    int num_tokens);
 
 /* One MoE layer for rank weights->rank: dispatch of the tokens pre-dispatched
  * into buf across ranks, expert GEMM 1, activation, GEMM 2 and combine, in one
@@ -283,27 +294,27 @@ mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weigh
  * every rank's call must be in flight together (one stream each, the family SM
  * count divided among them, after mj_mega_moe_warmup of every rank): the ranks
  * wait for each other inside the kernel. */
-mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights, void *y,
-                      int num_tokens, int32_t *recv_stats, mj_stream stream);
+MJ_API mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                             void *y, int num_tokens, int32_t *recv_stats, mj_stream stream);
 
 /* ------------------------------------------------------ offline precompile */
 
 typedef struct mj_manifest mj_manifest;
 
 /* Parses a deployment manifest (JSON text). On error the message names the field. */
-mj_status mj_manifest_parse(const char *json, mj_manifest **out);
+MJ_API mj_status mj_manifest_parse(const char *json, mj_manifest **out);
 /* An embedded preset ("deepseek-v3-ep8"). */
-mj_status mj_manifest_preset(const char *name, mj_manifest **out);
+MJ_API mj_status mj_manifest_preset(const char *name, mj_manifest **out);
 /* Names of the embedded presets, NULL-terminated. */
-const char *const *mj_manifest_preset_names(void);
+MJ_API const char *const *mj_manifest_preset_names(void);
 /* Replaces the manifest's architecture list ("sm_90a,sm_100a"). */
-mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated);
-void mj_manifest_destroy(mj_manifest *m);
+MJ_API mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated);
+MJ_API void mj_manifest_destroy(mj_manifest *m);
 
 /* Kernels a manifest needs, as the runtime would request them. */
-size_t mj_manifest_kernel_count(const mj_manifest *m);
+MJ_API size_t mj_manifest_kernel_count(const mj_manifest *m);
 /* A short human description of kernel i ("pre_dispatch<hidden=7168,nvfp4,topk=8> sm_90a"). */
-const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
+MJ_API const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
 
 typedef enum mj_build_result {
     MJ_BUILD_CACHED = 0,   /* already in the cache */
@@ -313,8 +324,8 @@ typedef enum mj_build_result {
 
 /* Ensures kernel i of the manifest is in rt's cache (compiling when missing);
  * needs no GPU. */
-mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
-                                   mj_build_result *result, double *seconds);
+MJ_API mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
+                                          mj_build_result *result, double *seconds);
 
 /* ------------------------------------------------------- cache inspection */
 
@@ -322,9 +333,9 @@ typedef struct mj_cache mj_cache;
 
 /* Opens the cache directory (NULL = the runtime default rules) for inspection.
  * read_only = 1 never writes. */
-mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
-void mj_cache_close(mj_cache *c);
-const char *mj_cache_path(const mj_cache *c); /* the database file */
+MJ_API mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
+MJ_API void mj_cache_close(mj_cache *c);
+MJ_API const char *mj_cache_path(const mj_cache *c); /* the database file */
 
 typedef struct mj_cache_entry {
     char key_hex[33];
@@ -344,8 +355,8 @@ typedef struct mj_cache_entry {
 
 /* Calls fn for every entry matching the filters (NULL = any); stops when fn returns non-zero. */
 typedef int (*mj_cache_entry_fn)(const mj_cache_entry *e, void *user);
-mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_cache_entry_fn fn,
-                        void *user);
+MJ_API mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch,
+                               mj_cache_entry_fn fn, void *user);
 
 /* Looks up one entry by key prefix (hex, >= 4 chars). MJ_ERR_NOT_FOUND / MJ_ERR_INVALID_ARG
  * when none / several match. The strings stay valid until the next call on c. */
@@ -357,7 +368,7 @@ typedef struct mj_cache_detail {
     const void *cubin;
     size_t cubin_size;
 } mj_cache_detail;
-mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out);
+MJ_API mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out);
 
 typedef struct mj_cache_stats {
     int64_t entries;
@@ -369,13 +380,13 @@ typedef struct mj_cache_stats {
     const char *journal_mode;
     const char *filesystem;
 } mj_cache_stats;
-mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out);
+MJ_API mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out);
 
 /* Checks the database and every entry's cubin hash. *bad = number of bad entries;
  * fn (may be NULL) is called for each bad one with a reason. */
 typedef void (*mj_cache_bad_fn)(const char *key_hex, const char *reason, void *user);
-mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
-                          void *user);
+MJ_API mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
+                                 void *user);
 
 typedef enum mj_cache_selector {
     MJ_CACHE_SELECT_KEY = 0,      /* value: key hex prefix */
@@ -386,13 +397,15 @@ typedef enum mj_cache_selector {
     MJ_CACHE_SELECT_OLDER = 5,    /* value: days since last use, decimal */
     MJ_CACHE_SELECT_ALL = 6,      /* value ignored */
 } mj_cache_selector;
-mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value, int64_t *removed);
+MJ_API mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value,
+                                 int64_t *removed);
 /* Evicts least-recently-used entries until the cubin bytes fit max_bytes. */
-mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed, int64_t *bytes_after);
+MJ_API mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed,
+                             int64_t *bytes_after);
 /* A consistent, compact snapshot file (usable as a MEGAJIT_CACHE_RO layer). */
-mj_status mj_cache_export(mj_cache *c, const char *file);
+MJ_API mj_status mj_cache_export(mj_cache *c, const char *file);
 /* Copies entries of a snapshot into this cache (existing keys win). */
-mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported);
+MJ_API mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported);
 
 /* ------------------------------------------------------------ information */
 
@@ -410,7 +423,7 @@ typedef struct mj_info {
     int cache_disabled;
 } mj_info;
 /* Fills info from rt (strings owned by rt). */
-mj_status mj_runtime_info(mj_runtime *rt, mj_info *info);
+MJ_API mj_status mj_runtime_info(mj_runtime *rt, mj_info *info);
 
 #ifdef __cplusplus
 }
