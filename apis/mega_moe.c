@@ -10,7 +10,7 @@
 #include "apis/symm_buffer_impl.h"
 #include "heuristics/mega_moe_config.h"
 #include "runtime/error.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
@@ -228,7 +228,7 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
                              {MJ_MOE_THREADS, 1, 1},
                              mj_moe_smem_bytes(block_m),
                              0,
-                             mj_runtime_family_pdl(rt, MJ_FAMILY_MEGA_MOE)};
+                             mj_runtime_family_settings(rt, MJ_FAMILY_MEGA_MOE).pdl};
     int local = weights->local_experts;
     const float *alphas = (const float *)(uintptr_t)weights->alphas;
     *args = (mj_moe_args){

@@ -3,9 +3,10 @@
 
 #include "apis/specs.h"
 #include "apis/symm_buffer_impl.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/jit.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 #include "templates/layout/pre_dispatch_launch.h"
 
 mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj_arch arch,
@@ -58,17 +59,15 @@ static mj_status check_args(mj_runtime *rt, mj_symm_buffer *buf, int rank, const
  * slots this launch's check grid wrote. */
 static mj_status report_bad_ids(mj_runtime *rt, mj_symm_buffer *buf, int rank, int num_tokens,
                                 mj_stream stream) {
-    const mj_cuda *cu = rt->cu;
-    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = cu->cuStreamIsCapturing((CUstream)stream, &cs);
-    if (r != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) return MJ_OK;
+    if (mj_stream_capturing(rt, stream) != 0) return MJ_OK;
     uint32_t slots[MJ_WS_PD_CHECK_SLOT_COUNT];
     const unsigned n = mj_pd_check_ctas(buf->cfg.num_topk, num_tokens);
-    r = cu->cuStreamSynchronize((CUstream)stream);
-    if (r == CUDA_SUCCESS)
-        r = cu->cuMemcpyDtoH(slots, mj_symm_rank_base(buf, rank) + MJ_WS_PD_CHECK_SLOTS * 4,
-                             n * sizeof *slots);
-    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_pre_dispatch: reading the input check");
+    const char *what = "mj_pre_dispatch: reading the input check";
+    mj_status st = mj_stream_synchronize(rt, stream, what);
+    if (st == MJ_OK)
+        st = mj_device_download(rt, slots, mj_symm_rank_base(buf, rank) + MJ_WS_PD_CHECK_SLOTS * 4,
+                                n * sizeof *slots, what);
+    if (st != MJ_OK) return st;
     uint64_t bad = 0;
     for (unsigned i = 0; i < n; i++)
         bad += slots[i];
@@ -96,7 +95,7 @@ mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const v
     if ((st = mj_jit_get(rt, &main_spec, stream, &main_kernel)) != MJ_OK ||
         (st = mj_jit_get(rt, &check_spec, stream, &check_kernel)) != MJ_OK)
         return st;
-    int pdl = mj_runtime_family_pdl(rt, MJ_FAMILY_PRE_DISPATCH);
+    int pdl = mj_runtime_family_settings(rt, MJ_FAMILY_PRE_DISPATCH).pdl;
     CUdeviceptr region = mj_symm_rank_base(buf, rank);
     int experts = c->num_experts, tokens = num_tokens, max_tokens = c->max_tokens_per_rank;
     unsigned check_ctas = mj_pd_check_ctas(c->num_topk, num_tokens);

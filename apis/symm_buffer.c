@@ -3,9 +3,10 @@
 #include <stdlib.h>
 
 #include "apis/symm_buffer_impl.h"
-#include "templates/layout/moe_layout.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
+#include "templates/layout/moe_layout.h"
 
 /* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
 #define MJ_HIDDEN_MULTIPLE 256
@@ -73,12 +74,12 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
     if (!b) return mj_fail(MJ_ERR_NOMEM, "out of memory");
     b->rank_bytes = mj_symm_rank_bytes(cfg);
     size_t total = b->rank_bytes * (size_t)cfg->num_ranks;
-    CUresult r = rt->cu->cuMemAlloc(&b->base, total);
-    if (r == CUDA_SUCCESS) r = rt->cu->cuMemsetD8(b->base, 0, total);
-    if (r != CUDA_SUCCESS) {
-        if (b->base) rt->cu->cuMemFree(b->base);
+    st = mj_device_alloc(rt, total, "allocating the symmetric buffer", &b->base);
+    if (st == MJ_OK) st = mj_device_zero(rt, b->base, total, "zeroing the symmetric buffer");
+    if (st != MJ_OK) {
+        mj_device_free(rt, b->base);
         free(b);
-        return mj_cuda_fail(r, "allocating the symmetric buffer");
+        return st;
     }
     *out = b;
     return MJ_OK;
@@ -89,7 +90,7 @@ void mj_symm_buffer_destroy(mj_symm_buffer *b) {
     if (b->dist)
         mj_symm_dist_destroy(b);
     else if (mj_runtime_bind(b->rt) == MJ_OK)
-        b->rt->cu->cuMemFree(b->base);
+        mj_device_free(b->rt, b->base);
     free(b);
 }
 

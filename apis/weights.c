@@ -4,8 +4,9 @@
 #include <stdlib.h>
 
 #include "apis/mega_moe_impl.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
@@ -18,32 +19,34 @@ static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up
 /* UE4M3 scales are E4M3 bytes >= 0: no sign bit, and 0x7f is NaN. */
 #define UE4M3_NAN 0x7f
 
-static void free_device(const mj_cuda *cu, mj_weights *w) {
-    CUdeviceptr *ptrs[] = {&w->w1, &w->w1_sf, &w->w2, &w->w2_sf, &w->alphas};
+static void free_device(mj_weights *w) {
+    CUdeviceptr ptrs[] = {w->w1, w->w1_sf, w->w2, w->w2_sf, w->alphas};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (*ptrs[i]) cu->cuMemFree(*ptrs[i]);
+        mj_device_free(w->rt, ptrs[i]);
 }
 
-static CUresult alloc_all(const mj_cuda *cu, mj_weights *w) {
+static mj_status alloc_all(mj_weights *w) {
+    mj_runtime *rt = w->rt;
     mj_u64 e = (mj_u64)w->local_experts;
     const mj_moe_weight_layout *l = &w->layout;
-    CUresult r = cu->cuMemAlloc(&w->w1, e * l->w1_expert_bytes);
-    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->w2, e * l->w2_expert_bytes);
-    if (r == CUDA_SUCCESS && l->w1_sf_expert_bytes)
-        r = cu->cuMemAlloc(&w->w1_sf, e * l->w1_sf_expert_bytes);
-    if (r == CUDA_SUCCESS && l->w2_sf_expert_bytes)
-        r = cu->cuMemAlloc(&w->w2_sf, e * l->w2_sf_expert_bytes);
+    const char *what = "allocating the MegaMoE weights";
+    mj_status st = mj_device_alloc(rt, e * l->w1_expert_bytes, what, &w->w1);
+    if (st == MJ_OK) st = mj_device_alloc(rt, e * l->w2_expert_bytes, what, &w->w2);
+    if (st == MJ_OK && l->w1_sf_expert_bytes)
+        st = mj_device_alloc(rt, e * l->w1_sf_expert_bytes, what, &w->w1_sf);
+    if (st == MJ_OK && l->w2_sf_expert_bytes)
+        st = mj_device_alloc(rt, e * l->w2_sf_expert_bytes, what, &w->w2_sf);
     size_t alpha_bytes = 4 * (size_t)e * sizeof(float);
-    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->alphas, alpha_bytes);
-    if (r == CUDA_SUCCESS) {
+    if (st == MJ_OK) st = mj_device_alloc(rt, alpha_bytes, what, &w->alphas);
+    if (st == MJ_OK) {
         float *ones = malloc(alpha_bytes);
-        if (!ones) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (!ones) return mj_fail(MJ_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < 4 * (size_t)e; i++)
             ones[i] = 1.0f;
-        r = cu->cuMemcpyHtoD(w->alphas, ones, alpha_bytes);
+        st = mj_device_upload(rt, w->alphas, ones, alpha_bytes, what);
         free(ones);
     }
-    return r;
+    return st;
 }
 
 mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out) {
@@ -66,12 +69,12 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights
     w->local_experts = local;
     w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, (int)cfg->weight_format);
     w->loaded = loaded;
-    CUresult r = alloc_all(rt->cu, w);
-    if (r != CUDA_SUCCESS) {
-        free_device(rt->cu, w);
+    st = alloc_all(w);
+    if (st != MJ_OK) {
+        free_device(w);
         free(loaded);
         free(w);
-        return mj_cuda_fail(r, "allocating the MegaMoE weights");
+        return st;
     }
     *out = w;
     return MJ_OK;
@@ -79,7 +82,7 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights
 
 void mj_weights_destroy(mj_weights *w) {
     if (!w) return;
-    if (mj_runtime_bind(w->rt) == MJ_OK) free_device(w->rt->cu, w);
+    if (mj_runtime_bind(w->rt) == MJ_OK) free_device(w);
     free(w->loaded);
     free(w);
 }
@@ -90,12 +93,12 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < groups; g++) {
             unsigned b = sf[(size_t)r * (size_t)groups + (size_t)g];
-            if (fmt == MJ_FMT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
+            if (fmt == MJ_FORMAT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
                                "group %d is not a UE4M3 scale (negative or NaN)",
                                e, kProjectionNames[proj], b, r, g);
-            if (fmt != MJ_FMT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
+            if (fmt != MJ_FORMAT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
                                "group %d would make decoded weights inexact in BF16 (MX weight "
@@ -128,7 +131,6 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
                        kProjectionNames[proj]);
     mj_status st = mj_runtime_bind(w->rt);
     if (st != MJ_OK) return st;
-    const mj_cuda *cu = w->rt->cu;
     int hidden = w->cfg.hidden, inter = w->cfg.intermediate;
     int rows = proj == MJ_PROJ_DOWN ? hidden : inter;
     int cols = proj == MJ_PROJ_DOWN ? inter : hidden;
@@ -146,27 +148,23 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
         dst_sf = w->w1_sf + (CUdeviceptr)e * w->layout.w1_sf_expert_bytes + half * sf_bytes;
     }
 
-    CUresult r = CUDA_SUCCESS;
+    const char *what = "mj_weights_load: copying weights";
     if (group) {
         /* Checked on the host before anything is written: a rejected load
          * leaves the previous contents intact. */
         unsigned char *host_sf = from_device ? malloc(sf_bytes) : (unsigned char *)scales;
         if (!host_sf) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-        if (from_device) r = cu->cuMemcpyDtoH(host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes);
-        if (r == CUDA_SUCCESS) {
-            st = check_scales(w, e, proj, host_sf, rows, groups);
-            if (st == MJ_OK) r = cu->cuMemcpyHtoD(dst_sf, host_sf, sf_bytes);
-        }
+        if (from_device)
+            st = mj_device_download(w->rt, host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes, what);
+        if (st == MJ_OK) st = check_scales(w, e, proj, host_sf, rows, groups);
+        if (st == MJ_OK) st = mj_device_upload(w->rt, dst_sf, host_sf, sf_bytes, what);
         if (from_device) free(host_sf);
         if (st != MJ_OK) return st;
     }
-    if (r == CUDA_SUCCESS)
-        r = from_device ? cu->cuMemcpyDtoD(dst, (CUdeviceptr)(uintptr_t)data, data_bytes)
-                        : cu->cuMemcpyHtoD(dst, data, data_bytes);
-    /* Device-to-device copies return before they finish; the load promises
-     * the caller may free its source on return. */
-    if (r == CUDA_SUCCESS && from_device) r = cu->cuStreamSynchronize(NULL);
-    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_weights_load: copying weights");
+    /* The load promises the caller may free its source on return. */
+    st = from_device ? mj_device_copy(w->rt, dst, (CUdeviceptr)(uintptr_t)data, data_bytes, what)
+                     : mj_device_upload(w->rt, dst, data, data_bytes, what);
+    if (st != MJ_OK) return st;
     w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj] = 1;
     return MJ_OK;
 }
@@ -187,10 +185,10 @@ mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_
                            names[i], (double)values[i]);
     mj_status st = mj_runtime_bind(w->rt);
     if (st != MJ_OK) return st;
-    CUresult r = CUDA_SUCCESS;
-    for (int i = 0; i < 4 && r == CUDA_SUCCESS; i++)
-        r = w->rt->cu->cuMemcpyHtoD(
+    for (int i = 0; i < 4 && st == MJ_OK; i++)
+        st = mj_device_upload(
+            w->rt,
             w->alphas + ((CUdeviceptr)i * (CUdeviceptr)w->local_experts + (CUdeviceptr)e) * 4,
-            &values[i], sizeof(float));
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "mj_weights_set_alphas: copying");
+            &values[i], sizeof(float), "mj_weights_set_alphas: copying");
+    return st;
 }

@@ -42,6 +42,7 @@ extern "C" {
 #define MJ_VERSION_MAJOR 0
 #define MJ_VERSION_MINOR 1
 #define MJ_VERSION_PATCH 0
+#define MJ_VERSION_STRING "0.1.0"
 
 typedef enum mj_status {
     MJ_OK = 0,

@@ -9,13 +9,14 @@
 #include <time.h>
 
 #include "runtime/cache_key.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/env.h"
 #include "runtime/include_closure.h"
 #include "runtime/kernel_map.h"
 #include "runtime/log.h"
 #include "runtime/nvrtc_lib.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 
 /* Everything a miss needs, rendered once from the spec. */
 typedef struct build_job {
@@ -182,16 +183,12 @@ static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream
                         size_t *cubin_size, char **lowered, mj_build_result *result) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
-    if (rt->cu) {
-        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-        if (rt->cu && rt->cu->cuStreamIsCapturing((CUstream)capture_stream, &cs) == CUDA_SUCCESS &&
-            cs != CU_STREAM_CAPTURE_STATUS_NONE)
-            return mj_fail(MJ_ERR_CAPTURE,
-                           "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
-                           "graph; precompile it (megajit precompile) or run it once before "
-                           "capture",
-                           job->name_expression, mj_arch_name((mj_arch)job->spec->arch));
-    }
+    if (rt->cu && mj_stream_capturing(rt, capture_stream) == 1)
+        return mj_fail(MJ_ERR_CAPTURE,
+                       "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
+                       "graph; precompile it (megajit precompile) or run it once before "
+                       "capture",
+                       job->name_expression, mj_arch_name((mj_arch)job->spec->arch));
     int lock_fd = -1;
     if (rt->cache && mjc_lock_key(rt->cache, job->key, &lock_fd) != MJC_OK)
         mj_log(MJ_LOG_WARN, "compile lock unavailable (%s); compiling anyway",

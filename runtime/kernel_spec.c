@@ -21,6 +21,18 @@ const char *mj_arch_name(mj_arch arch) {
     return NULL;
 }
 
+const char *mj_family_name(mj_family family) {
+    switch (family) {
+    case MJ_FAMILY_PRE_DISPATCH:
+        return "pre_dispatch";
+    case MJ_FAMILY_MEGA_MOE:
+        return "mega_moe";
+    case MJ_FAMILY_COUNT_:
+        break;
+    }
+    return NULL;
+}
+
 const mj_family_codegen *mj_family_codegen_get(mj_family family) {
     switch (family) {
     case MJ_FAMILY_PRE_DISPATCH:

@@ -14,7 +14,7 @@
 #include "include/megajit.h"
 #include "apis/specs.h"
 #include "runtime/jit.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 
 static char cache_dir[64];
 

@@ -13,7 +13,7 @@
 #include "include/megajit.h"
 #include "runtime/error.h"
 #include "runtime/nccl_lib.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 #include "templates/layout/symm_layout.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/launcher.h"

@@ -11,7 +11,7 @@
 #include "include/megajit.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 #include "templates/layout/symm_layout.h"
 #include "tools/bench/bench.h"
 
