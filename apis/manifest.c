@@ -56,7 +56,7 @@
 
 enum { MAX_ARCHS = 8, DIM_QUANTUM = 128 };
 
-typedef enum activation { ACT_SWIGLU = 0, ACT_SWIGLUOAI = 1 } activation;
+/* The activations a manifest accepts, indexed by mj_activation. */
 static const char *const kActivationNames[] = {"swiglu", "swigluoai"};
 
 static const mj_arch kKnownArchs[] = {MJ_ARCH_SM90A, MJ_ARCH_SM100A};
@@ -71,7 +71,7 @@ typedef struct layer {
     int max_tokens_per_rank;
     mj_format weight_format;
     mj_format dispatch_format;
-    activation act;
+    mj_activation act;
     double clamp; /* 0 = none */
     int num_sms;
 } layer;
@@ -181,7 +181,7 @@ static mj_status enumerate_mega_moe(const layer *l, mj_arch arch, kernel_list *o
                          .max_tokens_per_rank = l->max_tokens_per_rank,
                          .weight_format = l->weight_format,
                          .dispatch_format = l->dispatch_format,
-                         .activation = (mj_activation)l->act,
+                         .activation = l->act,
                          .clamp = (float)l->clamp};
     int num_sms = l->num_sms ? l->num_sms : default_num_sms(arch);
     int tokens = 0, block_m;
@@ -364,7 +364,7 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     int found = 0;
     for (size_t i = 0; i < sizeof kActivationNames / sizeof kActivationNames[0]; i++)
         if (strcmp(act, kActivationNames[i]) == 0) {
-            l->act = (activation)i;
+            l->act = (mj_activation)i;
             found = 1;
         }
     if (!found)

@@ -14,68 +14,12 @@
 
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
-static int block_m_valid(int block_m) {
-    return block_m == 8 || block_m == 16 || block_m == 32 || block_m == 64;
-}
-
-static mj_status unsupported_pair(const mj_moe_config *c) {
-    char pairs[256] = "";
-    for (int i = 0; i < mj_moe_format_count(); i++) {
-        const mj_moe_format_row *r = mj_moe_format_at(i);
-        size_t len = strlen(pairs);
-        snprintf(pairs + len, sizeof pairs - len, "%s%s/%s", i ? ", " : "",
-                 mj_format_name((mj_format)r->weight_fmt),
-                 mj_format_name((mj_format)r->dispatch_fmt));
-    }
-    const char *w = mj_format_name(c->weight_format), *d = mj_format_name(c->dispatch_format);
-    return mj_fail(MJ_ERR_INVALID_ARG,
-                   "(weight_format %s, dispatch_format %s) is not a MegaMoE format pair "
-                   "(supported weight/dispatch: %s)",
-                   w ? w : "?", d ? d : "?", pairs);
-}
-
-mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
-    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
-    if (c->intermediate <= 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "intermediate %d must be a positive multiple of 64",
-                       c->intermediate);
-    /* The shape rules of the symmetric buffer the layer runs in. */
-    mj_symm_config probe = {
-        c->hidden,          c->num_experts, c->num_topk,    c->max_tokens_per_rank,
-        c->dispatch_format, c->num_ranks,   c->intermediate};
-    mj_status st = mj_symm_config_check(&probe);
-    if (st != MJ_OK) return st;
-    if (c->rank < 0 || c->rank >= c->num_ranks)
-        return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d (num_ranks %d)", c->rank,
-                       c->num_ranks - 1, c->num_ranks);
-    const mj_moe_format_row *r = mj_moe_format_find((int)c->weight_format, (int)c->dispatch_format);
-    if (!r) return unsupported_pair(c);
-    const char *act = mj_moe_activation_name((int)c->activation);
-    if (!act) return mj_fail(MJ_ERR_INVALID_ARG, "unknown activation %d", (int)c->activation);
-    if (!mj_moe_activation_allowed(r, (int)c->activation))
-        return mj_fail(MJ_ERR_INVALID_ARG, "activation %s is not available with the %s formats",
-                       act, r->name);
-    if (!isfinite(c->clamp) || c->clamp < 0)
-        return mj_fail(MJ_ERR_INVALID_ARG, "clamp %g must be finite and >= 0 (0 = none)",
-                       (double)c->clamp);
-    if (c->clamp > 0 && !mj_moe_activation_has_clamp((int)c->activation))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "clamp %g: only swiglu and swigluoai take a clamp (activation is %s)",
-                       (double)c->clamp, act);
-    if (c->block_m != 0 && !block_m_valid(c->block_m))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "block_m %d must be 0 (chosen per token count) or 8, 16, 32 or 64",
-                       c->block_m);
-    if (row) *row = r;
-    return MJ_OK;
-}
-
 mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, mj_arch arch,
                            mj_kernel_spec *out) {
     const mj_moe_format_row *row;
     mj_status st = mj_moe_config_check(cfg, &row);
     if (st != MJ_OK) return st;
-    if (!block_m_valid(block_m))
+    if (!mj_moe_block_m_supported(block_m))
         return mj_fail(MJ_ERR_INVALID_ARG, "block_m %d must be 8, 16, 32 or 64", block_m);
     if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
     const char *arch_name = mj_arch_name(arch);
@@ -125,14 +69,6 @@ mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *blo
     return MJ_OK;
 }
 
-static mj_status check_pair(const char *field, long long buffer, long long weights) {
-    if (buffer == weights) return MJ_OK;
-    return mj_fail(
-        MJ_ERR_INVALID_ARG,
-        "mj_mega_moe: the symmetric buffer's %s is %lld but the weights' config has %lld", field,
-        buffer, weights);
-}
-
 static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const mj_weights *w,
                               const void *y, int num_tokens) {
     if (!rt || !buf || !w)
@@ -147,16 +83,14 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
                        "mj_mega_moe: the symmetric buffer has no MegaMoE regions (create it with "
                        "cfg.intermediate = %d)",
                        c->intermediate);
-    mj_status st;
-    if ((st = check_pair("intermediate", b->intermediate, c->intermediate)) != MJ_OK ||
-        (st = check_pair("hidden", b->hidden, c->hidden)) != MJ_OK ||
-        (st = check_pair("num_experts", b->num_experts, c->num_experts)) != MJ_OK ||
-        (st = check_pair("num_topk", b->num_topk, c->num_topk)) != MJ_OK ||
-        (st = check_pair("max_tokens_per_rank", b->max_tokens_per_rank, c->max_tokens_per_rank)) !=
-            MJ_OK ||
-        (st = check_pair("num_ranks", b->num_ranks, c->num_ranks)) != MJ_OK ||
-        (st = check_pair("dispatch_format", b->dispatch_format, c->dispatch_format)) != MJ_OK)
-        return st;
+    mj_symm_config wanted = mj_symm_config_of_moe(c);
+    long long in_buffer, in_weights;
+    const char *field = mj_symm_config_mismatch(b, &wanted, &in_buffer, &in_weights);
+    if (field)
+        return mj_fail(
+            MJ_ERR_INVALID_ARG,
+            "mj_mega_moe: the symmetric buffer's %s is %lld but the weights' config has %lld",
+            field, in_buffer, in_weights);
     if (buf->rank >= 0 && buf->rank != c->rank)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_mega_moe: this process is rank %d of the symmetric buffer but the "

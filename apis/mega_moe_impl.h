@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include "include/megajit.h"
+#include "runtime/configs.h"
 #include "heuristics/moe_formats.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"
@@ -27,9 +28,6 @@ struct mj_weights {
      * launch never reads weights nobody wrote. */
     unsigned char *loaded;
 };
-
-/* Validates cfg (the message names the field) and returns its format row. */
-mj_status mj_moe_config_check(const mj_moe_config *cfg, const mj_moe_format_row **row);
 
 /* Everything mj_mega_moe does short of launching: validates the buffer, the
  * weights and the arguments, gets (compiling when missing) the kernel and

@@ -8,42 +8,6 @@
 #include "runtime/runtime.h"
 #include "templates/layout/moe_layout.h"
 
-/* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
-#define MJ_HIDDEN_MULTIPLE 256
-#define MJ_HIDDEN_MAX 8192
-
-mj_status mj_symm_config_check(const mj_symm_config *c) {
-    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
-    if ((unsigned)c->dispatch_format >= MJ_FORMAT_COUNT_)
-        return mj_fail(MJ_ERR_INVALID_ARG, "unsupported dispatch format %d",
-                       (int)c->dispatch_format);
-    int group = mj_format_group((int)c->dispatch_format);
-    if (c->hidden <= 0 || c->hidden > MJ_HIDDEN_MAX || c->hidden % MJ_HIDDEN_MULTIPLE ||
-        (group && c->hidden % group))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "hidden %d must be a multiple of %d (and of the %s group, %d) in 256..%d",
-                       c->hidden, MJ_HIDDEN_MULTIPLE, mj_format_name(c->dispatch_format), group,
-                       MJ_HIDDEN_MAX);
-    if (c->num_ranks < 1 || c->num_ranks > MJ_MAX_RANKS)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_ranks %d outside 1..%d", c->num_ranks,
-                       MJ_MAX_RANKS);
-    if (c->num_experts <= 0 || c->num_experts % c->num_ranks)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "num_experts %d must be positive and divisible by num_ranks %d",
-                       c->num_experts, c->num_ranks);
-    if (c->num_topk <= 0 || c->num_topk > c->num_experts || c->num_topk > 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_topk %d outside 1..min(64, num_experts %d)",
-                       c->num_topk, c->num_experts);
-    if (c->max_tokens_per_rank <= 0 || c->max_tokens_per_rank > (1 << 20))
-        return mj_fail(MJ_ERR_INVALID_ARG, "max_tokens_per_rank %d outside 1..%d",
-                       c->max_tokens_per_rank, 1 << 20);
-    if (c->intermediate < 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "intermediate %d must be 0 (pre-dispatch only) or a positive multiple of 64",
-                       c->intermediate);
-    return MJ_OK;
-}
-
 size_t mj_symm_rank_bytes(const mj_symm_config *c) {
     int fmt = (int)c->dispatch_format;
     if (c->intermediate > 0)

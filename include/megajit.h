@@ -230,6 +230,7 @@ typedef enum mj_activation {
     MJ_ACTIVATION_SWIGLU = 0,    /* h = g * sigmoid(g), v = u */
     MJ_ACTIVATION_SWIGLUOAI = 1, /* h = g * sigmoid(1.702 g), v = u + 1 */
     MJ_ACTIVATION_SITU = 2,      /* h = 4 tanh(g / 4) sigmoid(g), v = 25 tanh(u / 25) */
+    MJ_ACTIVATION_COUNT_ = 3
 } mj_activation;
 
 /* One MoE layer as one rank sees it. Supported (weight, dispatch) pairs and the
