@@ -14,7 +14,7 @@ CFLAGS ?= -O2 -g
 LIBS := -lsqlite3 -lxxhash -lcjson -ldl -lpthread -lm
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-LIB_SRC := $(wildcard apis/*.c runtime/*.c cache/*.c heuristics/*.c)
+LIB_SRC := $(wildcard apis/*.c runtime/*.c runtime/families/*.c cache/*.c heuristics/*.c)
 GEN_SRC := $(BUILD)/gen/templates_embedded.c
 TEMPLATES := $(shell find templates -type f \( -name '*.cuh' -o -name '*.h' \) | LC_ALL=C sort)
 CLI_SRC := $(wildcard tools/megajit/*.c)

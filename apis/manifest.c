@@ -36,8 +36,8 @@
  * Every error is MJ_ERR_INVALID_ARG with a sentence "manifest: <path>: <why>",
  * e.g. "manifest: layers[1].hidden: must be a positive multiple of 128 (got 100)".
  *
- * Kernel enumeration walks arch x layer x family enumerator; each family
- * enumerator adds the specs the runtime would request for that layer. Specs
+ * Kernel enumeration walks arch x layer x kernel family (runtime/families/);
+ * each family adds the specs the runtime would request for that layer. Specs
  * are de-duplicated by their bytes, which is also the runtime's in-memory key.
  */
 #include <cjson/cJSON.h>
@@ -48,9 +48,9 @@
 #include <string.h>
 
 #include "include/megajit.h"
-#include "apis/specs.h"
-#include "heuristics/moe_formats.h"
+#include "runtime/configs.h"
 #include "runtime/error.h"
+#include "runtime/families/family.h"
 #include "runtime/jit.h"
 #include "runtime/kernel_spec.h"
 
@@ -122,25 +122,11 @@ static mj_status kernel_list_add(kernel_list *k, const mj_kernel_spec *spec, con
 
 /* ------------------------------------------------------------ enumeration */
 
-typedef mj_status (*family_enumerator)(const layer *l, mj_arch arch, kernel_list *out);
-
-static mj_status enumerate_pre_dispatch(const layer *l, mj_arch arch, kernel_list *out) {
-    static const struct {
-        int role;
-        const char *name;
-    } roles[] = {{MJ_PD_ROLE_MAIN, "main"}, {MJ_PD_ROLE_CHECK, "check"}};
-    for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) {
-        mj_kernel_spec spec;
-        mj_status st = mj_pre_dispatch_spec(l->hidden, l->dispatch_format, l->topk, roles[r].role,
-                                            arch, &spec);
-        if (st != MJ_OK) return st;
-        char desc[160];
-        snprintf(desc, sizeof desc, "pre_dispatch<hidden=%d,fmt=%s,topk=%d,role=%s> %s", l->hidden,
-                 mj_format_name(l->dispatch_format), l->topk, roles[r].name, mj_arch_name(arch));
-        st = kernel_list_add(out, &spec, desc);
-        if (st != MJ_OK) return st;
-    }
-    return MJ_OK;
+static mj_status add_kernel(const mj_kernel_spec *spec, void *ctx) {
+    char desc[320];
+    if (mj_family_describe(spec, desc, sizeof desc) < 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: a kernel spec cannot be described");
+    return kernel_list_add(ctx, spec, desc);
 }
 
 /* The SM count a layer with num_sms 0 ("all SMs") is compiled for, per arch:
@@ -149,76 +135,39 @@ static int default_num_sms(mj_arch arch) {
     return arch == MJ_ARCH_SM90A ? 132 : 0;
 }
 
-static mj_status add_mega_moe(const layer *l, const mj_moe_config *cfg, int block_m, int num_sms,
-                              mj_arch arch, kernel_list *out) {
-    mj_kernel_spec spec;
-    mj_status st = mj_mega_moe_spec(cfg, block_m, num_sms, arch, &spec);
-    if (st != MJ_OK) return st;
-    char clamp[32] = "";
-    if (l->clamp > 0) snprintf(clamp, sizeof clamp, ",clamp=%g", l->clamp);
-    char desc[200];
-    snprintf(desc, sizeof desc, "mega_moe<H=%d,I=%d,E=%d,K=%d,R=%d,T=%d,%s,%s%s,bm=%d,sms=%d> %s",
-             l->hidden, l->intermediate, l->experts, l->topk, l->ranks, l->max_tokens_per_rank,
-             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
-             kActivationNames[l->act], clamp, block_m, num_sms, mj_arch_name(arch));
-    return kernel_list_add(out, &spec, desc);
+static mj_moe_config layer_config(const layer *l) {
+    return (mj_moe_config){.hidden = l->hidden,
+                           .intermediate = l->intermediate,
+                           .num_experts = l->experts,
+                           .num_topk = l->topk,
+                           .num_ranks = l->ranks,
+                           .max_tokens_per_rank = l->max_tokens_per_rank,
+                           .weight_format = l->weight_format,
+                           .dispatch_format = l->dispatch_format,
+                           .activation = l->act,
+                           .clamp = (float)l->clamp};
 }
 
-/* Every BLOCK_M a launch can pick for 0..max_tokens_per_rank tokens. The pick
- * never decreases with the token count, so each next value is found by a
- * binary search for the first token count past the current one. */
-static mj_status enumerate_mega_moe(const layer *l, mj_arch arch, kernel_list *out) {
-    /* Only sm_90a has a MegaMoE kernel, and layers whose formats are no
-     * MegaMoE pair can still use pre-dispatch on their own. */
-    if (arch != MJ_ARCH_SM90A ||
-        !mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format))
-        return MJ_OK;
-    mj_moe_config cfg = {.hidden = l->hidden,
-                         .intermediate = l->intermediate,
-                         .num_experts = l->experts,
-                         .num_topk = l->topk,
-                         .num_ranks = l->ranks,
-                         .max_tokens_per_rank = l->max_tokens_per_rank,
-                         .weight_format = l->weight_format,
-                         .dispatch_format = l->dispatch_format,
-                         .activation = l->act,
-                         .clamp = (float)l->clamp};
-    int num_sms = l->num_sms ? l->num_sms : default_num_sms(arch);
-    int tokens = 0, block_m;
-    for (;;) {
-        mj_status st = mj_mega_moe_block_m(&cfg, tokens, &block_m);
-        if (st == MJ_OK) st = add_mega_moe(l, &cfg, block_m, num_sms, arch, out);
-        if (st != MJ_OK) return st;
-        int lo = tokens + 1, hi = l->max_tokens_per_rank + 1; /* first larger pick in [lo, hi) */
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2, bm;
-            if ((st = mj_mega_moe_block_m(&cfg, mid, &bm)) != MJ_OK) return st;
-            if (bm > block_m)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        if (lo > l->max_tokens_per_rank) return MJ_OK;
-        tokens = lo;
-    }
-}
-
-/* One entry per kernel family a deployment can request. */
-static const family_enumerator kFamilyEnumerators[] = {enumerate_pre_dispatch, enumerate_mega_moe};
-
+/* Every kernel family adds the specs the runtime would request for each
+ * layer on each arch. */
 static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
                            size_t num_layers, kernel_list *out) {
     memset(out, 0, sizeof *out);
-    for (size_t a = 0; a < num_archs; a++)
-        for (size_t l = 0; l < num_layers; l++)
-            for (size_t f = 0; f < sizeof kFamilyEnumerators / sizeof kFamilyEnumerators[0]; f++) {
-                mj_status st = kFamilyEnumerators[f](&layers[l], archs[a], out);
-                if (st != MJ_OK) {
-                    kernel_list_free(out);
-                    return st;
-                }
-            }
-    return MJ_OK;
+    mj_status st = MJ_OK;
+    for (size_t a = 0; a < num_archs && st == MJ_OK; a++)
+        for (size_t l = 0; l < num_layers && st == MJ_OK; l++) {
+            const mj_moe_config moe = layer_config(&layers[l]);
+            const mj_symm_config buffer = mj_symm_config_of_moe(&moe);
+            const mj_family_request req = {
+                .buffer = &buffer,
+                .layer = &moe,
+                .num_sms = layers[l].num_sms ? layers[l].num_sms : default_num_sms(archs[a]),
+            };
+            for (int f = 0; f < MJ_FAMILY_COUNT_ && st == MJ_OK; f++)
+                st = mj_family_get((mj_family)f)->enumerate(&req, archs[a], add_kernel, out);
+        }
+    if (st != MJ_OK) kernel_list_free(out);
+    return st;
 }
 
 /* ---------------------------------------------------------------- parsing */

@@ -1,55 +1,12 @@
 /* mj_mega_moe: one MoE layer (dispatch, both expert GEMMs, combine) in one
- * persistent kernel, plus the config validation and specs it shares with the
- * weights loader and the manifest. */
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
-
+ * persistent kernel; the checks of its buffer, weights and arguments. */
 #include "apis/mega_moe_impl.h"
-#include "apis/specs.h"
 #include "apis/symm_buffer_impl.h"
-#include "heuristics/mega_moe_config.h"
 #include "runtime/error.h"
+#include "runtime/families/mega_moe.h"
 #include "runtime/runtime.h"
 
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
-
-mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, mj_arch arch,
-                           mj_kernel_spec *out) {
-    const mj_moe_format_row *row;
-    mj_status st = mj_moe_config_check(cfg, &row);
-    if (st != MJ_OK) return st;
-    if (!mj_moe_block_m_supported(block_m))
-        return mj_fail(MJ_ERR_INVALID_ARG, "block_m %d must be 8, 16, 32 or 64", block_m);
-    if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
-    const char *arch_name = mj_arch_name(arch);
-    if (!arch_name) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    if (arch != MJ_ARCH_SM90A)
-        return mj_fail(MJ_ERR_UNSUPPORTED,
-                       "mega_moe: no kernel for %s (the MegaMoE kernel is built on Hopper's "
-                       "wgmma and exists for sm_90a only)",
-                       arch_name);
-    /* -0 must give the same spec (and cache key) as 0: both mean no clamp. */
-    uint32_t clamp_bits = 0;
-    if (cfg->clamp > 0) memcpy(&clamp_bits, &cfg->clamp, sizeof clamp_bits);
-    mj_kernel_spec_init(out, MJ_FAMILY_MEGA_MOE, arch);
-    int32_t *p = out->params;
-    out->num_params = MJ_MOE_NUM_PARAMS;
-    p[MJ_MOE_PARAM_HIDDEN] = cfg->hidden;
-    p[MJ_MOE_PARAM_INTERMEDIATE] = cfg->intermediate;
-    p[MJ_MOE_PARAM_EXPERTS] = cfg->num_experts;
-    p[MJ_MOE_PARAM_TOPK] = cfg->num_topk;
-    p[MJ_MOE_PARAM_RANKS] = cfg->num_ranks;
-    p[MJ_MOE_PARAM_MAX_TOKENS] = cfg->max_tokens_per_rank;
-    p[MJ_MOE_PARAM_WEIGHT_FMT] = row->weight_fmt;
-    p[MJ_MOE_PARAM_DISPATCH_FMT] = row->dispatch_fmt;
-    p[MJ_MOE_PARAM_L2_FMT] = row->l2_input_fmt;
-    p[MJ_MOE_PARAM_ACTIVATION] = (int32_t)cfg->activation;
-    p[MJ_MOE_PARAM_CLAMP_BITS] = (int32_t)clamp_bits;
-    p[MJ_MOE_PARAM_BLOCK_M] = block_m;
-    p[MJ_MOE_PARAM_NUM_SMS] = num_sms;
-    return MJ_OK;
-}
 
 mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m) {
     if (!block_m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_block_m: block_m is NULL");
@@ -58,14 +15,7 @@ mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *blo
     if (num_tokens < 0 || num_tokens > cfg->max_tokens_per_rank)
         return mj_fail(MJ_ERR_INVALID_ARG, "num_tokens %d outside 0..%d (max_tokens_per_rank)",
                        num_tokens, cfg->max_tokens_per_rank);
-    if (cfg->block_m) {
-        *block_m = cfg->block_m;
-        return MJ_OK;
-    }
-    int bm = mj_moe_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk);
-    /* The heuristic goes up to 256, but this kernel keeps the gate and up
-     * accumulators of a whole token tile in registers, which caps the tile. */
-    *block_m = bm > MJ_MOE_MAX_BLOCK_M ? MJ_MOE_MAX_BLOCK_M : bm;
+    *block_m = mj_mega_moe_pick_block_m(cfg, num_tokens);
     return MJ_OK;
 }
 
@@ -116,11 +66,11 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
     return MJ_OK;
 }
 
-/* The kernel a launch with num_tokens uses (compiled and loaded), its BLOCK_M
- * and SM count. */
+/* The kernel a launch with num_tokens uses (compiled and loaded) and its
+ * launch shape. */
 static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
-                               int num_tokens, mj_stream stream, mj_kernel **k, int *block_m,
-                               int *num_sms) {
+                               int num_tokens, mj_stream stream, mj_kernel **k,
+                               mj_launch_config *lc) {
     mj_status st = mj_runtime_bind(rt);
     if (st != MJ_OK) return st;
     /* The workspace and the cross-CTA barriers were sized for the CTA count the
@@ -131,12 +81,14 @@ static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_wei
                        "mj_mega_moe: the symmetric buffer was sized for %d SMs, family set to %d "
                        "(set the MegaMoE family's SM count before creating the buffer)",
                        buf->num_sms, sms);
-    mj_kernel_spec spec;
-    *num_sms = sms;
-    if ((st = mj_mega_moe_block_m(&weights->cfg, num_tokens, block_m)) != MJ_OK ||
-        (st = mj_mega_moe_spec(&weights->cfg, *block_m, sms, rt->arch, &spec)) != MJ_OK)
-        return st;
-    return mj_jit_get(rt, &spec, stream, k);
+    const mj_family_request req = {
+        .buffer = &buf->cfg,
+        .layer = &weights->cfg,
+        .num_tokens = num_tokens,
+        .num_sms = sms,
+        .pdl = mj_runtime_family_settings(rt, MJ_FAMILY_MEGA_MOE).pdl,
+    };
+    return mj_family_prepare(rt, &mj_mega_moe_family, 0, &req, stream, k, lc);
 }
 
 mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
@@ -145,24 +97,17 @@ mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weigh
     static unsigned short no_output;
     mj_status st = check_launch(rt, buf, weights, &no_output, num_tokens);
     mj_kernel *k;
-    int block_m, sms;
-    return st != MJ_OK ? st : select_kernel(rt, buf, weights, num_tokens, NULL, &k, &block_m, &sms);
+    mj_launch_config lc;
+    return st != MJ_OK ? st : select_kernel(rt, buf, weights, num_tokens, NULL, &k, &lc);
 }
 
 mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
                               void *y, int num_tokens, int32_t *recv_stats, mj_stream stream,
                               mj_kernel **k, mj_launch_config *lc, mj_moe_args *args) {
     if (!k || !lc || !args) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_prepare: NULL output");
-    int block_m, sms;
     mj_status st = check_launch(rt, buf, weights, y, num_tokens);
-    if (st != MJ_OK ||
-        (st = select_kernel(rt, buf, weights, num_tokens, stream, k, &block_m, &sms)) != MJ_OK)
+    if (st != MJ_OK || (st = select_kernel(rt, buf, weights, num_tokens, stream, k, lc)) != MJ_OK)
         return st;
-    *lc = (mj_launch_config){{(unsigned)sms, 1, 1},
-                             {MJ_MOE_THREADS, 1, 1},
-                             mj_moe_smem_bytes(block_m),
-                             0,
-                             mj_runtime_family_settings(rt, MJ_FAMILY_MEGA_MOE).pdl};
     int local = weights->local_experts;
     const float *alphas = (const float *)(uintptr_t)weights->alphas;
     *args = (mj_moe_args){

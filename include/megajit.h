@@ -315,7 +315,7 @@ MJ_API void mj_manifest_destroy(mj_manifest *m);
 
 /* Kernels a manifest needs, as the runtime would request them. */
 MJ_API size_t mj_manifest_kernel_count(const mj_manifest *m);
-/* A short human description of kernel i ("pre_dispatch<hidden=7168,nvfp4,topk=8> sm_90a"). */
+/* A short human description of kernel i ("pre_dispatch.main<H=7168,fmt=nvfp4,K=8> sm_90a"). */
 MJ_API const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
 
 typedef enum mj_build_result {

@@ -10,8 +10,9 @@
 
 #include "runtime/cache_key.h"
 #include "runtime/device.h"
-#include "runtime/error.h"
 #include "runtime/env.h"
+#include "runtime/error.h"
+#include "runtime/families/family.h"
 #include "runtime/include_closure.h"
 #include "runtime/kernel_map.h"
 #include "runtime/log.h"
@@ -44,22 +45,21 @@ static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec 
                          build_job *job) {
     memset(job, 0, sizeof *job);
     job->spec = spec;
-    const mj_family_codegen *cg = mj_family_codegen_get((mj_family)spec->family);
+    const mj_family_desc *family = mj_family_get((mj_family)spec->family);
     const char *arch = mj_arch_name((mj_arch)spec->arch);
-    job->family = mj_family_name((mj_family)spec->family);
-    if (!cg || !arch || !job->family)
-        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family or arch");
-    int n = cg->name_expression(spec, job->name_expression, sizeof job->name_expression);
-    if (n <= 0 || (size_t)n >= sizeof job->name_expression)
+    if (!family || !arch || !mj_family_kernel_of(spec))
+        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family, kernel or arch");
+    job->family = family->name;
+    if (mj_family_name_expression(spec, job->name_expression, sizeof job->name_expression) <= 0)
         return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec of %s renders no name", job->family);
     /* Includes first, then a non-directive token, so NVRTC's PCH prefix is the
      * same for every instantiation of a template. */
     snprintf(job->source, sizeof job->source,
              "// megajit %s kernel, instantiated through the name expression\n"
              "// %s\n#include \"%s\"\nstruct mj_pch_stop_marker;\n",
-             job->family, job->name_expression, cg->template_path);
+             job->family, job->name_expression, family->template_path);
     if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
-    mj_status st = mj_closure_compute(templates, cg->template_path, &job->closure);
+    mj_status st = mj_closure_compute(templates, family->template_path, &job->closure);
     if (st != MJ_OK) return st;
     char closure_hex[33];
     mjc_key_hex(job->closure.hash, closure_hex);

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "apis/mega_moe_impl.h"
-#include "include/megajit.h"
-#include "apis/specs.h"
 #include "apis/symm_buffer_impl.h"
-#include "runtime/family_codegen.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
+#include "runtime/families/mega_moe.h"
 
 /* Kimi-K2-like: mxfp4 weights, mxfp8 dispatch. */
 static mj_moe_config good(void) {
@@ -43,23 +43,21 @@ static mj_status spec_of(const mj_moe_config *c, mj_kernel_spec *s) {
 
 static const char *name_of(const mj_kernel_spec *s) {
     static char name[256];
-    const mj_family_codegen *cg = mj_family_codegen_get(MJ_FAMILY_MEGA_MOE);
-    assert_non_null(cg);
-    assert_string_equal(cg->template_path, "mega_moe.cuh");
-    int n = cg->name_expression(s, name, sizeof name);
+    assert_ptr_equal(mj_family_get(MJ_FAMILY_MEGA_MOE), &mj_mega_moe_family);
+    assert_string_equal(mj_mega_moe_family.template_path, "mega_moe.cuh");
+    int n = mj_family_name_expression(s, name, sizeof name);
     assert_true(n > 0 && n < (int)sizeof name);
     return name;
 }
 
-static void test_spec_rejects_bad_configs(void **state) {
+static void test_config_rejects_bad_values(void **state) {
     (void)state;
-    mj_kernel_spec s;
     mj_moe_config c;
 #define REJECT(assign, needle)                                                                     \
     do {                                                                                           \
         c = good();                                                                                \
         assign;                                                                                    \
-        expect_error(spec_of(&c, &s), MJ_ERR_INVALID_ARG, needle);                                 \
+        expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, needle);                   \
         expect_error(mj_mega_moe_block_m(&c, 1, &(int){0}), MJ_ERR_INVALID_ARG, needle);           \
     } while (0)
     REJECT(c.hidden = 7200, "hidden 7200");
@@ -94,7 +92,7 @@ static void test_spec_rejects_bad_configs(void **state) {
     REJECT(c.block_m = 128, "block_m 128");
     REJECT(c.block_m = -8, "block_m -8");
 #undef REJECT
-    expect_error(spec_of(NULL, &s), MJ_ERR_INVALID_ARG, "config is NULL");
+    expect_error(mj_moe_config_check(NULL, NULL), MJ_ERR_INVALID_ARG, "config is NULL");
     expect_error(mj_mega_moe_block_m(NULL, 1, &(int){0}), MJ_ERR_INVALID_ARG, "config is NULL");
 }
 
@@ -220,13 +218,17 @@ static void test_manifest_presets(void **state) {
         const char *first;
     } want[] = {
         {"deepseek-v3-ep8",
-         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,mxfp8,swiglu,bm=8,sms=132> sm_90a"},
+         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,bm=8,sms=132> sm_90a"},
         {"kimi-k2-ep8",
-         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,mxfp4-a8,swiglu,bm=8,sms=132> sm_90a"},
+         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,bm=8,sms=132> sm_90a"},
         {"qwen3-235b-ep4",
-         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,nvfp4,swiglu,bm=8,sms=132> sm_90a"},
-        {"gpt-oss-120b-ep1", "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,mxfp4-a16,swigluoai,"
-                             "clamp=7,bm=8,sms=132> sm_90a"},
+         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
+         "act=swiglu,clamp=0,bm=8,sms=132> sm_90a"},
+        {"gpt-oss-120b-ep1",
+         "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
+         "act=swigluoai,clamp=7,bm=8,sms=132> sm_90a"},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;
@@ -260,14 +262,13 @@ static void test_manifest_block_m_set(void **state) {
         "\"experts\": 16, \"topk\": 16, \"ranks\": 16, \"max_tokens_per_rank\": 2,"
         " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\","
         " \"num_sms\": 66");
-    expect_kernels(m, 5, 3,
-                   "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=8,sms=66> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 3),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=32,sms=66> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 4),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=64,sms=66> sm_90a");
+#define BF16_LAYER                                                                                 \
+    "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"       \
+    "clamp=0,"
+    expect_kernels(m, 5, 3, BF16_LAYER "bm=8,sms=66> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 3), BF16_LAYER "bm=32,sms=66> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 4), BF16_LAYER "bm=64,sms=66> sm_90a");
+#undef BF16_LAYER
     mj_manifest_destroy(m);
 
     /* one token: only the smallest tile */
@@ -275,8 +276,8 @@ static void test_manifest_block_m_set(void **state) {
                     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
                     " \"activation\": \"swigluoai\", \"clamp\": 0.5");
     expect_kernels(m, 3, 1,
-                   "mega_moe<H=1024,I=256,E=64,K=2,R=1,T=1,nvfp4-a16,swigluoai,clamp=0.5,bm=8,sms="
-                   "132> sm_90a");
+                   "mega_moe<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
+                   "act=swigluoai,clamp=0.5,bm=8,sms=132> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -387,7 +388,7 @@ static void test_weights_without_device(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_rejects_bad_configs),
+        cmocka_unit_test(test_config_rejects_bad_values),
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
         cmocka_unit_test(test_spec_and_name),
         cmocka_unit_test(test_block_m),

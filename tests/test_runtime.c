@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "include/megajit.h"
-#include "apis/specs.h"
+#include "runtime/families/pre_dispatch.h"
 #include "runtime/jit.h"
 #include "runtime/runtime.h"
 
@@ -29,6 +29,16 @@ static int teardown(void **state) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
     return system(cmd);
+}
+
+/* A pre-dispatch-only buffer of the given hidden size and format. */
+static mj_symm_config pd_buffer(int hidden, mj_format fmt) {
+    return (mj_symm_config){.hidden = hidden,
+                            .num_experts = 256,
+                            .num_topk = 8,
+                            .max_tokens_per_rank = 128,
+                            .dispatch_format = fmt,
+                            .num_ranks = 1};
 }
 
 static mj_runtime *open_runtime(const char *arch) {
@@ -113,9 +123,8 @@ static void test_build_compiles_once_then_hits(void **state) {
     (void)state;
     mj_runtime *rt = open_runtime("sm_90a");
     mj_kernel_spec spec;
-    assert_int_equal(
-        mj_pre_dispatch_spec(4096, MJ_FORMAT_NVFP4, 8, MJ_PD_ROLE_MAIN, MJ_ARCH_SM90A, &spec),
-        MJ_OK);
+    const mj_symm_config buffer = pd_buffer(4096, MJ_FORMAT_NVFP4);
+    assert_int_equal(mj_pre_dispatch_spec(&buffer, MJ_PD_KERNEL_MAIN, MJ_ARCH_SM90A, &spec), MJ_OK);
     mj_build_result r;
     double s;
     assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_OK);
@@ -149,9 +158,8 @@ static void test_compile_error_returns_log(void **state) {
     assert_int_equal(mj_template_set_from_dir(dir, &broken), MJ_OK);
     rt->templates = broken; /* what MEGAJIT_TEMPLATE_DIR would do */
     mj_kernel_spec spec;
-    assert_int_equal(
-        mj_pre_dispatch_spec(4096, MJ_FORMAT_BF16, 8, MJ_PD_ROLE_MAIN, MJ_ARCH_SM90A, &spec),
-        MJ_OK);
+    const mj_symm_config buffer = pd_buffer(4096, MJ_FORMAT_BF16);
+    assert_int_equal(mj_pre_dispatch_spec(&buffer, MJ_PD_KERNEL_MAIN, MJ_ARCH_SM90A, &spec), MJ_OK);
     mj_build_result r;
     double s;
     assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_ERR_COMPILE);

@@ -65,7 +65,7 @@
 #include "tools/bench/launcher.h"
 #include "apis/mega_moe_impl.h"
 #include "include/megajit.h"
-#include "apis/specs.h"
+#include "runtime/families/mega_moe.h"
 #include "heuristics/moe_formats.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"
