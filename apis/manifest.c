@@ -136,7 +136,8 @@ static int default_num_sms(mj_arch arch) {
 }
 
 static mj_moe_config layer_config(const layer *l) {
-    return (mj_moe_config){.hidden = l->hidden,
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = l->hidden,
                            .intermediate = l->intermediate,
                            .num_experts = l->experts,
                            .num_topk = l->topk,

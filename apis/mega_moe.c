@@ -8,9 +8,11 @@
 
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
-mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m) {
+mj_status mj_mega_moe_block_m(const mj_moe_config *config, int num_tokens, int *block_m) {
     if (!block_m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_block_m: block_m is NULL");
-    mj_status st = mj_moe_config_check(cfg, NULL);
+    mj_moe_config accepted;
+    const mj_moe_config *cfg = &accepted;
+    mj_status st = mj_moe_config_accept(config, &accepted, NULL);
     if (st != MJ_OK) return st;
     if (num_tokens < 0 || num_tokens > cfg->max_tokens_per_rank)
         return mj_fail(MJ_ERR_INVALID_ARG, "num_tokens %d outside 0..%d (max_tokens_per_rank)",

@@ -2,6 +2,7 @@
 #include "include/megajit.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
+#include "runtime/struct_size.h"
 
 const char *mj_version_string(void) {
     return MJ_VERSION_STRING;
@@ -10,8 +11,10 @@ const char *mj_version_string(void) {
 mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts) {
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_runtime_create: out is NULL");
     *out = NULL;
-    mj_runtime_options none = {0};
-    return mj_runtime_new(opts ? opts : &none, out);
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    mj_status st =
+        opts ? mj_struct_read(opts, &o, sizeof o, sizeof o, "mj_runtime_options") : MJ_OK;
+    return st != MJ_OK ? st : mj_runtime_new(&o, out);
 }
 
 void mj_runtime_destroy(mj_runtime *rt) {

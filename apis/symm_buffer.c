@@ -6,6 +6,7 @@
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
+#include "runtime/struct_size.h"
 #include "templates/layout/moe_layout.h"
 
 size_t mj_symm_rank_bytes(const mj_symm_config *c) {
@@ -28,10 +29,13 @@ mj_symm_buffer *mj_symm_buffer_new(mj_runtime *rt, const mj_symm_config *cfg, in
     return b;
 }
 
-mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out) {
+mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *config,
+                                mj_symm_buffer **out) {
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create: NULL argument");
     *out = NULL;
-    mj_status st = mj_symm_config_check(cfg);
+    mj_symm_config accepted;
+    const mj_symm_config *cfg = &accepted;
+    mj_status st = mj_symm_config_accept(config, &accepted);
     if (st != MJ_OK) return st;
     if ((st = mj_runtime_bind(rt)) != MJ_OK) return st;
     mj_symm_buffer *b = mj_symm_buffer_new(rt, cfg, -1);
@@ -61,7 +65,11 @@ void mj_symm_buffer_destroy(mj_symm_buffer *b) {
 mj_status mj_symm_buffer_info(const mj_symm_buffer *b, mj_symm_config *cfg, int *num_sms,
                               size_t *bytes_per_rank) {
     if (!b) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_info: buffer is NULL");
-    if (cfg) *cfg = b->cfg;
+    if (cfg) {
+        mj_status st =
+            mj_struct_write(cfg, &b->cfg, sizeof b->cfg, sizeof b->cfg, "mj_symm_config");
+        if (st != MJ_OK) return st;
+    }
     if (num_sms) *num_sms = b->num_sms;
     if (bytes_per_rank) *bytes_per_rank = b->rank_bytes;
     return MJ_OK;

@@ -15,13 +15,15 @@ struct mj_symm_dist {
     mj_nccl_gather *nccl; /* NULL when the caller supplied the all-gather */
 };
 
-mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config *cfg, int rank,
+mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config *config, int rank,
                                             mj_allgather_fn allgather, void *ctx,
                                             mj_symm_buffer **out) {
     if (!rt || !allgather || !out)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create_distributed: NULL argument");
     *out = NULL;
-    mj_status st = mj_symm_config_check(cfg);
+    mj_symm_config accepted;
+    const mj_symm_config *cfg = &accepted;
+    mj_status st = mj_symm_config_accept(config, &accepted);
     if (st != MJ_OK) return st;
     if (rank < 0 || rank >= cfg->num_ranks)
         return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d", rank, cfg->num_ranks - 1);
@@ -47,12 +49,14 @@ mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config
     return MJ_OK;
 }
 
-mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *cfg, void *nccl_comm,
+mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *config, void *nccl_comm,
                                      mj_symm_buffer **out) {
     if (!rt || !nccl_comm || !out)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create_nccl: NULL argument");
     *out = NULL;
-    mj_status st = mj_symm_config_check(cfg);
+    mj_symm_config accepted;
+    const mj_symm_config *cfg = &accepted;
+    mj_status st = mj_symm_config_accept(config, &accepted);
     if (st != MJ_OK) return st;
     int count = 0, rank = 0, device = 0;
     if ((st = mj_nccl_comm_info(nccl_comm, &count, &rank, &device)) != MJ_OK) return st;

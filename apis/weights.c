@@ -49,11 +49,13 @@ static mj_status alloc_all(mj_weights *w) {
     return st;
 }
 
-mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out) {
+mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weights **out) {
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_create: NULL argument");
     *out = NULL;
+    mj_moe_config accepted;
+    const mj_moe_config *cfg = &accepted;
     const mj_moe_format_row *row;
-    mj_status st = mj_moe_config_check(cfg, &row);
+    mj_status st = mj_moe_config_accept(config, &accepted, &row);
     if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
     mj_weights *w = calloc(1, sizeof *w);
     int local = cfg->num_experts / cfg->num_ranks;

@@ -5,6 +5,14 @@
  * on failure mj_last_error() returns a sentence describing the problem for the
  * calling thread. No function aborts the process on bad input or a missing GPU.
  *
+ * Option and config structs begin with struct_size: initialize each with its
+ * MJ_*_INIT macro, then set its fields, e.g.
+ *     mj_symm_config cfg = MJ_SYMM_CONFIG_INIT;
+ *     cfg.hidden = 7168;
+ * Fields are only ever added at the end, so a program built against this
+ * header keeps working with a later libmegajit.so.0; a struct_size of 0 (a
+ * struct not initialized so) is refused with MJ_ERR_INVALID_ARG.
+ *
  * Threading: a runtime may be shared by threads. Settings (SM count, PDL) are
  * per kernel family and guarded by the runtime's lock. Streams are always
  * passed by the caller; megajit never uses the legacy default stream on its own.
@@ -73,6 +81,7 @@ typedef struct CUstream_st *mj_stream;
 typedef struct mj_runtime mj_runtime;
 
 typedef struct mj_runtime_options {
+    size_t struct_size; /* sizeof(mj_runtime_options), from MJ_RUNTIME_OPTIONS_INIT */
     /* Writable cache directory; NULL = environment / default. */
     const char *cache_dir;
     /* Colon-separated read-only snapshots; NULL = environment. */
@@ -87,8 +96,10 @@ typedef struct mj_runtime_options {
      * the error visible synchronously (tests, debugging). Ignored while capturing. */
     int check_device_inputs;
 } mj_runtime_options;
+#define MJ_RUNTIME_OPTIONS_INIT                                                                    \
+    { sizeof(mj_runtime_options), NULL, NULL, 0, NULL, 0 }
 
-/* Zero-initialized options mean: everything from the environment. opts may be NULL.
+/* Options at MJ_RUNTIME_OPTIONS_INIT, or opts NULL, mean: everything from the environment.
  * Without a CUDA driver the runtime still opens (cache, precompile work); launches
  * then return MJ_ERR_NO_DEVICE. With a driver, the runtime uses the context current
  * on the calling thread, or retains device 0's primary context when none is. */
@@ -152,6 +163,7 @@ typedef enum mj_dtype {
 typedef struct mj_symm_buffer mj_symm_buffer;
 
 typedef struct mj_symm_config {
+    size_t struct_size;      /* sizeof(mj_symm_config), from MJ_SYMM_CONFIG_INIT */
     int hidden;              /* H */
     int num_experts;         /* global expert count */
     int num_topk;            /* K */
@@ -163,6 +175,8 @@ typedef struct mj_symm_config {
      * experts, top-k and max tokens). */
     int intermediate;
 } mj_symm_config;
+#define MJ_SYMM_CONFIG_INIT                                                                        \
+    { sizeof(mj_symm_config) }
 
 /* One device allocation holding num_ranks rank regions (base + per-rank offsets).
  * Records the MegaMoE family's SM count at creation; a later launch with another
@@ -203,6 +217,9 @@ typedef struct mj_view {
 /* A view of one rank's region. MJ_ERR_NOT_FOUND when the format has no such view. */
 MJ_API mj_status mj_symm_buffer_view(const mj_symm_buffer *buf, int rank, mj_view_id id,
                                      mj_view *out);
+/* The buffer's config, SM count and bytes per rank; any output may be NULL.
+ * cfg must be initialized with MJ_SYMM_CONFIG_INIT: it gets as many fields as
+ * its struct_size holds. */
 MJ_API mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, int *num_sms,
                                      size_t *bytes_per_rank);
 
@@ -237,6 +254,7 @@ typedef enum mj_activation {
  * GEMM 2 input format they imply: bf16/bf16, mxfp8/mxfp8, mxfp4/mxfp8,
  * mxfp4/bf16, nvfp4/nvfp4, nvfp4/bf16. */
 typedef struct mj_moe_config {
+    size_t struct_size;      /* sizeof(mj_moe_config), from MJ_MOE_CONFIG_INIT */
     int hidden;              /* H, a multiple of 256, <= 8192 */
     int intermediate;        /* I, a multiple of 64 */
     int num_experts;         /* global; a multiple of num_ranks */
@@ -250,6 +268,8 @@ typedef struct mj_moe_config {
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
     int block_m; /* 0: the heuristics choose per token count; 8/16/32/64: forced */
 } mj_moe_config;
+#define MJ_MOE_CONFIG_INIT                                                                         \
+    { sizeof(mj_moe_config) }
 
 /* Local expert weights of one rank, in the kernel's private device layout. */
 typedef struct mj_weights mj_weights;

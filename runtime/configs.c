@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/error.h"
+#include "runtime/struct_size.h"
 
 /* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
 #define MJ_HIDDEN_MULTIPLE 256
@@ -44,7 +45,8 @@ mj_status mj_symm_config_check(const mj_symm_config *c) {
 }
 
 mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c) {
-    return (mj_symm_config){.hidden = c->hidden,
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = c->hidden,
                             .num_experts = c->num_experts,
                             .num_topk = c->num_topk,
                             .max_tokens_per_rank = c->max_tokens_per_rank,
@@ -128,4 +130,20 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
                        c->block_m);
     if (row) *row = r;
     return MJ_OK;
+}
+
+/* Both structs are at their first version: it is also the smallest a caller passes. */
+mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours) {
+    if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
+    *ours = (mj_symm_config)MJ_SYMM_CONFIG_INIT;
+    mj_status st = mj_struct_read(theirs, ours, sizeof *ours, sizeof *ours, "mj_symm_config");
+    return st != MJ_OK ? st : mj_symm_config_check(ours);
+}
+
+mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
+                               const mj_moe_format_row **row) {
+    if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
+    *ours = (mj_moe_config)MJ_MOE_CONFIG_INIT;
+    mj_status st = mj_struct_read(theirs, ours, sizeof *ours, sizeof *ours, "mj_moe_config");
+    return st != MJ_OK ? st : mj_moe_config_check(ours, row);
 }

@@ -9,6 +9,13 @@
 #include "heuristics/moe_formats.h"
 #include "include/megajit.h"
 
+/* A caller's config as this library lays it out (runtime/struct_size.h: the
+ * fields it has, defaults for the rest), validated: what the public calls
+ * keep. The MegaMoE one also returns its format row (row may be NULL). */
+mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours);
+mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
+                               const mj_moe_format_row **row);
+
 /* Validates a symmetric buffer config; the message names the bad field. */
 mj_status mj_symm_config_check(const mj_symm_config *c);
 

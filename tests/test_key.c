@@ -157,7 +157,8 @@ static void keys_of_all_variants(const mj_template_set *set, uint8_t keys[][16],
     for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++)
         for (int arch = 0; arch < 2; arch++) {
             mj_kernel_spec spec;
-            const mj_symm_config buffer = {.hidden = 7168,
+            const mj_symm_config buffer = {.struct_size = sizeof(mj_symm_config),
+                                           .hidden = 7168,
                                            .num_experts = 256,
                                            .num_topk = 8,
                                            .max_tokens_per_rank = 128,

@@ -18,7 +18,8 @@
 
 /* Kimi-K2-like: mxfp4 weights, mxfp8 dispatch. */
 static mj_moe_config good(void) {
-    return (mj_moe_config){.hidden = 7168,
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = 7168,
                            .intermediate = 2048,
                            .num_experts = 256,
                            .num_topk = 8,
@@ -162,8 +163,8 @@ static void test_spec_and_name(void **state) {
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 66>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        mj_moe_config r = {4096,      1536,        128,           4, 2, 1, 64, rows[i].w,
-                           rows[i].d, rows[i].act, rows[i].clamp, 0};
+        mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
+                           rows[i].w, rows[i].d, rows[i].act, rows[i].clamp, 0};
         assert_int_equal(mj_mega_moe_spec(&r, 8, 66, MJ_ARCH_SM90A, &s), MJ_OK);
         assert_string_equal(name_of(&s), rows[i].name);
     }
@@ -289,7 +290,8 @@ static void test_manifest_block_m_set(void **state) {
 }
 
 static mj_symm_config symm(int intermediate) {
-    return (mj_symm_config){.hidden = 7168,
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = 7168,
                             .num_experts = 256,
                             .num_topk = 8,
                             .max_tokens_per_rank = 4096,
@@ -329,7 +331,7 @@ static void test_symm_sizes(void **state) {
     assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
 
     /* the smallest buffer still takes one whole rank stride */
-    c = (mj_symm_config){256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
+    c = (mj_symm_config){sizeof c, 256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
     assert_int_equal(mj_symm_config_check(&c), MJ_OK);
     assert_int_equal(mj_symm_rank_bytes(&c), MJ_RANK_ALIGN);
 
@@ -341,7 +343,8 @@ static void test_symm_sizes(void **state) {
 
 static void test_weights_without_device(void **state) {
     (void)state;
-    mj_runtime_options o = {.cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime_options o = {
+        .struct_size = sizeof(mj_runtime_options), .cache_disable = 1, .arch = "sm_90a"};
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     mj_moe_config c = good();

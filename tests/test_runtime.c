@@ -33,7 +33,8 @@ static int teardown(void **state) {
 
 /* A pre-dispatch-only buffer of the given hidden size and format. */
 static mj_symm_config pd_buffer(int hidden, mj_format fmt) {
-    return (mj_symm_config){.hidden = hidden,
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = hidden,
                             .num_experts = 256,
                             .num_topk = 8,
                             .max_tokens_per_rank = 128,
@@ -42,7 +43,8 @@ static mj_symm_config pd_buffer(int hidden, mj_format fmt) {
 }
 
 static mj_runtime *open_runtime(const char *arch) {
-    mj_runtime_options o = {.cache_dir = cache_dir, .arch = arch};
+    mj_runtime_options o = {
+        .struct_size = sizeof(mj_runtime_options), .cache_dir = cache_dir, .arch = arch};
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     return rt;
@@ -83,7 +85,7 @@ static void test_without_device_launches_refuse(void **state) {
         skip(); /* this test is about machines without a driver */
     }
     assert_string_equal(mj_runtime_arch(rt), "sm_90a");
-    mj_symm_config cfg = {7168, 256, 8, 128, MJ_FORMAT_MXFP8, 1};
+    mj_symm_config cfg = {sizeof cfg, 7168, 256, 8, 128, MJ_FORMAT_MXFP8, 1};
     mj_symm_buffer *buf = NULL;
     assert_int_equal(mj_symm_buffer_create(rt, &cfg, &buf), MJ_ERR_NO_DEVICE);
     assert_null(buf);
@@ -98,17 +100,18 @@ static void test_without_device_launches_refuse(void **state) {
 static void test_bad_arguments(void **state) {
     (void)state;
     mj_runtime *rt = NULL;
-    mj_runtime_options o = {.cache_dir = cache_dir, .arch = "sm_75"};
+    mj_runtime_options o = {
+        .struct_size = sizeof(mj_runtime_options), .cache_dir = cache_dir, .arch = "sm_75"};
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_ERR_INVALID_ARG);
     assert_non_null(strstr(mj_last_error(), "sm_75"));
     assert_null(rt);
     assert_int_equal(mj_runtime_create(NULL, NULL), MJ_ERR_INVALID_ARG);
     rt = open_runtime("sm_90a");
-    mj_symm_config bad_group = {7168 + 16, 256, 8, 128, MJ_FORMAT_MXFP4, 1};
+    mj_symm_config bad_group = {sizeof bad_group, 7168 + 16, 256, 8, 128, MJ_FORMAT_MXFP4, 1};
     mj_symm_buffer *buf = NULL;
     assert_int_equal(mj_symm_buffer_create(rt, &bad_group, &buf), MJ_ERR_INVALID_ARG);
     assert_non_null(strstr(mj_last_error(), "multiple"));
-    mj_symm_config bad_experts = {7168, 250, 8, 128, MJ_FORMAT_MXFP8, 8};
+    mj_symm_config bad_experts = {sizeof bad_experts, 7168, 250, 8, 128, MJ_FORMAT_MXFP8, 8};
     assert_int_equal(mj_symm_buffer_create(rt, &bad_experts, &buf), MJ_ERR_INVALID_ARG);
     assert_int_equal(mj_pre_dispatch(rt, NULL, 0, NULL, NULL, NULL, NULL, 1, NULL),
                      MJ_ERR_INVALID_ARG);
@@ -172,6 +175,34 @@ static void test_compile_error_returns_log(void **state) {
     assert_int_equal(system(path), 0);
 }
 
+/* Structs that did not come from their MJ_*_INIT are refused by name. */
+static void test_struct_size_is_checked(void **state) {
+    (void)state;
+    mj_runtime *rt = NULL;
+    mj_runtime_options zeroed = {0};
+    assert_int_equal(mj_runtime_create(&rt, &zeroed), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "MJ_RUNTIME_OPTIONS_INIT"));
+    mj_runtime_options newer = MJ_RUNTIME_OPTIONS_INIT;
+    newer.struct_size += 8;
+    assert_int_equal(mj_runtime_create(&rt, &newer), MJ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mj_last_error(), "newer megajit.h"));
+    assert_null(rt);
+
+    rt = open_runtime("sm_90a");
+    mj_symm_config buffer = {0};
+    mj_symm_buffer *buf = NULL;
+    assert_int_equal(mj_symm_buffer_create(rt, &buffer, &buf), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "MJ_SYMM_CONFIG_INIT"));
+    mj_moe_config layer = {0};
+    mj_weights *w = NULL;
+    assert_int_equal(mj_weights_create(rt, &layer, &w), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "MJ_MOE_CONFIG_INIT"));
+    int block_m = 0;
+    assert_int_equal(mj_mega_moe_block_m(&layer, 1, &block_m), MJ_ERR_INVALID_ARG);
+    assert_non_null(strstr(mj_last_error(), "mj_moe_config.struct_size is 0"));
+    mj_runtime_destroy(rt);
+}
+
 static void *set_error_in_thread(void *arg) {
     (void)arg;
     mj_format f;
@@ -198,6 +229,7 @@ int main(void) {
         cmocka_unit_test(test_build_compiles_once_then_hits),
         cmocka_unit_test(test_compile_error_returns_log),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_struct_size_is_checked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

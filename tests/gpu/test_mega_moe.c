@@ -208,6 +208,7 @@ static int route_of(const scenario *sc, int row_index) {
 static mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scenario *sc,
                              int rank) {
     mj_moe_config mc = {
+        .struct_size = sizeof(mj_moe_config),
         .hidden = sh->H,
         .intermediate = sh->I,
         .num_experts = sh->E,
@@ -661,7 +662,8 @@ static int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl)
             mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms_for(c->device_sms, local_ranks)),
             "mj_family_set_num_sms(mega_moe)"))
         return 0;
-    mj_symm_config cfg = {sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u->row->dispatch_fmt, R, sh->I};
+    mj_symm_config cfg = {
+        sizeof cfg, sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u->row->dispatch_fmt, R, sh->I};
     if (!expect_ok(g_comm ? mj_symm_buffer_create_nccl(c->rt, &cfg, g_comm, &u->buf)
                           : mj_symm_buffer_create(c->rt, &cfg, &u->buf),
                    "mj_symm_buffer_create"))
@@ -1473,7 +1475,8 @@ static void test_timing(ctx *c) {
             CU(cuMemcpyHtoD(d_w1sf, hw1sf, 2 * I * sb1));
             CU(cuMemcpyHtoD(d_w2sf, hw2sf, H * sb2));
         }
-        mj_symm_config cfg = {sh->H, sh->E, sh->K, T, (mj_format)row->dispatch_fmt, 1, sh->I};
+        mj_symm_config cfg = {sizeof cfg, sh->H, sh->E, sh->K, T, (mj_format)row->dispatch_fmt,
+                              1,          sh->I};
         mj_moe_config mc = moe_cfg(sh, row, &sc, 0);
         mj_symm_buffer *buf = NULL;
         mj_weights *w = NULL;
@@ -1754,7 +1757,7 @@ int main(int argc, char **argv) {
     c.wait_timeout_s = g_quick ? 90.0 : 20.0;
 
     set_case("runtime create");
-    mj_runtime_options opts = {0};
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
     c.rt = open_runtime(&opts, "mj_runtime_create");
     printf("runtime arch %s; shapes H=%d I=%d E=%d K=%d T_max=%d\n", mj_runtime_arch(c.rt), c.sh.H,
            c.sh.I, c.sh.E, c.sh.K, c.sh.TMAX);

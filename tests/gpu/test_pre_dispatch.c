@@ -495,7 +495,7 @@ static int check_view(const mj_symm_buffer *buf, int rank, mj_view_id id, CUdevi
 /* Views of every rank: base + r * stride + layout offset, with the documented
  * dtypes and shapes; out-of-range ranks are refused. */
 static int check_views(const mj_symm_buffer *buf, const mj_symm_config *want) {
-    mj_symm_config cfg;
+    mj_symm_config cfg = MJ_SYMM_CONFIG_INIT;
     int sms = -1;
     size_t per_rank = 0;
     if (!expect_ok(mj_symm_buffer_info(buf, &cfg, &sms, &per_rank), "mj_symm_buffer_info"))
@@ -547,7 +547,8 @@ static int check_views(const mj_symm_buffer *buf, const mj_symm_config *want) {
 }
 
 static mj_symm_config make_cfg(int fmt, int hidden, int max_tokens, int num_ranks) {
-    mj_symm_config cfg = {.hidden = hidden,
+    mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),
+                          .hidden = hidden,
                           .num_experts = NUM_EXPERTS,
                           .num_topk = TOPK,
                           .max_tokens_per_rank = max_tokens,
@@ -980,7 +981,7 @@ static void test_graphs(ctx *c) {
 static void test_capture_uncompiled(ctx *c) {
     const int fmt = MJ_FMT_MXFP8, H = 2560, P = 64, T = 7;
     set_case("capture of an uncompiled spec -> MJ_ERR_CAPTURE naming the kernel");
-    mj_runtime_options opts = {.cache_disable = 1};
+    mj_runtime_options opts = {.struct_size = sizeof(mj_runtime_options), .cache_disable = 1};
     mj_runtime *rt = NULL;
     if (!expect_ok(mj_runtime_create(&rt, &opts), "mj_runtime_create(cache_disable)")) {
         record(0);
@@ -1122,8 +1123,9 @@ int main(int argc, char **argv) {
     c.device_sms = device_sms;
 
     set_case("runtime create");
-    mj_runtime_options opts = {0};
-    mj_runtime_options check_opts = {.check_device_inputs = 1};
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
+    mj_runtime_options check_opts = {.struct_size = sizeof(mj_runtime_options),
+                                     .check_device_inputs = 1};
     c.rt = open_runtime(&opts, "mj_runtime_create");
     c.rt_check = open_runtime(&check_opts, "mj_runtime_create(check)");
     printf("runtime arch %s\n", mj_runtime_arch(c.rt));

@@ -145,7 +145,8 @@ static mj_status make_rank_inputs(moe_bench *b, int lr, const mj_bench_mega_moe_
 
 static mj_status load_rank_weights(moe_bench *b, mj_runtime *rt, int lr,
                                    const mj_bench_mega_moe_options *o) {
-    mj_moe_config mc = {.hidden = o->hidden,
+    mj_moe_config mc = {.struct_size = sizeof(mj_moe_config),
+                        .hidden = o->hidden,
                         .intermediate = o->intermediate,
                         .num_experts = o->num_experts,
                         .num_topk = o->num_topk,
@@ -208,7 +209,8 @@ static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_o
         if ((st = mj_family_set_num_sms(rt, MJ_FAMILY_MEGA_MOE, sms < 1 ? 1 : sms)) != MJ_OK)
             return st;
     }
-    mj_symm_config cfg = {.hidden = o->hidden,
+    mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),
+                          .hidden = o->hidden,
                           .num_experts = o->num_experts,
                           .num_topk = o->num_topk,
                           .max_tokens_per_rank = o->num_tokens,
@@ -285,7 +287,8 @@ static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_o
     out->floor_us = out->rank_floor_us * b->local_ranks;
     out->fraction_of_floor = out->floor_us / out->kernel_us;
     out->num_sms = run_sms;
-    mj_moe_config mc = {.hidden = o->hidden,
+    mj_moe_config mc = {.struct_size = sizeof(mj_moe_config),
+                        .hidden = o->hidden,
                         .intermediate = o->intermediate,
                         .num_experts = o->num_experts,
                         .num_topk = o->num_topk,

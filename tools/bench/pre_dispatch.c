@@ -262,7 +262,8 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
                b->num_sets, set_bytes, l2);
 
     /* Each input set writes its own emulated rank's region, so outputs rotate too. */
-    mj_symm_config cfg = {.hidden = hidden,
+    mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),
+                          .hidden = hidden,
                           .num_experts = BENCH_EXPERTS,
                           .num_topk = topk,
                           .max_tokens_per_rank = num_tokens,
