@@ -380,6 +380,7 @@ static mj_status parse_root(const cJSON *root, mj_manifest *m) {
 }
 
 mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: out is NULL");
     *out = NULL;
     if (!json) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: json is NULL");
@@ -412,6 +413,7 @@ mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
 }
 
 mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated) {
+    mj_clear_error();
     if (!m || !comma_separated)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_set_archs: NULL argument");
     mj_arch archs[MAX_ARCHS];
@@ -462,6 +464,7 @@ const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i) {
 
 mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
                                    mj_build_result *result, double *seconds) {
+    mj_clear_error();
     if (result) *result = MJ_BUILD_FAILED;
     if (seconds) *seconds = 0;
     if (!rt || !m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_build_kernel: NULL argument");

@@ -9,6 +9,7 @@
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
 mj_status mj_mega_moe_block_m(const mj_moe_config *config, int num_tokens, int *block_m) {
+    mj_clear_error();
     if (!block_m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_block_m: block_m is NULL");
     mj_moe_config accepted;
     const mj_moe_config *cfg = &accepted;
@@ -95,6 +96,7 @@ static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_wei
 
 mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
                              int num_tokens) {
+    mj_clear_error();
     /* Only the shapes matter here: a stand-in output passes the y check. */
     static unsigned short no_output;
     mj_status st = check_launch(rt, buf, weights, &no_output, num_tokens);
@@ -131,6 +133,7 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
 
 mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights, void *y,
                       int num_tokens, int32_t *recv_stats, mj_stream stream) {
+    mj_clear_error();
     mj_kernel *k;
     mj_launch_config lc;
     mj_moe_args args;

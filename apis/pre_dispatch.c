@@ -56,6 +56,7 @@ static mj_status report_bad_ids(mj_runtime *rt, mj_symm_buffer *buf, int rank, i
 mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
                           const int32_t *topk_ids, const float *topk_weights,
                           const float *expert_scales, int num_tokens, mj_stream stream) {
+    mj_clear_error();
     mj_status st = check_args(rt, buf, rank, x, topk_ids, topk_weights, num_tokens);
     if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
     const mj_family_request req = {

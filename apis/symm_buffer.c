@@ -31,6 +31,7 @@ mj_symm_buffer *mj_symm_buffer_new(mj_runtime *rt, const mj_symm_config *cfg, in
 
 mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *config,
                                 mj_symm_buffer **out) {
+    mj_clear_error();
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create: NULL argument");
     *out = NULL;
     mj_symm_config accepted;
@@ -55,15 +56,19 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *config,
 
 void mj_symm_buffer_destroy(mj_symm_buffer *b) {
     if (!b) return;
+    mj_error_snapshot caller_error;
+    mj_error_save(&caller_error);
     if (b->dist)
         mj_symm_dist_destroy(b);
     else if (mj_runtime_bind(b->rt) == MJ_OK)
         mj_device_free(b->rt, b->base);
     free(b);
+    mj_error_restore(&caller_error);
 }
 
 mj_status mj_symm_buffer_info(const mj_symm_buffer *b, mj_symm_config *cfg, int *num_sms,
                               size_t *bytes_per_rank) {
+    mj_clear_error();
     if (!b) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_info: buffer is NULL");
     if (cfg) {
         mj_status st =
@@ -76,6 +81,7 @@ mj_status mj_symm_buffer_info(const mj_symm_buffer *b, mj_symm_config *cfg, int 
 }
 
 mj_status mj_symm_buffer_view(const mj_symm_buffer *b, int rank, mj_view_id id, mj_view *out) {
+    mj_clear_error();
     if (!b || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_view: NULL argument");
     if (rank < 0 || rank >= b->cfg.num_ranks)
         return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d", rank, b->cfg.num_ranks - 1);

@@ -51,6 +51,7 @@ mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config
 
 mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *config, void *nccl_comm,
                                      mj_symm_buffer **out) {
+    mj_clear_error();
     if (!rt || !nccl_comm || !out)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create_nccl: NULL argument");
     *out = NULL;

@@ -50,6 +50,7 @@ static mj_status alloc_all(mj_weights *w) {
 }
 
 mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weights **out) {
+    mj_clear_error();
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_create: NULL argument");
     *out = NULL;
     mj_moe_config accepted;
@@ -84,7 +85,10 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
 
 void mj_weights_destroy(mj_weights *w) {
     if (!w) return;
+    mj_error_snapshot caller_error;
+    mj_error_save(&caller_error);
     if (mj_runtime_bind(w->rt) == MJ_OK) free_device(w);
+    mj_error_restore(&caller_error);
     free(w->loaded);
     free(w);
 }
@@ -112,6 +116,7 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
 
 mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
                           const void *scales, int from_device) {
+    mj_clear_error();
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
     int e = local_expert;
     if (e < 0 || e >= w->local_experts)
@@ -173,6 +178,7 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
 
 mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
                                 float l1_alpha_up, float l2_alpha, float l2_act_scale) {
+    mj_clear_error();
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: weights are NULL");
     int e = local_expert;
     if (e < 0 || e >= w->local_experts)

@@ -1,9 +1,15 @@
 /*
  * megajit: a JIT kernel-generation runtime for fused MoE kernels.
  *
- * This is the only header users include. Every function returns an mj_status;
- * on failure mj_last_error() returns a sentence describing the problem for the
- * calling thread. No function aborts the process on bad input or a missing GPU.
+ * This is the only header users include. Every function that can fail returns
+ * an mj_status; on failure mj_last_error() returns a sentence describing the
+ * problem for the calling thread. Such a function clears that sentence on
+ * entry, so after it succeeds mj_last_error() is "". Functions that return no
+ * status (destroy, close, names, counts) leave the sentence as they found it,
+ * so they may be called while reporting or cleaning up after an error. Every
+ * output pointer is checked: NULL gives MJ_ERR_INVALID_ARG, or is skipped
+ * where the documentation says an output may be NULL. No function aborts the
+ * process on bad input or a missing GPU.
  *
  * Option and config structs begin with struct_size: initialize each with its
  * MJ_*_INIT macro, then set its fields, e.g.
@@ -66,7 +72,8 @@ typedef enum mj_status {
     MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset) does not exist */
 } mj_status;
 
-/* The calling thread's last error sentence ("" when none). Valid until the next call. */
+/* The calling thread's last error sentence ("" when none). Valid until the
+ * thread's next call that returns a status. */
 MJ_API const char *mj_last_error(void);
 /* A short constant name for a status ("MJ_ERR_COMPILE"). */
 MJ_API const char *mj_status_name(mj_status status);
@@ -345,7 +352,7 @@ typedef enum mj_build_result {
 } mj_build_result;
 
 /* Ensures kernel i of the manifest is in rt's cache (compiling when missing);
- * needs no GPU. */
+ * needs no GPU. result and seconds may be NULL. */
 MJ_API mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
                                           mj_build_result *result, double *seconds);
 
@@ -405,7 +412,8 @@ typedef struct mj_cache_stats {
 MJ_API mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out);
 
 /* Checks the database and every entry's cubin hash. *bad = number of bad entries;
- * fn (may be NULL) is called for each bad one with a reason. */
+ * fn (may be NULL) is called for each bad one with a reason. checked and bad
+ * may be NULL. */
 typedef void (*mj_cache_bad_fn)(const char *key_hex, const char *reason, void *user);
 MJ_API mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
                                  void *user);
@@ -421,7 +429,8 @@ typedef enum mj_cache_selector {
 } mj_cache_selector;
 MJ_API mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value,
                                  int64_t *removed);
-/* Evicts least-recently-used entries until the cubin bytes fit max_bytes. */
+/* Evicts least-recently-used entries until the cubin bytes fit max_bytes.
+ * removed and bytes_after may be NULL; so may remove's and import's counts. */
 MJ_API mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed,
                              int64_t *bytes_after);
 /* A consistent, compact snapshot file (usable as a MEGAJIT_CACHE_RO layer). */

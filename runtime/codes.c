@@ -23,6 +23,8 @@ const char *mj_format_name(mj_format format) {
 }
 
 mj_status mj_format_parse(const char *name, mj_format *format) {
+    mj_clear_error();
+    if (!format) return mj_fail(MJ_ERR_INVALID_ARG, "mj_format_parse: format is NULL");
     for (int i = 0; name && i < MJ_FORMAT_COUNT_; i++)
         if (strcmp(name, format_names[i]) == 0) {
             *format = (mj_format)i;

@@ -16,7 +16,9 @@
 static mj_status attach_device(mj_runtime *rt) {
     const mj_cuda *cu = mj_cuda_get();
     if (!cu) {
+        /* Not an error: this runtime compiles and caches only. */
         mj_log(MJ_LOG_INFO, "%s; compile and cache only", mj_last_error());
+        mj_clear_error();
         return MJ_OK;
     }
     CUresult r = cu->cuCtxGetCurrent(&rt->ctx);
