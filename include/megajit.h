@@ -33,6 +33,7 @@
  *   MEGAJIT_DUMP_DIR       write source, PTX and SASS-ready cubins of every compile here
  *   MEGAJIT_TEMPLATE_DIR   read kernel templates from this directory instead of the
  *                          copies embedded at build time (development)
+ *   MEGAJIT_JIT_DISABLE    1: as allow_compile = 0 for every runtime (production)
  */
 #ifndef MEGAJIT_H
 #define MEGAJIT_H
@@ -102,9 +103,14 @@ typedef struct mj_runtime_options {
      * The kernels never write output for bad input either way; this only makes
      * the error visible synchronously (tests, debugging). Ignored while capturing. */
     int check_device_inputs;
+    /* 1 (the default) = a launch or warm-up that needs a kernel neither loaded
+     * nor cached compiles it; 0 = it fails with MJ_ERR_NOT_FOUND naming the
+     * kernel and the `megajit precompile` command that builds it, so a server
+     * never compiles on a request. mj_manifest_build_kernel always compiles. */
+    int allow_compile;
 } mj_runtime_options;
 #define MJ_RUNTIME_OPTIONS_INIT                                                                    \
-    { sizeof(mj_runtime_options), NULL, NULL, 0, NULL, 0 }
+    { sizeof(mj_runtime_options), NULL, NULL, 0, NULL, 0, 1 }
 
 /* Options at MJ_RUNTIME_OPTIONS_INIT, or opts NULL, mean: everything from the environment.
  * Without a CUDA driver the runtime still opens (cache, precompile work); launches

@@ -179,16 +179,24 @@ static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) 
 
 /* The cubin and lowered name of job, from the cache or a fresh compile under
  * the per-key lock (so concurrent processes compile each key once). */
-static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream, void **cubin,
-                        size_t *cubin_size, char **lowered, mj_build_result *result) {
+static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_stream capture_stream,
+                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
+    const char *arch = mj_arch_name((mj_arch)job->spec->arch);
+    if (for_launch && rt->compile_disabled_by)
+        return mj_fail(MJ_ERR_NOT_FOUND,
+                       "kernel %s (%s) is not in the cache and %s forbids compiling it here; "
+                       "build it ahead of time with `megajit precompile --manifest FILE --arch "
+                       "%s --cache %s`, FILE listing this layer (docs/manifest.md)",
+                       job->name_expression, arch, rt->compile_disabled_by, arch,
+                       rt->cache_disabled ? "DIR" : rt->cache_dir);
     if (rt->cu && mj_stream_capturing(rt, capture_stream) == 1)
         return mj_fail(MJ_ERR_CAPTURE,
                        "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
                        "graph; precompile it (megajit precompile) or run it once before "
                        "capture",
-                       job->name_expression, mj_arch_name((mj_arch)job->spec->arch));
+                       job->name_expression, arch);
     int lock_fd = -1;
     if (rt->cache && mjc_lock_key(rt->cache, job->key, &lock_fd) != MJC_OK)
         mj_log(MJ_LOG_WARN, "compile lock unavailable (%s); compiling anyway",
@@ -232,7 +240,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
-    if (st == MJ_OK) st = obtain(rt, &job, NULL, &cubin, &size, &lowered, result);
+    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result);
     pthread_mutex_unlock(&rt->build_lock);
     mj_closure_free(&job.closure);
     free(cubin);
@@ -293,8 +301,8 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
             pthread_mutex_init(&fresh->load_lock, NULL);
             snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
                      job.name_expression);
-            st = obtain(rt, &job, stream, &fresh->cubin, &fresh->cubin_size, &fresh->lowered_name,
-                        NULL);
+            st = obtain(rt, &job, 1, stream, &fresh->cubin, &fresh->cubin_size,
+                        &fresh->lowered_name, NULL);
             if (st == MJ_OK) {
                 k = mj_kernel_map_insert(rt->kernels, fresh);
                 if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");

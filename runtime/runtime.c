@@ -83,6 +83,9 @@ mj_status mj_runtime_new(const mj_runtime_options *o, mj_runtime **out) {
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->build_lock, NULL);
     rt->check_device_inputs = o->check_device_inputs;
+    rt->compile_disabled_by = env->jit_disable    ? "MEGAJIT_JIT_DISABLE=1"
+                              : !o->allow_compile ? "mj_runtime_options.allow_compile = 0"
+                                                  : NULL;
     mj_status st = MJ_OK;
     if (o->arch && !(rt->arch = mj_arch_parse(o->arch)))
         st = mj_fail(MJ_ERR_INVALID_ARG, "unknown arch \"%s\" (expected sm_90a or sm_100a)",

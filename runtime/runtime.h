@@ -36,6 +36,8 @@ struct mj_runtime {
     mj_arch arch;
     char arch_name[16];
     int check_device_inputs;
+    /* NULL: launches compile missing kernels; else the switch that forbids it. */
+    const char *compile_disabled_by;
 
     mjc_db *cache; /* NULL when disabled */
     char cache_dir[4096];

@@ -177,8 +177,9 @@ static mj_status keep_first(const mj_kernel_spec *spec, void *ctx) {
 
 static void test_every_kernel_compiles(void **state) {
     (void)state;
-    mj_runtime_options o = {
-        .struct_size = sizeof(mj_runtime_options), .cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
+    o.arch = "sm_90a";
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     const mj_symm_config buffer = mj_symm_config_of_moe(&kLayer);

@@ -343,8 +343,9 @@ static void test_symm_sizes(void **state) {
 
 static void test_weights_without_device(void **state) {
     (void)state;
-    mj_runtime_options o = {
-        .struct_size = sizeof(mj_runtime_options), .cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
+    o.arch = "sm_90a";
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     mj_moe_config c = good();

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "include/megajit.h"
 #include "runtime/families/pre_dispatch.h"
@@ -43,8 +45,9 @@ static mj_symm_config pd_buffer(int hidden, mj_format fmt) {
 }
 
 static mj_runtime *open_runtime(const char *arch) {
-    mj_runtime_options o = {
-        .struct_size = sizeof(mj_runtime_options), .cache_dir = cache_dir, .arch = arch};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_dir = cache_dir;
+    o.arch = arch;
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     return rt;
@@ -100,8 +103,9 @@ static void test_without_device_launches_refuse(void **state) {
 static void test_bad_arguments(void **state) {
     (void)state;
     mj_runtime *rt = NULL;
-    mj_runtime_options o = {
-        .struct_size = sizeof(mj_runtime_options), .cache_dir = cache_dir, .arch = "sm_75"};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_dir = cache_dir;
+    o.arch = "sm_75";
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_ERR_INVALID_ARG);
     assert_non_null(strstr(mj_last_error(), "sm_75"));
     assert_null(rt);
@@ -175,6 +179,66 @@ static void test_compile_error_returns_log(void **state) {
     assert_int_equal(system(path), 0);
 }
 
+/* With compiling forbidden, a launch's missing kernel is MJ_ERR_NOT_FOUND
+ * naming the kernel, the switch and the precompile command; an explicit build
+ * still compiles, and the launch path then finds the kernel in the cache. */
+static void expect_compile_refused(mj_runtime *rt, int hidden, const char *kernel,
+                                   const char *switch_name) {
+    mj_kernel_spec spec;
+    const mj_symm_config buffer = pd_buffer(hidden, MJ_FORMAT_MXFP8);
+    assert_int_equal(mj_pre_dispatch_spec(&buffer, MJ_PD_KERNEL_MAIN, MJ_ARCH_SM90A, &spec), MJ_OK);
+    mj_kernel *k = NULL;
+    assert_int_equal(mj_jit_get(rt, &spec, NULL, &k), MJ_ERR_NOT_FOUND);
+    const char *why = mj_last_error();
+    if (!strstr(why, kernel) || !strstr(why, switch_name) || !strstr(why, "megajit precompile"))
+        fail_msg("%s", why);
+    mj_build_result r;
+    double s;
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_OK);
+    assert_int_equal(r, MJ_BUILD_COMPILED);
+    assert_int_equal(mj_jit_get(rt, &spec, NULL, &k), MJ_OK);
+}
+
+static void test_compile_disabled_by_option(void **state) {
+    (void)state;
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_dir = cache_dir;
+    o.arch = "sm_90a";
+    o.allow_compile = 0;
+    mj_runtime *rt = NULL;
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    expect_compile_refused(rt, 2048, "mj::pre_dispatch_kernel<2048, 1, 8>",
+                           "mj_runtime_options.allow_compile = 0");
+    mj_runtime_destroy(rt);
+}
+
+/* The environment is read once per process: the check runs in a fresh one. */
+static int compile_disabled_child(const char *dir) {
+    snprintf(cache_dir, sizeof cache_dir, "%s", dir);
+    mj_runtime *rt = open_runtime("sm_90a");
+    expect_compile_refused(rt, 1024, "mj::pre_dispatch_kernel<1024, 1, 8>",
+                           "MEGAJIT_JIT_DISABLE=1");
+    mj_runtime_destroy(rt);
+    return 0;
+}
+
+static void test_compile_disabled_by_environment(void **state) {
+    (void)state;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("MEGAJIT_JIT_DISABLE", "1", 1);
+        execl("/proc/self/exe", "test_runtime", "--compile-disabled-child", cache_dir,
+              (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Structs that did not come from their MJ_*_INIT are refused by name. */
 static void test_struct_size_is_checked(void **state) {
     (void)state;
@@ -221,7 +285,9 @@ static void test_last_error_is_per_thread(void **state) {
     assert_string_equal(mj_status_name(MJ_ERR_CAPTURE), "MJ_ERR_CAPTURE");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--compile-disabled-child") == 0)
+        return compile_disabled_child(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_family_settings_are_independent),
         cmocka_unit_test(test_without_device_launches_refuse),
@@ -230,6 +296,8 @@ int main(void) {
         cmocka_unit_test(test_compile_error_returns_log),
         cmocka_unit_test(test_last_error_is_per_thread),
         cmocka_unit_test(test_struct_size_is_checked),
+        cmocka_unit_test(test_compile_disabled_by_option),
+        cmocka_unit_test(test_compile_disabled_by_environment),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

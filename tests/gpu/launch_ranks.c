@@ -54,7 +54,8 @@ static int selftest_rank(void) {
     if (!mj_launcher_env(&rank, &world)) FAIL("MEGAJIT_RANK/MEGAJIT_WORLD/MEGAJIT_NCCL_ID missing");
     void *comm;
     if (mj_launcher_join(rank, world, &comm) != MJ_OK) FAIL("joining the communicator");
-    mj_runtime_options o = {.struct_size = sizeof(mj_runtime_options), .cache_disable = 1};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
     mj_runtime *rt;
     if (mj_runtime_create(&rt, &o) != MJ_OK) FAIL("mj_runtime_create");
     mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),

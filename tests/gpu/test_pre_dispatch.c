@@ -981,7 +981,8 @@ static void test_graphs(ctx *c) {
 static void test_capture_uncompiled(ctx *c) {
     const int fmt = MJ_FMT_MXFP8, H = 2560, P = 64, T = 7;
     set_case("capture of an uncompiled spec -> MJ_ERR_CAPTURE naming the kernel");
-    mj_runtime_options opts = {.struct_size = sizeof(mj_runtime_options), .cache_disable = 1};
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
+    opts.cache_disable = 1;
     mj_runtime *rt = NULL;
     if (!expect_ok(mj_runtime_create(&rt, &opts), "mj_runtime_create(cache_disable)")) {
         record(0);
@@ -1124,8 +1125,8 @@ int main(int argc, char **argv) {
 
     set_case("runtime create");
     mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
-    mj_runtime_options check_opts = {.struct_size = sizeof(mj_runtime_options),
-                                     .check_device_inputs = 1};
+    mj_runtime_options check_opts = MJ_RUNTIME_OPTIONS_INIT;
+    check_opts.check_device_inputs = 1;
     c.rt = open_runtime(&opts, "mj_runtime_create");
     c.rt_check = open_runtime(&check_opts, "mj_runtime_create(check)");
     printf("runtime arch %s\n", mj_runtime_arch(c.rt));

@@ -52,7 +52,8 @@ static mj_runtime *open_runtime(void) {
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
         cuCtxSetCurrent(ctx))
         return NULL;
-    mj_runtime_options o = {.struct_size = sizeof(mj_runtime_options), .cache_disable = 1};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
     mj_runtime *rt = NULL;
     return mj_runtime_create(&rt, &o) == MJ_OK ? rt : NULL;
 }

@@ -270,7 +270,8 @@ int cmd_precompile(int argc, char **argv) {
     if ((size_t)jobs > n) jobs = n ? (long)n : 1;
     cJSON *archs = cJSON_CreateArray();
     archs_of(m, archs);
-    mj_runtime_options rt_opts = {.struct_size = sizeof(mj_runtime_options), .cache_dir = o.cache};
+    mj_runtime_options rt_opts = MJ_RUNTIME_OPTIONS_INIT;
+    rt_opts.cache_dir = o.cache;
     if (cJSON_GetArraySize(archs) > 0) rt_opts.arch = cJSON_GetArrayItem(archs, 0)->valuestring;
 
     shared_state *shared =
