@@ -49,15 +49,11 @@
 #include <cuda.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +63,7 @@
 #include "include/megajit.h"
 #include "runtime/families/mega_moe.h"
 #include "heuristics/moe_formats.h"
+#include "runtime/build_pool.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"
 #include "templates/layout/symm_layout.h"
@@ -229,9 +226,9 @@ static mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, cons
 
 /* NVRTC compiles are serialized inside one process and the matrix needs ~100
  * kernels (BLOCK_M, SM count, ranks, activation and clamp are all template
- * parameters), so worker processes build them into the on-disk cache first;
- * the test's runtime then only loads cubins. The parent must not have touched
- * CUDA before it forks. */
+ * parameters), so the library's pool of worker processes builds them into the
+ * on-disk cache first; the test's runtime then only loads cubins. This
+ * process must not have touched CUDA before the pool forks. */
 typedef struct spec_list {
     mj_kernel_spec *v;
     char (*desc)[96];
@@ -305,78 +302,94 @@ static void plan_all(spec_list *l, int ds, mj_arch arch) {
     plan_timing(l, ds, arch);
 }
 
-typedef struct shared_tally {
-    atomic_int next, total, compiled, cached, failed;
-    double worker_seconds[64];
-} shared_tally;
-
-static _Noreturn void precompile_worker(shared_tally *sh, int id, pid_t parent) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(0);
-    double t0 = now_s();
-    mj_runtime *rt = NULL;
-    CUdevice dev;
-    int sms = 0;
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
-        mj_runtime_create(&rt, NULL) != MJ_OK)
-        _exit(0);
-    spec_list l = {0};
-    plan_all(&l, sms, mj_arch_parse(mj_runtime_arch(rt)));
-    if (id == 0) atomic_store(&sh->total, l.n);
-    for (;;) {
-        int i = atomic_fetch_add(&sh->next, 1);
-        if (i >= l.n) break;
-        mj_build_result res;
-        double secs = 0;
-        if (mj_jit_build(rt, &l.v[i], &res, &secs) != MJ_OK) {
-            atomic_fetch_add(&sh->failed, 1);
-            /* The first lines of a compile error are what the kernel author needs. */
-            printf("precompile FAILED %s: %.1500s\n", l.desc[i], mj_last_error());
-            fflush(stdout);
-        } else if (res == MJ_BUILD_COMPILED) {
-            atomic_fetch_add(&sh->compiled, 1);
-        } else {
-            atomic_fetch_add(&sh->cached, 1);
+/* The device's SM count and architecture, read by a child process: this one
+ * must not touch CUDA before the precompile workers fork. 0 without a device. */
+static int probe_device(int *sms, char *arch, size_t arch_cap) {
+    struct {
+        int sms;
+        char arch[16];
+    } probe = {0, ""};
+    int fds[2];
+    if (pipe(fds) != 0) return 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        mj_runtime *rt = NULL;
+        mj_info info;
+        if (mj_runtime_create(&rt, NULL) == MJ_OK && mj_runtime_info(rt, &info) == MJ_OK) {
+            probe.sms = info.device_sms;
+            snprintf(probe.arch, sizeof probe.arch, "%s", info.arch);
         }
+        _exit(write(fds[1], &probe, sizeof probe) == (ssize_t)sizeof probe ? 0 : 1);
     }
-    if (id < 64) sh->worker_seconds[id] = now_s() - t0;
-    mj_runtime_destroy(rt);
-    _exit(0);
+    close(fds[1]);
+    if (pid < 0 || read(fds[0], &probe, sizeof probe) != (ssize_t)sizeof probe) probe.sms = 0;
+    close(fds[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    *sms = probe.sms;
+    snprintf(arch, arch_cap, "%s", probe.arch);
+    return probe.sms > 0;
 }
 
+typedef struct precompile_tally {
+    const spec_list *plan;
+    int compiled, cached, failed;
+} precompile_tally;
+
+static mj_status build_planned(mj_runtime *rt, size_t index, void *ctx, mj_build_result *result,
+                               double *seconds) {
+    const spec_list *plan = ctx;
+    return mj_jit_build(rt, &plan->v[index], result, seconds);
+}
+
+static void count_built(const mj_build_report *r, void *ctx) {
+    precompile_tally *t = ctx;
+    if (r->result == MJ_BUILD_COMPILED) {
+        t->compiled++;
+    } else if (r->result == MJ_BUILD_CACHED) {
+        t->cached++;
+    } else {
+        t->failed++;
+        /* The first lines of a compile error are what the kernel author needs. */
+        printf("precompile FAILED %s: %s\n", t->plan->desc[r->index], r->error);
+    }
+}
+
+/* Builds every planned kernel with the library's worker pool. */
 static void precompile(void) {
     const char *dis = getenv("MEGAJIT_CACHE_DISABLE");
     if (dis && !strcmp(dis, "1")) {
         printf("precompile: skipped (MEGAJIT_CACHE_DISABLE=1: workers could not share cubins)\n");
         return;
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int jobs = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
-    if (g_timing && jobs > 6) jobs = 6;
-    shared_tally *sh =
-        mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED) return;
-    memset(sh, 0, sizeof *sh);
-    /* Created here so the workers do not race to create the database. */
-    mj_cache *cache = NULL;
-    if (mj_cache_open(NULL, 0, &cache) == MJ_OK) mj_cache_close(cache);
-    fflush(NULL);
-    double t0 = now_s();
-    pid_t parent = getpid(), pids[16];
-    int started = 0;
-    for (; started < jobs; started++) {
-        pid_t pid = fork();
-        if (pid < 0) break;
-        if (pid == 0) precompile_worker(sh, started, parent);
-        pids[started] = pid;
+    int sms = 0;
+    char arch[16];
+    if (!probe_device(&sms, arch, sizeof arch)) {
+        printf("precompile: skipped (no device to plan for)\n");
+        return;
     }
-    for (int i = 0; i < started; i++)
-        waitpid(pids[i], NULL, 0);
+    spec_list plan = {0};
+    plan_all(&plan, sms, mj_arch_parse(arch));
+    int jobs = mj_build_pool_default_jobs();
+    if (jobs > 16) jobs = 16;
+    if (g_timing && jobs > 6) jobs = 6;
+    precompile_tally tally = {.plan = &plan};
+    const mj_runtime_options rt_opts = MJ_RUNTIME_OPTIONS_INIT;
+    const mj_build_pool pool = {.count = (size_t)plan.n,
+                                .jobs = jobs,
+                                .runtime = &rt_opts,
+                                .build = build_planned,
+                                .build_ctx = &plan,
+                                .report = count_built,
+                                .report_ctx = &tally};
+    double t0 = now_s();
+    int workers = 0;
+    if (mj_build_pool_run(&pool, &workers) != MJ_OK) printf("precompile: %s\n", mj_last_error());
     printf("precompile: %d kernels (%d compiled, %d cached, %d failed) by %d workers in %.1f s\n",
-           atomic_load(&sh->total), atomic_load(&sh->compiled), atomic_load(&sh->cached),
-           atomic_load(&sh->failed), started, now_s() - t0);
-    munmap(sh, sizeof *sh);
+           plan.n, tally.compiled, tally.cached, tally.failed, workers, now_s() - t0);
+    free(plan.v);
+    free(plan.desc);
 }
 
 /* ----------------------------------------------------------- test context */
