@@ -23,7 +23,11 @@ BENCH_SRC := $(wildcard tools/bench/*.c)
 REF_SRC := $(wildcard tests/reference/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_CXX_SRC := $(wildcard tests/test_*.cpp)
-GPU_SRC := $(wildcard tests/gpu/*.c)
+# GPU test programs; tests/gpu/test_X.c also links its parts, tests/gpu/X/*.c, and
+# every program the shared bookkeeping of tests/gpu/check.c.
+GPU_SRC := $(wildcard tests/gpu/test_*.c) tests/gpu/launch_ranks.c
+GPU_CHECK_OBJ := $(BUILD)/obj/tests/gpu/check.o
+gpu_parts = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/gpu/$(patsubst test_%,%,$(1))/*.c))
 
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/templates_embedded.o
 SAN_OBJ := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC) $(REF_SRC)) $(BUILD)/san/gen/templates_embedded.o
@@ -118,9 +122,10 @@ $(TEST_CXX_BIN): $(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
 	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror -O2 -g $(SAN) -ffp-contract=off -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
 # Static pattern: the generic tests rule must never build GPU tests (no -lcuda there).
-$(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $(BUILD)/lib/libmegajit.a $(REF_OBJ) $(BENCH_OBJ)
+.SECONDEXPANSION:
+$(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $$(call gpu_parts,$$*) $(GPU_CHECK_OBJ) $(BUILD)/lib/libmegajit.a $(REF_OBJ) $(BENCH_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(REF_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(call gpu_parts,$*) $(GPU_CHECK_OBJ) $(REF_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
 
 test-cpu: $(TEST_BIN)
 	@set -e; pass=0; fail=0; for t in $(TEST_BIN); do \

@@ -28,8 +28,8 @@
 #define BENCH_COPY_MIN_BYTES (256ull << 20)
 #define BENCH_COPY_CHUNK (16ull << 20)
 /* GPU work queued ahead of the zero-token launches, per timed launch: more than
- * the host needs to enqueue one (10.6-12 us measured on the H200 machine), so
- * the events time the GPU rather than the host. */
+ * the host needs to enqueue one (bench/RESULTS.md has the measured enqueue
+ * time), so the events time the GPU rather than the host. */
 #define BENCH_LEAD_US_PER_LAUNCH 25.0
 
 typedef struct bench {
