@@ -42,26 +42,30 @@ GPU_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_SRC))
 RPATH_BIN := -Wl,-rpath,'$$ORIGIN/../lib'
 SONAME := libmegajit.so.0
 
-.PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format check-exports
-all: lib cli $(BUILD)/lib/pkgconfig/megajit.pc
+# Every target a person runs carries a "## what it does" comment: `make help` lists them.
+.PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format format-check \
+        check-exports check-install
+all: lib cli $(BUILD)/lib/pkgconfig/megajit.pc ## build the library, the CLI and the pkg-config file
 
-help:
-	@echo "make demo     install deps, build, precompile the default preset into build/demo-cache, print its stats"
-	@echo "make test     install deps, build, run every CPU test (ASan+UBSan)"
-	@echo "make test-gpu build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)"
-	@echo "make install PREFIX=/opt/megajit"
+help: ## this list
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z-]+:.*## / {printf "make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# Installs the Debian development packages when missing (needs root).
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# $(call apt_install,PACKAGES,WHY): installs the Debian packages among PACKAGES
+# that are missing (as root), or says which to install.
+apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing) >/dev/null || exit 1; \
-	  else echo "megajit needs the Debian packages:$$missing -- run as root: apt-get install$$missing" >&2; exit 1; fi; fi
+	  else echo "$(2) needs the Debian packages:$$missing -- run as root: apt-get install$$missing" >&2; exit 1; fi; fi
+
+deps: ## install the missing Debian development packages (as root) and check for CUDA
+	@$(call apt_install,$(DEB_PACKAGES),megajit)
 	@test -f $(CUDA_HOME)/include/nvrtc.h || { echo "CUDA toolkit not found at $(CUDA_HOME) (set CUDA_HOME)" >&2; exit 1; }
 
-lib: $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libmegajit.so $(BUILD)/lib/libcjson.so.1
-cli: $(BUILD)/bin/megajit
+# build/lib keeps a copy of libcjson.so.1 for the build tree's binaries only:
+# the GPU machine has no cJSON. make install never copies it.
+lib: $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libmegajit.so $(BUILD)/lib/libcjson.so.1 ## build libmegajit.{a,so}
+cli: $(BUILD)/bin/megajit ## build the megajit CLI
 
 $(BUILD)/bin/embed_templates: tools/embed_templates.c
 	@mkdir -p $(@D)
@@ -127,17 +131,26 @@ $(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $$(call gpu_parts,$$*) $(GPU_CHE
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(call gpu_parts,$*) $(GPU_CHECK_OBJ) $(REF_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
 
-test-cpu: $(TEST_BIN)
+test-cpu: $(TEST_BIN) ## run every CPU test binary (ASan+UBSan); make test first installs deps
 	@set -e; pass=0; fail=0; for t in $(TEST_BIN); do \
 	  echo "== $$t"; if MEGAJIT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
 	echo "binaries: $$pass passed, $$fail failed"; test $$fail = 0
 
-check-exports: $(BUILD)/lib/libmegajit.so
+check-exports: $(BUILD)/lib/libmegajit.so ## libmegajit.so.0 exports exactly the MJ_API functions
 	.ci/check-exports $(BUILD)/lib/libmegajit.so.0 include/megajit.h
 
-test: deps
+# An installed library depends on the system's packages like any Debian one.
+check-install: all ## make install into a scratch DESTDIR ships no libcjson
+	rm -rf $(BUILD)/install-check
+	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD))/install-check >/dev/null
+	@if find $(BUILD)/install-check -name 'libcjson*' | grep -q .; then \
+	  echo "check-install: make install copied libcjson into PREFIX" >&2; exit 1; fi
+	@echo "check-install: $$(find $(BUILD)/install-check -type f | wc -l) files installed, no libcjson"
+
+test: deps ## install deps, build, check the exports and the install, run every CPU test
 	$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory check-exports
+	$(MAKE) --no-print-directory check-install
 	$(MAKE) --no-print-directory test-cpu
 
 # The launch-cost probe behind bench/README.md's floor (CUDA runtime, static).
@@ -145,28 +158,33 @@ $(BUILD)/bench/launch_probe: bench/launch_probe.cu
 	@mkdir -p $(@D)
 	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -arch=sm_90a -Werror all-warnings -o $@ $<
 
-test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe
+test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe ## build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)
 
-demo: deps
+demo: deps ## install deps, build, precompile the default preset into build/demo-cache, print its stats
 	$(MAKE) --no-print-directory all
 	rm -rf $(BUILD)/demo-cache
 	$(BUILD)/bin/megajit precompile --preset deepseek-v3-ep8 --arch sm_90a --cache $(BUILD)/demo-cache
 	$(BUILD)/bin/megajit cache stat --cache $(BUILD)/demo-cache
 
-install: all
+install: all ## install the header, libraries, CLI and pkg-config file (PREFIX=/usr/local, DESTDIR)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/megajit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/lib/libmegajit.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/lib/libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libmegajit.so.0 $(DESTDIR)$(PREFIX)/lib/libmegajit.so
-	install -m 755 $(BUILD)/lib/libcjson.so.1 $(DESTDIR)$(PREFIX)/lib/
 	$(call pc_file,$(PREFIX),$(DESTDIR)$(PREFIX)/lib/pkgconfig/megajit.pc)
 	install -m 755 $(BUILD)/bin/megajit $(DESTDIR)$(PREFIX)/bin/
 
-format:
-	clang-format -i $$(git ls-files '*.c' '*.h' '*.cuh' '*.cu' '*.cpp')
+FORMATTED = $$(git ls-files '*.c' '*.h' '*.cuh' '*.cu' '*.cpp')
 
-clean:
+format: ## rewrite every tracked source with the repo's .clang-format
+	clang-format -i $(FORMATTED)
+
+format-check: ## install clang-format when missing (as root), fail on any unformatted source
+	@command -v clang-format >/dev/null 2>&1 || { $(call apt_install,clang-format,format-check); }
+	clang-format --dry-run -Werror $(FORMATTED)
+
+clean: ## remove build/
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
