@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "include/megajit.h"
+#include "tests/scratch_dir.h"
 
-static char cache_dir[64];
 static const char kStale[] = "stale-sentence-from-an-earlier-call";
 
 /* What a case's child process has to work with. */
@@ -243,7 +243,7 @@ static int manifest_build_kernel_null(fixture *f) {
 }
 static int cache_open(fixture *f) {
     (void)f;
-    return mj_cache_open(cache_dir, 1, NULL);
+    return mj_cache_open(scratch_dir, 1, NULL);
 }
 static int cache_close(fixture *f) {
     (void)f;
@@ -350,10 +350,10 @@ static _Noreturn void run_case(const api_case *c) {
     fixture f;
     memset(&f, 0, sizeof f);
     mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
-    o.cache_dir = cache_dir;
+    o.cache_dir = scratch_dir;
     o.arch = "sm_90a";
-    snprintf(f.snapshot, sizeof f.snapshot, "%s/snapshot.db", cache_dir);
-    if (mj_runtime_create(&f.rt, &o) != MJ_OK || mj_cache_open(cache_dir, 0, &f.cache) != MJ_OK ||
+    snprintf(f.snapshot, sizeof f.snapshot, "%s/snapshot.db", scratch_dir);
+    if (mj_runtime_create(&f.rt, &o) != MJ_OK || mj_cache_open(scratch_dir, 0, &f.cache) != MJ_OK ||
         mj_manifest_preset("deepseek-v3-ep8", &f.manifest) != MJ_OK) {
         fprintf(stderr, "%s: setup: %s\n", c->function, mj_last_error());
         _exit(CASE_SETUP_FAILED);
@@ -444,23 +444,10 @@ static void test_every_public_function_has_a_case(void **state) {
     }
 }
 
-static int setup(void **state) {
-    (void)state;
-    snprintf(cache_dir, sizeof cache_dir, "/tmp/mj-api-XXXXXX");
-    return mkdtemp(cache_dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-    return system(cmd);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_public_function_has_a_case),
         cmocka_unit_test(test_every_case_in_its_own_process),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_dir_create, scratch_dir_remove);
 }

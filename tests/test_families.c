@@ -150,7 +150,8 @@ static void test_parameter_lists_match_templates(void **state) {
 /* ------------------------------------------------------- NVRTC compiles */
 
 /* One small layer that every family has kernels for on sm_90a. */
-static const mj_moe_config kLayer = {.hidden = 256,
+static const mj_moe_config kLayer = {.struct_size = sizeof(mj_moe_config),
+                                     .hidden = 256,
                                      .intermediate = 64,
                                      .num_experts = 4,
                                      .num_topk = 2,

@@ -14,24 +14,10 @@
 #include <unistd.h>
 
 #include "include/megajit.h"
+#include "tests/scratch_dir.h"
 #include "runtime/families/pre_dispatch.h"
 #include "runtime/jit.h"
 #include "runtime/runtime.h"
-
-static char cache_dir[64];
-
-static int setup(void **state) {
-    (void)state;
-    snprintf(cache_dir, sizeof cache_dir, "/tmp/mj-rt-XXXXXX");
-    return mkdtemp(cache_dir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
-    return system(cmd);
-}
 
 /* A pre-dispatch-only buffer of the given hidden size and format. */
 static mj_symm_config pd_buffer(int hidden, mj_format fmt) {
@@ -46,7 +32,7 @@ static mj_symm_config pd_buffer(int hidden, mj_format fmt) {
 
 static mj_runtime *open_runtime(const char *arch) {
     mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
-    o.cache_dir = cache_dir;
+    o.cache_dir = scratch_dir;
     o.arch = arch;
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
@@ -96,7 +82,7 @@ static void test_without_device_launches_refuse(void **state) {
     mj_info info;
     assert_int_equal(mj_runtime_info(rt, &info), MJ_OK);
     assert_int_equal(info.driver_version, 0);
-    assert_non_null(strstr(info.cache_path, cache_dir));
+    assert_non_null(strstr(info.cache_path, scratch_dir));
     mj_runtime_destroy(rt);
 }
 
@@ -104,7 +90,7 @@ static void test_bad_arguments(void **state) {
     (void)state;
     mj_runtime *rt = NULL;
     mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
-    o.cache_dir = cache_dir;
+    o.cache_dir = scratch_dir;
     o.arch = "sm_75";
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_ERR_INVALID_ARG);
     assert_non_null(strstr(mj_last_error(), "sm_75"));
@@ -202,7 +188,7 @@ static void expect_compile_refused(mj_runtime *rt, int hidden, const char *kerne
 static void test_compile_disabled_by_option(void **state) {
     (void)state;
     mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
-    o.cache_dir = cache_dir;
+    o.cache_dir = scratch_dir;
     o.arch = "sm_90a";
     o.allow_compile = 0;
     mj_runtime *rt = NULL;
@@ -214,7 +200,7 @@ static void test_compile_disabled_by_option(void **state) {
 
 /* The environment is read once per process: the check runs in a fresh one. */
 static int compile_disabled_child(const char *dir) {
-    snprintf(cache_dir, sizeof cache_dir, "%s", dir);
+    snprintf(scratch_dir, sizeof scratch_dir, "%s", dir);
     mj_runtime *rt = open_runtime("sm_90a");
     expect_compile_refused(rt, 1024, "mj::pre_dispatch_kernel<1024, 1, 8>",
                            "MEGAJIT_JIT_DISABLE=1");
@@ -229,7 +215,7 @@ static void test_compile_disabled_by_environment(void **state) {
     assert_true(pid >= 0);
     if (pid == 0) {
         setenv("MEGAJIT_JIT_DISABLE", "1", 1);
-        execl("/proc/self/exe", "test_runtime", "--compile-disabled-child", cache_dir,
+        execl("/proc/self/exe", "test_runtime", "--compile-disabled-child", scratch_dir,
               (char *)NULL);
         _exit(127);
     }
@@ -299,5 +285,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_compile_disabled_by_option),
         cmocka_unit_test(test_compile_disabled_by_environment),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_dir_create, scratch_dir_remove);
 }

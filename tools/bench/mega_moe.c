@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/error.h"
 #include "runtime/nccl_lib.h"
 #include "runtime/runtime.h"
@@ -143,19 +144,24 @@ static mj_status make_rank_inputs(moe_bench *b, int lr, const mj_bench_mega_moe_
     return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "bench mega-moe: y");
 }
 
+/* The benchmarked layer as rank `rank` sees it; its buffer config derives from it. */
+static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = o->hidden,
+                           .intermediate = o->intermediate,
+                           .num_experts = o->num_experts,
+                           .num_topk = o->num_topk,
+                           .num_ranks = o->num_ranks,
+                           .rank = rank,
+                           .max_tokens_per_rank = o->num_tokens,
+                           .weight_format = o->weight_format,
+                           .dispatch_format = o->dispatch_format,
+                           .activation = MJ_ACTIVATION_SWIGLU};
+}
+
 static mj_status load_rank_weights(moe_bench *b, mj_runtime *rt, int lr,
                                    const mj_bench_mega_moe_options *o) {
-    mj_moe_config mc = {.struct_size = sizeof(mj_moe_config),
-                        .hidden = o->hidden,
-                        .intermediate = o->intermediate,
-                        .num_experts = o->num_experts,
-                        .num_topk = o->num_topk,
-                        .num_ranks = o->num_ranks,
-                        .rank = b->local_ranks > 1 ? lr : b->own_rank,
-                        .max_tokens_per_rank = o->num_tokens,
-                        .weight_format = o->weight_format,
-                        .dispatch_format = o->dispatch_format,
-                        .activation = MJ_ACTIVATION_SWIGLU};
+    mj_moe_config mc = layer_of(o, b->local_ranks > 1 ? lr : b->own_rank);
     mj_status st = mj_weights_create(rt, &mc, &b->w[lr]);
     const void *data = (const void *)(uintptr_t)b->wdata;
     const void *sf = b->wscales ? (const void *)(uintptr_t)b->wscales : NULL;
@@ -209,14 +215,8 @@ static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_o
         if ((st = mj_family_set_num_sms(rt, MJ_FAMILY_MEGA_MOE, sms < 1 ? 1 : sms)) != MJ_OK)
             return st;
     }
-    mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),
-                          .hidden = o->hidden,
-                          .num_experts = o->num_experts,
-                          .num_topk = o->num_topk,
-                          .max_tokens_per_rank = o->num_tokens,
-                          .dispatch_format = o->dispatch_format,
-                          .num_ranks = o->num_ranks,
-                          .intermediate = o->intermediate};
+    const mj_moe_config layer = layer_of(o, b->own_rank);
+    const mj_symm_config cfg = mj_symm_config_of_moe(&layer);
     st = o->nccl_comm ? mj_symm_buffer_create_nccl(rt, &cfg, o->nccl_comm, &b->buf)
                       : mj_symm_buffer_create(rt, &cfg, &b->buf);
     int run_sms = 0;
@@ -287,16 +287,7 @@ static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_o
     out->floor_us = out->rank_floor_us * b->local_ranks;
     out->fraction_of_floor = out->floor_us / out->kernel_us;
     out->num_sms = run_sms;
-    mj_moe_config mc = {.struct_size = sizeof(mj_moe_config),
-                        .hidden = o->hidden,
-                        .intermediate = o->intermediate,
-                        .num_experts = o->num_experts,
-                        .num_topk = o->num_topk,
-                        .num_ranks = o->num_ranks,
-                        .max_tokens_per_rank = o->num_tokens,
-                        .weight_format = o->weight_format,
-                        .dispatch_format = o->dispatch_format};
-    return mj_mega_moe_block_m(&mc, o->num_tokens, &out->block_m);
+    return mj_mega_moe_block_m(&layer, o->num_tokens, &out->block_m);
 }
 
 mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
