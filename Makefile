@@ -44,7 +44,7 @@ SONAME := libmegajit.so.0
 
 # Every target a person runs carries a "## what it does" comment: `make help` lists them.
 .PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format format-check \
-        check-exports check-install
+        check-header check-exports check-install
 all: lib cli $(BUILD)/lib/pkgconfig/megajit.pc ## build the library, the CLI and the pkg-config file
 
 help: ## this list
@@ -139,6 +139,14 @@ test-cpu: $(TEST_BIN) ## run every CPU test binary (ASan+UBSan); make test first
 check-exports: $(BUILD)/lib/libmegajit.so ## libmegajit.so.0 exports exactly the MJ_API functions
 	.ci/check-exports $(BUILD)/lib/libmegajit.so.0 include/megajit.h
 
+# What users compile: the header alone, C11 and C++11, all warnings as errors.
+HEADER_WARN := -Wall -Wextra -Werror -pedantic -Iinclude
+check-header: tests/header_probe.c include/megajit.h ## include/megajit.h compiles on its own as C11 and C++11
+	@mkdir -p $(BUILD)/tests
+	$(CC) -std=c11 $(HEADER_WARN) -o $(BUILD)/tests/header_probe_c tests/header_probe.c
+	g++ -std=c++11 $(HEADER_WARN) -x c++ -o $(BUILD)/tests/header_probe_cxx tests/header_probe.c
+	$(BUILD)/tests/header_probe_c && $(BUILD)/tests/header_probe_cxx
+
 # An installed library depends on the system's packages like any Debian one.
 check-install: all ## make install into a scratch DESTDIR ships no libcjson
 	rm -rf $(BUILD)/install-check
@@ -147,8 +155,9 @@ check-install: all ## make install into a scratch DESTDIR ships no libcjson
 	  echo "check-install: make install copied libcjson into PREFIX" >&2; exit 1; fi
 	@echo "check-install: $$(find $(BUILD)/install-check -type f | wc -l) files installed, no libcjson"
 
-test: deps ## install deps, build, check the exports and the install, run every CPU test
+test: deps ## install deps, build, check the header, exports and install, run every CPU test
 	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory check-header
 	$(MAKE) --no-print-directory check-exports
 	$(MAKE) --no-print-directory check-install
 	$(MAKE) --no-print-directory test-cpu

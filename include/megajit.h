@@ -54,6 +54,24 @@ extern "C" {
 #define MJ_API
 #endif
 
+/* MJ_*_INIT: a struct with struct_size set and every other field zero, but
+ * for the defaults named. C++ before C++20 has no designated initializers,
+ * so it gets a value-initialized struct from a lambda. */
+#ifdef __cplusplus
+#define MJ_INIT_(type, ...)                                                                        \
+    ([] {                                                                                          \
+        type s_{};                                                                                 \
+        s_.struct_size = sizeof(type);                                                             \
+        __VA_ARGS__;                                                                               \
+        return s_;                                                                                 \
+    }())
+#define MJ_DEFAULT_(field, value) s_.field = value
+#else
+#define MJ_INIT_(type, ...)                                                                        \
+    { .struct_size = sizeof(type), __VA_ARGS__ }
+#define MJ_DEFAULT_(field, value) .field = value
+#endif
+
 #define MJ_VERSION_MAJOR 0
 #define MJ_VERSION_MINOR 1
 #define MJ_VERSION_PATCH 0
@@ -109,8 +127,7 @@ typedef struct mj_runtime_options {
      * never compiles on a request. mj_manifest_build_kernel always compiles. */
     int allow_compile;
 } mj_runtime_options;
-#define MJ_RUNTIME_OPTIONS_INIT                                                                    \
-    { sizeof(mj_runtime_options), NULL, NULL, 0, NULL, 0, 1 }
+#define MJ_RUNTIME_OPTIONS_INIT MJ_INIT_(mj_runtime_options, MJ_DEFAULT_(allow_compile, 1))
 
 /* Options at MJ_RUNTIME_OPTIONS_INIT, or opts NULL, mean: everything from the environment.
  * Without a CUDA driver the runtime still opens (cache, precompile work); launches
@@ -188,8 +205,7 @@ typedef struct mj_symm_config {
      * experts, top-k and max tokens). */
     int intermediate;
 } mj_symm_config;
-#define MJ_SYMM_CONFIG_INIT                                                                        \
-    { sizeof(mj_symm_config) }
+#define MJ_SYMM_CONFIG_INIT MJ_INIT_(mj_symm_config, )
 
 /* One device allocation holding num_ranks rank regions (base + per-rank offsets).
  * Records the MegaMoE family's SM count at creation; a later launch with another
@@ -281,8 +297,7 @@ typedef struct mj_moe_config {
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
     int block_m; /* 0: the heuristics choose per token count; 8/16/32/64: forced */
 } mj_moe_config;
-#define MJ_MOE_CONFIG_INIT                                                                         \
-    { sizeof(mj_moe_config) }
+#define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
 /* Local expert weights of one rank, in the kernel's private device layout. */
 typedef struct mj_weights mj_weights;
