@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "include/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
+#include "include/megajit.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/log.h"

@@ -1,14 +1,14 @@
 /* The MegaMoE weights object and launch preparation, shared by apis/weights.c,
- * apis/mega_moe.c, the manifest and the GPU tests (which take a prepared
- * launch, change its arguments for negative controls and launch it themselves). */
+ * apis/mega_moe.c and the GPU tests (which take a prepared launch, change its
+ * arguments for negative controls and launch it themselves). */
 #ifndef MJ_MEGA_MOE_IMPL_H
 #define MJ_MEGA_MOE_IMPL_H
 
 #include <cuda.h>
 
+#include "heuristics/moe_formats.h"
 #include "include/megajit.h"
 #include "runtime/configs.h"
-#include "heuristics/moe_formats.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"
 

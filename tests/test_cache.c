@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "include/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
+#include "include/megajit.h"
 
 #define CUBIN_BYTES 1000
 

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "include/megajit.h"
-#include "tests/scratch_dir.h"
 #include "runtime/families/pre_dispatch.h"
 #include "runtime/jit.h"
 #include "runtime/runtime.h"
+#include "tests/scratch_dir.h"
 
 /* A pre-dispatch-only buffer of the given hidden size and format. */
 static mj_symm_config pd_buffer(int hidden, mj_format fmt) {

@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "include/megajit.h"
+#include "runtime/nccl_lib.h"
 #include "tests/gpu/device_words.h"
 #include "tools/bench/launcher.h"
-#include "runtime/nccl_lib.h"
 
 #define MAX_GPUS 72
 /* How long the other ranks may still finish once one has failed. */

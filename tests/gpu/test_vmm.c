@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "include/megajit.h"
-#include "tests/gpu/device_words.h"
 #include "apis/symm_buffer_impl.h"
+#include "include/megajit.h"
 #include "runtime/nccl_lib.h"
+#include "tests/gpu/device_words.h"
 #include "tests/shm_group.h"
 
 static int passed, failed;
