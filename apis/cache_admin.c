@@ -2,11 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
+#include "include/megajit.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
+#include "runtime/log.h"
 
 struct mj_cache {
     mjc_db *db;
@@ -36,6 +37,7 @@ static mj_status fail(const mj_cache *c, int rc, const char *what) {
 }
 
 mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_open: out must not be NULL");
     *out = NULL;
     if (!dir) dir = mj_env_get()->cache_dir;
@@ -44,7 +46,8 @@ mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out) {
     mj_cache *c = calloc(1, sizeof *c);
     if (!c) return mj_fail(MJ_ERR_NOMEM, "mj_cache_open: out of memory");
     char err[512] = "";
-    mjc_open_opts opts = {.dir = dir, .ro_layers = NULL, .read_only = read_only};
+    mjc_open_opts opts = {
+        .dir = dir, .ro_layers = NULL, .read_only = read_only, .warn = mj_log_cache_warning};
     int rc = mjc_open(&opts, &c->db, err, sizeof err);
     if (rc != MJC_OK) {
         free(c);
@@ -95,6 +98,7 @@ static int list_one(const mjc_info *in, void *user) {
 
 mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_cache_entry_fn fn,
                         void *user) {
+    mj_clear_error();
     if (!c || !fn) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_list: cache and fn are required");
     list_ctx ctx = {fn, user};
     int rc = mjc_list(c->db, family, arch, list_one, &ctx);
@@ -102,6 +106,7 @@ mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_ca
 }
 
 mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out) {
+    mj_clear_error();
     if (!c || !key_prefix || !out)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_show: cache, key_prefix and out are required");
     memset(out, 0, sizeof *out);
@@ -118,6 +123,7 @@ mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *ou
 }
 
 mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out) {
+    mj_clear_error();
     if (!c || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_stat: cache and out are required");
     memset(out, 0, sizeof *out);
     int rc = mjc_stat(c->db, &c->stats);
@@ -135,6 +141,7 @@ mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out) {
 
 mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
                           void *user) {
+    mj_clear_error();
     if (checked) *checked = 0;
     if (bad) *bad = 0;
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_verify: cache is required");
@@ -153,6 +160,7 @@ _Static_assert(MJ_CACHE_SELECT_KEY == (int)MJC_SELECT_KEY &&
                "mj_cache_selector and mjc_select must match");
 
 mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value, int64_t *removed) {
+    mj_clear_error();
     if (removed) *removed = 0;
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_remove: cache is required");
     int rc = mjc_remove(c->db, (mjc_select)sel, value, removed);
@@ -160,6 +168,7 @@ mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value,
 }
 
 mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed, int64_t *bytes_after) {
+    mj_clear_error();
     if (removed) *removed = 0;
     if (bytes_after) *bytes_after = 0;
     if (!c || max_bytes < 0)
@@ -169,6 +178,7 @@ mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed, int64_t 
 }
 
 mj_status mj_cache_export(mj_cache *c, const char *file) {
+    mj_clear_error();
     if (!c || !file || !*file)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_export: cache and file are required");
     int rc = mjc_export(c->db, file);
@@ -176,6 +186,7 @@ mj_status mj_cache_export(mj_cache *c, const char *file) {
 }
 
 mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported) {
+    mj_clear_error();
     if (imported) *imported = 0;
     if (!c || !file || !*file)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_cache_import: cache and file are required");

@@ -36,8 +36,8 @@
  * Every error is MJ_ERR_INVALID_ARG with a sentence "manifest: <path>: <why>",
  * e.g. "manifest: layers[1].hidden: must be a positive multiple of 128 (got 100)".
  *
- * Kernel enumeration walks arch x layer x family enumerator; each family
- * enumerator adds the specs the runtime would request for that layer. Specs
+ * Kernel enumeration walks arch x layer x kernel family (runtime/families/);
+ * each family adds the specs the runtime would request for that layer. Specs
  * are de-duplicated by their bytes, which is also the runtime's in-memory key.
  */
 #include <cjson/cJSON.h>
@@ -47,16 +47,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/megajit.h"
-#include "apis/specs.h"
-#include "heuristics/moe_formats.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/error.h"
+#include "runtime/families/family.h"
 #include "runtime/jit.h"
 #include "runtime/kernel_spec.h"
 
 enum { MAX_ARCHS = 8, DIM_QUANTUM = 128 };
 
-typedef enum activation { ACT_SWIGLU = 0, ACT_SWIGLUOAI = 1 } activation;
+/* The activations a manifest accepts, indexed by mj_activation. */
 static const char *const kActivationNames[] = {"swiglu", "swigluoai"};
 
 static const mj_arch kKnownArchs[] = {MJ_ARCH_SM90A, MJ_ARCH_SM100A};
@@ -71,7 +71,7 @@ typedef struct layer {
     int max_tokens_per_rank;
     mj_format weight_format;
     mj_format dispatch_format;
-    activation act;
+    mj_activation act;
     double clamp; /* 0 = none */
     int num_sms;
 } layer;
@@ -122,25 +122,11 @@ static mj_status kernel_list_add(kernel_list *k, const mj_kernel_spec *spec, con
 
 /* ------------------------------------------------------------ enumeration */
 
-typedef mj_status (*family_enumerator)(const layer *l, mj_arch arch, kernel_list *out);
-
-static mj_status enumerate_pre_dispatch(const layer *l, mj_arch arch, kernel_list *out) {
-    static const struct {
-        int role;
-        const char *name;
-    } roles[] = {{MJ_PD_ROLE_MAIN, "main"}, {MJ_PD_ROLE_CHECK, "check"}};
-    for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) {
-        mj_kernel_spec spec;
-        mj_status st = mj_pre_dispatch_spec(l->hidden, l->dispatch_format, l->topk, roles[r].role,
-                                            arch, &spec);
-        if (st != MJ_OK) return st;
-        char desc[160];
-        snprintf(desc, sizeof desc, "pre_dispatch<hidden=%d,fmt=%s,topk=%d,role=%s> %s", l->hidden,
-                 mj_format_name(l->dispatch_format), l->topk, roles[r].name, mj_arch_name(arch));
-        st = kernel_list_add(out, &spec, desc);
-        if (st != MJ_OK) return st;
-    }
-    return MJ_OK;
+static mj_status add_kernel(const mj_kernel_spec *spec, void *ctx) {
+    char desc[320];
+    if (mj_family_describe(spec, desc, sizeof desc) < 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: a kernel spec cannot be described");
+    return kernel_list_add(ctx, spec, desc);
 }
 
 /* The SM count a layer with num_sms 0 ("all SMs") is compiled for, per arch:
@@ -149,86 +135,42 @@ static int default_num_sms(mj_arch arch) {
     return arch == MJ_ARCH_SM90A ? 132 : 0;
 }
 
-static mj_status add_mega_moe(const layer *l, const mj_moe_config *cfg, int block_m, int num_sms,
-                              mj_arch arch, kernel_list *out) {
-    mj_kernel_spec spec;
-    /* A deployment's ranks are processes on other GPUs: system scope. */
-    mj_status st = mj_mega_moe_spec(cfg, block_m, num_sms, 1, arch, &spec);
-    if (st != MJ_OK) return st;
-    char clamp[32] = "";
-    if (l->clamp > 0) snprintf(clamp, sizeof clamp, ",clamp=%g", l->clamp);
-    char desc[200];
-    snprintf(desc, sizeof desc, "mega_moe<H=%d,I=%d,E=%d,K=%d,R=%d,T=%d,%s,%s%s,bm=%d,sms=%d> %s",
-             l->hidden, l->intermediate, l->experts, l->topk, l->ranks, l->max_tokens_per_rank,
-             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
-             kActivationNames[l->act], clamp, block_m, num_sms, mj_arch_name(arch));
-    return kernel_list_add(out, &spec, desc);
+static mj_moe_config layer_config(const layer *l) {
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = l->hidden,
+                           .intermediate = l->intermediate,
+                           .num_experts = l->experts,
+                           .num_topk = l->topk,
+                           .num_ranks = l->ranks,
+                           .max_tokens_per_rank = l->max_tokens_per_rank,
+                           .weight_format = l->weight_format,
+                           .dispatch_format = l->dispatch_format,
+                           .activation = l->act,
+                           .clamp = (float)l->clamp};
 }
 
-/* Every BLOCK_M a launch can pick for 0..max_tokens_per_rank tokens. The pick
- * never decreases with the token count, so each next value is found by a
- * binary search for the first token count past the current one. */
-static mj_status enumerate_mega_moe(const layer *l, mj_arch arch, kernel_list *out) {
-    /* Only sm_90a has a MegaMoE kernel, and layers whose formats are no
-     * MegaMoE pair can still use pre-dispatch on their own. */
-    if (arch != MJ_ARCH_SM90A ||
-        !mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format))
-        return MJ_OK;
-    mj_moe_config cfg = {.hidden = l->hidden,
-                         .intermediate = l->intermediate,
-                         .num_experts = l->experts,
-                         .num_topk = l->topk,
-                         .num_ranks = l->ranks,
-                         .max_tokens_per_rank = l->max_tokens_per_rank,
-                         .weight_format = l->weight_format,
-                         .dispatch_format = l->dispatch_format,
-                         .activation = (mj_activation)l->act,
-                         .clamp = (float)l->clamp};
-    int num_sms = l->num_sms ? l->num_sms : default_num_sms(arch);
-    /* The weight loader's image kernel. */
-    mj_kernel_spec image;
-    mj_status ist = mj_mega_moe_image_spec(&cfg, arch, &image);
-    if (ist != MJ_OK) return ist;
-    char desc[160];
-    snprintf(desc, sizeof desc, "mega_moe_image<H=%d,I=%d,%s> %s", l->hidden, l->intermediate,
-             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
-             mj_arch_name(arch));
-    if ((ist = kernel_list_add(out, &image, desc)) != MJ_OK) return ist;
-    int tokens = 0, block_m;
-    for (;;) {
-        mj_status st = mj_mega_moe_block_m(&cfg, tokens, &block_m);
-        if (st == MJ_OK) st = add_mega_moe(l, &cfg, block_m, num_sms, arch, out);
-        if (st != MJ_OK) return st;
-        int lo = tokens + 1, hi = l->max_tokens_per_rank + 1; /* first larger pick in [lo, hi) */
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2, bm;
-            if ((st = mj_mega_moe_block_m(&cfg, mid, &bm)) != MJ_OK) return st;
-            if (bm > block_m)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        if (lo > l->max_tokens_per_rank) return MJ_OK;
-        tokens = lo;
-    }
-}
-
-/* One entry per kernel family a deployment can request. */
-static const family_enumerator kFamilyEnumerators[] = {enumerate_pre_dispatch, enumerate_mega_moe};
-
+/* Every kernel family adds the specs the runtime would request for each
+ * layer on each arch. */
 static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
                            size_t num_layers, kernel_list *out) {
     memset(out, 0, sizeof *out);
-    for (size_t a = 0; a < num_archs; a++)
-        for (size_t l = 0; l < num_layers; l++)
-            for (size_t f = 0; f < sizeof kFamilyEnumerators / sizeof kFamilyEnumerators[0]; f++) {
-                mj_status st = kFamilyEnumerators[f](&layers[l], archs[a], out);
-                if (st != MJ_OK) {
-                    kernel_list_free(out);
-                    return st;
-                }
-            }
-    return MJ_OK;
+    mj_status st = MJ_OK;
+    for (size_t a = 0; a < num_archs && st == MJ_OK; a++)
+        for (size_t l = 0; l < num_layers && st == MJ_OK; l++) {
+            const mj_moe_config moe = layer_config(&layers[l]);
+            const mj_symm_config buffer = mj_symm_config_of_moe(&moe);
+            const mj_family_request req = {
+                .buffer = &buffer,
+                .layer = &moe,
+                .num_sms = layers[l].num_sms ? layers[l].num_sms : default_num_sms(archs[a]),
+                /* A deployment's ranks are processes on other GPUs: system scope. */
+                .sys_scope = 1,
+            };
+            for (int f = 0; f < MJ_FAMILY_COUNT_ && st == MJ_OK; f++)
+                st = mj_family_get((mj_family)f)->enumerate(&req, archs[a], add_kernel, out);
+        }
+    if (st != MJ_OK) kernel_list_free(out);
+    return st;
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -374,7 +316,7 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     int found = 0;
     for (size_t i = 0; i < sizeof kActivationNames / sizeof kActivationNames[0]; i++)
         if (strcmp(act, kActivationNames[i]) == 0) {
-            l->act = (activation)i;
+            l->act = (mj_activation)i;
             found = 1;
         }
     if (!found)
@@ -440,6 +382,7 @@ static mj_status parse_root(const cJSON *root, mj_manifest *m) {
 }
 
 mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: out is NULL");
     *out = NULL;
     if (!json) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: json is NULL");
@@ -472,6 +415,7 @@ mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
 }
 
 mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated) {
+    mj_clear_error();
     if (!m || !comma_separated)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_set_archs: NULL argument");
     mj_arch archs[MAX_ARCHS];
@@ -522,6 +466,7 @@ const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i) {
 
 mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
                                    mj_build_result *result, double *seconds) {
+    mj_clear_error();
     if (result) *result = MJ_BUILD_FAILED;
     if (seconds) *seconds = 0;
     if (!rt || !m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_build_kernel: NULL argument");

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/error.h"
 
 /* kNames[i] names kJson[i]; kNames is NULL-terminated for mj_manifest_preset_names. */
@@ -54,6 +54,7 @@ const char *const *mj_manifest_preset_names(void) {
 }
 
 mj_status mj_manifest_preset(const char *name, mj_manifest **out) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_preset: out is NULL");
     *out = NULL;
     if (!name) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_preset: name is NULL");

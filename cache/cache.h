@@ -30,10 +30,17 @@ enum mjc_rc {
 #define MJC_KEY_BYTES 16
 #define MJC_DB_FILE "megajit-cache.db"
 
+/* Receives one sentence for each problem the cache got past on its own (a
+ * corrupt database moved aside, an entry that failed its checksum, a snapshot
+ * skipped): the cache never prints, its owner decides where warnings go. */
+typedef void (*mjc_warn_fn)(void *ctx, const char *message);
+
 typedef struct mjc_open_opts {
     const char *dir;       /* writable cache directory; NULL = none (read-only layers only) */
     const char *ro_layers; /* colon-separated snapshot files, opened immutable; may be NULL */
     int read_only;         /* open dir's database read-only (inspection) */
+    mjc_warn_fn warn;      /* NULL: such problems go unreported */
+    void *warn_ctx;
 } mjc_open_opts;
 
 /* On failure returns an mjc_rc and writes a sentence into err. */
@@ -77,7 +84,7 @@ typedef struct mjc_found {
 void mjc_found_free(mjc_found *f);
 
 /* Looks the key up in the writable database, then the snapshots. A row whose
- * stored cubin hash does not match is deleted (logged through *healed = 1) and
+ * stored cubin hash does not match is deleted (reported by *healed = 1) and
  * MJC_ERR_NOT_FOUND is returned so the caller recompiles. A database SQLite
  * reports corrupt is moved aside and recreated (empty); that is a miss too.
  * Hit counters and last-used times are updated at most once per minute per entry. */

@@ -26,6 +26,8 @@ struct mjc_db {
     sqlite3 **layers;
     size_t num_layers;
     char err[512];
+    mjc_warn_fn warn; /* may be NULL */
+    void *warn_ctx;
 };
 
 /* Result of opening one database file. */
@@ -54,6 +56,8 @@ int64_t mjc_file_size(const char *path);
 
 /* store.c: the helpers below expect db->mu held. */
 void mjc_set_err(mjc_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands a sentence to the owner's warning callback, if it gave one. */
+void mjc_warn(const mjc_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Makes db->conn usable (reopening after fork); MJC_OK or an error already in db->err. */
 int mjc_writable(mjc_db *db, int need_write);
 /* Records a failed SQLite call; a corrupt database is moved aside and recreated. */

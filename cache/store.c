@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "cache/internal.h"
-#include "runtime/log.h"
 
 /* SQLite forbids carrying a connection across fork(): its per-process lock
  * bookkeeping (one record per inode, shared by every connection to the file)
@@ -79,6 +78,16 @@ void mjc_set_err(mjc_db *db, const char *fmt, ...) {
     va_end(ap);
 }
 
+void mjc_warn(const mjc_db *db, const char *fmt, ...) {
+    if (!db->warn) return;
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    db->warn(db->warn_ctx, message);
+}
+
 int mjc_is_corrupt(int rc) {
     return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
 }
@@ -131,13 +140,11 @@ static void move_aside(mjc_db *db) {
                 snprintf(to, sizeof to, "%s%s", dst, sfx[i]);
                 rename(from, to);
             }
-            fprintf(stderr,
-                    "megajit: cache database %s is corrupt; moved it to %s and started "
-                    "an empty one\n",
-                    db->path, dst);
+            mjc_warn(db, "cache database %s is corrupt; moved it to %s and started an empty one",
+                     db->path, dst);
         } else {
-            fprintf(stderr, "megajit: cache database %s is corrupt and could not be moved: %s\n",
-                    db->path, strerror(errno));
+            mjc_warn(db, "cache database %s is corrupt and could not be moved: %s", db->path,
+                     strerror(errno));
         }
     }
     if (fd >= 0) close(fd);
@@ -167,8 +174,8 @@ static int attach(mjc_db *db) {
                         db->path, MJC_SCHEMA_VERSION);
         db->read_only = 1;
     } else if (!db->read_only && strcmp(db->journal, "wal") != 0) {
-        mj_log(MJ_LOG_WARN, "cache database %s stays in journal mode '%s' instead of wal", db->path,
-               db->journal);
+        mjc_warn(db, "cache database %s stays in journal mode '%s' instead of wal", db->path,
+                 db->journal);
     }
     return MJC_OK;
 }
@@ -233,6 +240,8 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
     }
     init_mutex(&db->mu);
     db->read_only = opts->read_only;
+    db->warn = opts->warn;
+    db->warn_ctx = opts->warn_ctx;
     int rc = MJC_OK;
     if (opts->dir && opts->dir[0]) {
         db->dir = strdup(opts->dir);
@@ -265,7 +274,7 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
         }
         rc = attach(db);
         if (rc != MJC_OK) goto fail;
-        if (db->err[0]) mj_log(MJ_LOG_WARN, "%s", db->err);
+        if (db->err[0]) mjc_warn(db, "%s", db->err);
     } else {
         db->path = strdup("");
         if (!db->path) {
@@ -293,7 +302,7 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
             if (mjc_snapshot_open(path, &c, why, sizeof why) == MJC_OK)
                 db->layers[db->num_layers++] = c;
             else
-                mj_log(MJ_LOG_WARN, "skipping cache snapshot: %s", why);
+                mjc_warn(db, "skipping cache snapshot: %s", why);
             free(path);
         }
         s = end ? end + 1 : s + n;
@@ -426,7 +435,7 @@ static int lookup_in(mjc_db *db, sqlite3 *conn, int snapshot, const uint8_t key[
         sqlite3_finalize(st);
         if (rc == SQLITE_DONE) return MJC_ERR_NOT_FOUND;
         if (snapshot)
-            mj_log(MJ_LOG_WARN, "cache snapshot lookup failed: %s", sqlite3_errstr(rc));
+            mjc_warn(db, "cache snapshot lookup failed: %s", sqlite3_errstr(rc));
         else
             mjc_sql_fail(db, rc, "cache lookup");
         return MJC_ERR_NOT_FOUND;
@@ -460,12 +469,11 @@ static int lookup_in(mjc_db *db, sqlite3 *conn, int snapshot, const uint8_t key[
         return MJC_OK;
     }
     if (snapshot || db->read_only) {
-        mj_log(MJ_LOG_WARN, "cache entry %s in a read-only cache failed its checksum; ignored",
-               hex);
+        mjc_warn(db, "cache entry %s in a read-only cache failed its checksum; ignored", hex);
         return MJC_ERR_NOT_FOUND;
     }
     if (heal(db, id, key) != MJC_OK) return MJC_ERR_NOT_FOUND;
-    fprintf(stderr, "megajit: cache entry %s failed its checksum; deleted, recompiling\n", hex);
+    mjc_warn(db, "cache entry %s failed its checksum; deleted, recompiling", hex);
     return LOOKUP_HEALED;
 }
 

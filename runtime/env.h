@@ -10,6 +10,7 @@ typedef struct mj_env {
     int log_level;            /* MEGAJIT_LOG, default 1 */
     const char *dump_dir;     /* MEGAJIT_DUMP_DIR or NULL */
     const char *template_dir; /* MEGAJIT_TEMPLATE_DIR or NULL */
+    int jit_disable;          /* MEGAJIT_JIT_DISABLE: a launch never compiles */
 } mj_env;
 
 const mj_env *mj_env_get(void);

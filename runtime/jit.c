@@ -9,13 +9,15 @@
 #include <time.h>
 
 #include "runtime/cache_key.h"
-#include "runtime/error.h"
+#include "runtime/device.h"
 #include "runtime/env.h"
+#include "runtime/error.h"
+#include "runtime/families/family.h"
 #include "runtime/include_closure.h"
 #include "runtime/kernel_map.h"
 #include "runtime/log.h"
 #include "runtime/nvrtc_lib.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 
 /* Everything a miss needs, rendered once from the spec. */
 typedef struct build_job {
@@ -43,22 +45,21 @@ static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec 
                          build_job *job) {
     memset(job, 0, sizeof *job);
     job->spec = spec;
-    const mj_family_codegen *cg = mj_family_codegen_get((mj_family)spec->family);
+    const mj_family_desc *family = mj_family_get((mj_family)spec->family);
     const char *arch = mj_arch_name((mj_arch)spec->arch);
-    job->family = mj_family_name((mj_family)spec->family);
-    if (!cg || !arch || !job->family)
-        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family or arch");
-    int n = cg->name_expression(spec, job->name_expression, sizeof job->name_expression);
-    if (n <= 0 || (size_t)n >= sizeof job->name_expression)
+    if (!family || !arch || !mj_family_kernel_of(spec))
+        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family, kernel or arch");
+    job->family = family->name;
+    if (mj_family_name_expression(spec, job->name_expression, sizeof job->name_expression) <= 0)
         return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec of %s renders no name", job->family);
     /* Includes first, then a non-directive token, so NVRTC's PCH prefix is the
      * same for every instantiation of a template. */
     snprintf(job->source, sizeof job->source,
              "// megajit %s kernel, instantiated through the name expression\n"
              "// %s\n#include \"%s\"\nstruct mj_pch_stop_marker;\n",
-             job->family, job->name_expression, cg->template_path);
+             job->family, job->name_expression, family->template_path);
     if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
-    mj_status st = mj_closure_compute(templates, cg->template_path, &job->closure);
+    mj_status st = mj_closure_compute(templates, family->template_path, &job->closure);
     if (st != MJ_OK) return st;
     char closure_hex[33];
     mjc_key_hex(job->closure.hash, closure_hex);
@@ -178,20 +179,24 @@ static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) 
 
 /* The cubin and lowered name of job, from the cache or a fresh compile under
  * the per-key lock (so concurrent processes compile each key once). */
-static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream, void **cubin,
-                        size_t *cubin_size, char **lowered, mj_build_result *result) {
+static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_stream capture_stream,
+                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
-    if (rt->cu) {
-        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-        if (rt->cu && rt->cu->cuStreamIsCapturing((CUstream)capture_stream, &cs) == CUDA_SUCCESS &&
-            cs != CU_STREAM_CAPTURE_STATUS_NONE)
-            return mj_fail(MJ_ERR_CAPTURE,
-                           "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
-                           "graph; precompile it (megajit precompile) or run it once before "
-                           "capture",
-                           job->name_expression, mj_arch_name((mj_arch)job->spec->arch));
-    }
+    const char *arch = mj_arch_name((mj_arch)job->spec->arch);
+    if (for_launch && rt->compile_disabled_by)
+        return mj_fail(MJ_ERR_NOT_FOUND,
+                       "kernel %s (%s) is not in the cache and %s forbids compiling it here; "
+                       "build it ahead of time with `megajit precompile --manifest FILE --arch "
+                       "%s --cache %s`, FILE listing this layer (docs/manifest.md)",
+                       job->name_expression, arch, rt->compile_disabled_by, arch,
+                       rt->cache_disabled ? "DIR" : rt->cache_dir);
+    if (rt->cu && mj_stream_capturing(rt, capture_stream) == 1)
+        return mj_fail(MJ_ERR_CAPTURE,
+                       "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
+                       "graph; precompile it (megajit precompile) or run it once before "
+                       "capture",
+                       job->name_expression, arch);
     int lock_fd = -1;
     if (rt->cache && mjc_lock_key(rt->cache, job->key, &lock_fd) != MJC_OK)
         mj_log(MJ_LOG_WARN, "compile lock unavailable (%s); compiling anyway",
@@ -235,7 +240,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
-    if (st == MJ_OK) st = obtain(rt, &job, NULL, &cubin, &size, &lowered, result);
+    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result);
     pthread_mutex_unlock(&rt->build_lock);
     mj_closure_free(&job.closure);
     free(cubin);
@@ -296,8 +301,8 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
             pthread_mutex_init(&fresh->load_lock, NULL);
             snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
                      job.name_expression);
-            st = obtain(rt, &job, stream, &fresh->cubin, &fresh->cubin_size, &fresh->lowered_name,
-                        NULL);
+            st = obtain(rt, &job, 1, stream, &fresh->cubin, &fresh->cubin_size,
+                        &fresh->lowered_name, NULL);
             if (st == MJ_OK) {
                 k = mj_kernel_map_insert(rt->kernels, fresh);
                 if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");

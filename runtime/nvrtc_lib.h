@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* "13.0.88": major.minor from nvrtcVersion and the build number from
  * __CUDACC_VER_BUILD__, so two builds of one minor version key apart.

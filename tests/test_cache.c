@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
+#include "include/megajit.h"
 
 #define CUBIN_BYTES 1000
 
@@ -88,10 +88,18 @@ static mjc_entry make_entry(int i, const char *family, const char *arch, uint8_t
     return e;
 }
 
+/* The last warning the cache handed to its owner (every handle of open_dir). */
+static char last_warning[1024];
+
+static void keep_warning(void *ctx, const char *message) {
+    (void)ctx;
+    snprintf(last_warning, sizeof last_warning, "%s", message);
+}
+
 static mjc_db *open_dir(const char *dir, const char *layers) {
     mjc_db *db = NULL;
     char err[512] = "";
-    mjc_open_opts o = {.dir = dir, .ro_layers = layers, .read_only = 0};
+    mjc_open_opts o = {.dir = dir, .ro_layers = layers, .read_only = 0, .warn = keep_warning};
     int rc = mjc_open(&o, &db, err, sizeof err);
     if (rc != MJC_OK) fprintf(stderr, "mjc_open: %s\n", err);
     assert_int_equal(rc, MJC_OK);
@@ -271,8 +279,10 @@ static void test_flipped_byte_verify_and_heal(void **state) {
     mjc_found found;
     int healed = 0;
     make_key(0, key);
+    last_warning[0] = '\0';
     assert_int_equal(mjc_lookup(db, key, &found, &healed), MJC_ERR_NOT_FOUND);
     assert_int_equal(healed, 1);
+    assert_non_null(strstr(last_warning, "failed its checksum; deleted"));
     assert_int_equal(raw_int(f->db_path, "SELECT count(*) FROM entry"), 1);
     assert_true(lookup_ok(db, 1, NULL));
     insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
@@ -301,8 +311,10 @@ static void test_garbage_file_moved_aside(void **state) {
     assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
     close(fd);
 
+    last_warning[0] = '\0';
     db = open_dir(f->dir, NULL);
     assert_true(has_corrupt_copy(f->dir));
+    assert_non_null(strstr(last_warning, "is corrupt; moved it to"));
     assert_false(lookup_ok(db, 0, NULL));
     insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
     assert_true(lookup_ok(db, 0, NULL));

@@ -90,7 +90,7 @@ static void test_activations(void **state) {
         assert_true(mj_moe_activation_allowed(r, MJ_ACT_SWIGLUOAI));
         assert_true(mj_moe_activation_allowed(r, MJ_ACT_SITU));
         assert_false(mj_moe_activation_allowed(r, -1));
-        assert_false(mj_moe_activation_allowed(r, MJ_ACT_COUNT_));
+        assert_false(mj_moe_activation_allowed(r, MJ_ACT_COUNT));
         assert_false(mj_moe_activation_allowed(r, 31));
     }
     assert_false(mj_moe_activation_allowed(NULL, MJ_ACT_SWIGLU));
@@ -103,12 +103,12 @@ static void test_activations(void **state) {
     assert_true(mj_moe_activation_has_clamp(MJ_ACT_SWIGLUOAI));
     assert_false(mj_moe_activation_has_clamp(MJ_ACT_SITU));
     assert_false(mj_moe_activation_has_clamp(-1));
-    assert_false(mj_moe_activation_has_clamp(MJ_ACT_COUNT_));
+    assert_false(mj_moe_activation_has_clamp(MJ_ACT_COUNT));
 
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLU), "swiglu");
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLUOAI), "swigluoai");
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SITU), "situ");
-    assert_null(mj_moe_activation_name(MJ_ACT_COUNT_));
+    assert_null(mj_moe_activation_name(MJ_ACT_COUNT));
     assert_null(mj_moe_activation_name(-1));
 }
 

@@ -11,14 +11,15 @@
 #include <string.h>
 
 #include "apis/mega_moe_impl.h"
-#include "apis/megajit.h"
-#include "apis/specs.h"
 #include "apis/symm_buffer_impl.h"
-#include "runtime/family_codegen.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
+#include "runtime/families/mega_moe.h"
 
 /* Kimi-K2-like: mxfp4 weights, mxfp8 dispatch. */
 static mj_moe_config good(void) {
-    return (mj_moe_config){.hidden = 7168,
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = 7168,
                            .intermediate = 2048,
                            .num_experts = 256,
                            .num_topk = 8,
@@ -43,23 +44,21 @@ static mj_status spec_of(const mj_moe_config *c, mj_kernel_spec *s) {
 
 static const char *name_of(const mj_kernel_spec *s) {
     static char name[256];
-    const mj_family_codegen *cg = mj_family_codegen_get(MJ_FAMILY_MEGA_MOE);
-    assert_non_null(cg);
-    assert_string_equal(cg->template_path, "mega_moe.cuh");
-    int n = cg->name_expression(s, name, sizeof name);
+    assert_ptr_equal(mj_family_get(MJ_FAMILY_MEGA_MOE), &mj_mega_moe_family);
+    assert_string_equal(mj_mega_moe_family.template_path, "mega_moe.cuh");
+    int n = mj_family_name_expression(s, name, sizeof name);
     assert_true(n > 0 && n < (int)sizeof name);
     return name;
 }
 
-static void test_spec_rejects_bad_configs(void **state) {
+static void test_config_rejects_bad_values(void **state) {
     (void)state;
-    mj_kernel_spec s;
     mj_moe_config c;
 #define REJECT(assign, needle)                                                                     \
     do {                                                                                           \
         c = good();                                                                                \
         assign;                                                                                    \
-        expect_error(spec_of(&c, &s), MJ_ERR_INVALID_ARG, needle);                                 \
+        expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, needle);                   \
         expect_error(mj_mega_moe_block_m(&c, 1, &(int){0}), MJ_ERR_INVALID_ARG, needle);           \
     } while (0)
     REJECT(c.hidden = 7200, "hidden 7200");
@@ -94,7 +93,7 @@ static void test_spec_rejects_bad_configs(void **state) {
     REJECT(c.block_m = 128, "block_m 128");
     REJECT(c.block_m = -8, "block_m -8");
 #undef REJECT
-    expect_error(spec_of(NULL, &s), MJ_ERR_INVALID_ARG, "config is NULL");
+    expect_error(mj_moe_config_check(NULL, NULL), MJ_ERR_INVALID_ARG, "config is NULL");
     expect_error(mj_mega_moe_block_m(NULL, 1, &(int){0}), MJ_ERR_INVALID_ARG, "config is NULL");
 }
 
@@ -106,8 +105,10 @@ static void test_spec_rejects_bad_launch_shape(void **state) {
                  "block_m 12");
     expect_error(mj_mega_moe_spec(&c, 128, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
                  "block_m 128");
-    expect_error(mj_mega_moe_spec(&c, 0, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "block_m 0");
-    expect_error(mj_mega_moe_spec(&c, 16, 0, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "num_sms 0");
+    expect_error(mj_mega_moe_spec(&c, 0, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+                 "block_m 0");
+    expect_error(mj_mega_moe_spec(&c, 16, 0, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+                 "num_sms 0");
     expect_error(mj_mega_moe_spec(&c, 16, 132, 0, (mj_arch)80, &s), MJ_ERR_INVALID_ARG,
                  "unknown arch 80");
     expect_error(mj_mega_moe_spec(&c, 16, 132, 0, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
@@ -125,7 +126,7 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 17);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 16);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
                         "16, 256, 5, 132, 0>");
@@ -155,7 +156,8 @@ static void test_spec_and_name(void **state) {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 64, 6, 66, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, "
+         "0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
@@ -164,8 +166,8 @@ static void test_spec_and_name(void **state) {
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        mj_moe_config r = {4096,      1536,        128,           4, 2, 1, 64, rows[i].w,
-                           rows[i].d, rows[i].act, rows[i].clamp, 0};
+        mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
+                           rows[i].w, rows[i].d, rows[i].act, rows[i].clamp, 0};
         assert_int_equal(mj_mega_moe_spec(&r, 8, 66, 0, MJ_ARCH_SM90A, &s), MJ_OK);
         assert_string_equal(name_of(&s), rows[i].name);
     }
@@ -204,7 +206,7 @@ static void expect_kernels(mj_manifest *m, size_t count, size_t mega, const char
     const char *first = NULL;
     for (size_t i = 0; i < count; i++) {
         const char *d = mj_manifest_kernel_describe(m, i);
-        if (strncmp(d, "mega_moe<", 9) != 0) continue;
+        if (strncmp(d, "mega_moe.main<", 14) != 0) continue;
         if (!first) first = d;
         assert_non_null(strstr(d, "> sm_90a"));
         n++;
@@ -221,14 +223,20 @@ static void test_manifest_presets(void **state) {
         size_t mega; /* BLOCK_M 8 .. 64 for the FP8 rows, .. 128 for the BF16 ones */
     } want[] = {
         {"deepseek-v3-ep8",
-         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,mxfp8,swiglu,bm=8,sms=132> sm_90a", 4},
+         "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=6,sms=132,sys=1> sm_90a",
+         4},
         {"kimi-k2-ep8",
-         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,mxfp4-a8,swiglu,bm=8,sms=132> sm_90a", 4},
+         "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=6,sms=132,sys=1> sm_90a",
+         4},
         {"qwen3-235b-ep4",
-         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,nvfp4,swiglu,bm=8,sms=132> sm_90a", 5},
+         "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
+         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1> sm_90a",
+         5},
         {"gpt-oss-120b-ep1",
-         "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,mxfp4-a16,swigluoai,clamp=7,bm=8,sms=132> "
-         "sm_90a",
+         "mega_moe.main<H=3072,I=3072,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
+         "act=swigluoai,clamp=7,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a",
          5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -263,15 +271,18 @@ static void test_manifest_block_m_set(void **state) {
         "\"experts\": 16, \"topk\": 16, \"ranks\": 16, \"max_tokens_per_rank\": 2,"
         " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\","
         " \"num_sms\": 66");
-    expect_kernels(m, 6, 3,
-                   "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=8,sms=66> sm_90a");
-    assert_string_equal(mj_manifest_kernel_describe(m, 2), "mega_moe_image<H=1024,I=256,bf16> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 4),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=32,sms=66> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 5),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=64,sms=66> sm_90a");
+#define BF16_LAYER                                                                                 \
+    "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
+    "clamp=0,"
+    expect_kernels(m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1> sm_90a");
+    /* the weight loader's image kernel comes first; rows of one kind share it */
+    assert_string_equal(mj_manifest_kernel_describe(m, 2),
+                        "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 4),
+                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 5),
+                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1> sm_90a");
+#undef BF16_LAYER
     mj_manifest_destroy(m);
 
     /* one token: only the smallest tile */
@@ -279,8 +290,8 @@ static void test_manifest_block_m_set(void **state) {
                     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
                     " \"activation\": \"swigluoai\", \"clamp\": 0.5");
     expect_kernels(m, 4, 1,
-                   "mega_moe<H=1024,I=256,E=64,K=2,R=1,T=1,nvfp4-a16,swigluoai,clamp=0.5,bm=8,sms="
-                   "132> sm_90a");
+                   "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
+                   "act=swigluoai,clamp=0.5,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -292,7 +303,8 @@ static void test_manifest_block_m_set(void **state) {
 }
 
 static mj_symm_config symm(int intermediate) {
-    return (mj_symm_config){.hidden = 7168,
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = 7168,
                             .num_experts = 256,
                             .num_topk = 8,
                             .max_tokens_per_rank = 4096,
@@ -339,7 +351,7 @@ static void test_symm_sizes(void **state) {
     assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
 
     /* the smallest buffer still takes one whole rank stride */
-    c = (mj_symm_config){256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
+    c = (mj_symm_config){sizeof c, 256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
     assert_int_equal(mj_symm_config_check(&c), MJ_OK);
     assert_int_equal(mj_symm_rank_bytes(&c), MJ_RANK_ALIGN);
 
@@ -351,7 +363,9 @@ static void test_symm_sizes(void **state) {
 
 static void test_weights_without_device(void **state) {
     (void)state;
-    mj_runtime_options o = {.cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
+    o.arch = "sm_90a";
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     mj_moe_config c = good();
@@ -398,7 +412,7 @@ static void test_weights_without_device(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_rejects_bad_configs),
+        cmocka_unit_test(test_config_rejects_bad_values),
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
         cmocka_unit_test(test_spec_and_name),
         cmocka_unit_test(test_block_m),

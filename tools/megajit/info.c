@@ -14,8 +14,7 @@ int cmd_info(int argc, char **argv) {
                                              {"json", no_argument, NULL, 'J'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    mj_runtime_options opts;
-    memset(&opts, 0, sizeof opts);
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
     int json = 0, c;
     optind = 0;
     opterr = 0;

@@ -1,11 +1,15 @@
-/* The runtime object, shared by the public entry points in apis/. */
-#ifndef MJ_RUNTIME_IMPL_H
-#define MJ_RUNTIME_IMPL_H
+/*
+ * The runtime object: the device it launches on (or none), the architecture it
+ * compiles for, the kernel cache, the loaded kernels and the per-family
+ * settings. apis/runtime.c checks the public calls' arguments and calls these.
+ */
+#ifndef MJ_RUNTIME_H
+#define MJ_RUNTIME_H
 
 #include <pthread.h>
 
-#include "apis/megajit.h"
 #include "cache/cache.h"
+#include "include/megajit.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_spec.h"
 #include "runtime/templates.h"
@@ -32,6 +36,8 @@ struct mj_runtime {
     mj_arch arch;
     char arch_name[16];
     int check_device_inputs;
+    /* NULL: launches compile missing kernels; else the switch that forbids it. */
+    const char *compile_disabled_by;
 
     mjc_db *cache; /* NULL when disabled */
     char cache_dir[4096];
@@ -49,10 +55,24 @@ struct mj_runtime {
     char cache_journal_mode[16];
 };
 
+/* A runtime from options the caller checked (never NULL). Without a CUDA
+ * driver it still opens, for compiling and caching only. */
+mj_status mj_runtime_new(const mj_runtime_options *opts, mj_runtime **out);
+void mj_runtime_free(mj_runtime *rt);
+
 /* Makes rt's context current on the calling thread; MJ_ERR_NO_DEVICE without one. */
 mj_status mj_runtime_bind(mj_runtime *rt);
+
+/* Per-family settings; family must be valid. The setter checks num_sms
+ * against the device (0 = all SMs). */
+mj_status mj_runtime_set_family_sms(mj_runtime *rt, mj_family family, int num_sms);
+void mj_runtime_set_family_pdl(mj_runtime *rt, mj_family family, int enable);
+mj_family_settings mj_runtime_family_settings(const mj_runtime *rt, mj_family family);
 /* The effective SM count of a family (resolves 0 to the device's). */
-int mj_runtime_family_sms(mj_runtime *rt, mj_family family);
-int mj_runtime_family_pdl(mj_runtime *rt, mj_family family);
+int mj_runtime_family_sms(const mj_runtime *rt, mj_family family);
+
+mj_runtime_stats mj_runtime_read_stats(const mj_runtime *rt);
+/* Fills info; its strings are owned by rt. */
+void mj_runtime_describe(mj_runtime *rt, mj_info *info);
 
 #endif
