@@ -149,18 +149,31 @@ static void test_parameter_lists_match_templates(void **state) {
 
 /* ------------------------------------------------------- NVRTC compiles */
 
-/* One small layer that every family has kernels for on sm_90a. */
-static const mj_moe_config kLayer = {.struct_size = sizeof(mj_moe_config),
-                                     .hidden = 256,
-                                     .intermediate = 64,
-                                     .num_experts = 4,
-                                     .num_topk = 2,
-                                     .num_ranks = 1,
-                                     .max_tokens_per_rank = 8,
-                                     .weight_format = MJ_FORMAT_MXFP8,
-                                     .dispatch_format = MJ_FORMAT_MXFP8,
-                                     .activation = MJ_ACTIVATION_SWIGLU,
-                                     .clamp = 7.0f};
+/* Small layers that every family has kernels for on sm_90a: one per path of
+ * the MegaMoE kernel (E4M3 wgmma for MXFP8 tokens, BF16 wgmma otherwise). */
+static const mj_moe_config kLayers[] = {
+    {.struct_size = sizeof(mj_moe_config),
+     .hidden = 256,
+     .intermediate = 64,
+     .num_experts = 4,
+     .num_topk = 2,
+     .num_ranks = 1,
+     .max_tokens_per_rank = 8,
+     .weight_format = MJ_FORMAT_MXFP8,
+     .dispatch_format = MJ_FORMAT_MXFP8,
+     .activation = MJ_ACTIVATION_SWIGLU,
+     .clamp = 7.0f},
+    {.struct_size = sizeof(mj_moe_config),
+     .hidden = 256,
+     .intermediate = 128,
+     .num_experts = 4,
+     .num_topk = 2,
+     .num_ranks = 2,
+     .max_tokens_per_rank = 8,
+     .weight_format = MJ_FORMAT_NVFP4,
+     .dispatch_format = MJ_FORMAT_BF16,
+     .activation = MJ_ACTIVATION_SWIGLUOAI},
+};
 
 typedef struct first_specs {
     mj_kernel_spec spec[8];
@@ -183,27 +196,29 @@ static void test_every_kernel_compiles(void **state) {
     o.arch = "sm_90a";
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
-    const mj_symm_config buffer = mj_symm_config_of_moe(&kLayer);
-    const mj_family_request layer = {.buffer = &buffer, .layer = &kLayer, .num_sms = 2};
-    for (int f = 0; f < MJ_FAMILY_COUNT_; f++) {
-        const mj_family_desc *d = mj_family_get((mj_family)f);
-        first_specs first;
-        memset(&first, 0, sizeof first);
-        assert_int_equal(d->enumerate(&layer, MJ_ARCH_SM90A, keep_first, &first), MJ_OK);
-        for (int k = 0; k < d->num_kernels; k++) {
-            if (!first.found[k])
-                fail_msg("%s.%s: no spec for the test layer", d->name, d->kernels[k].role);
-            char name[256];
-            assert_true(mj_family_name_expression(&first.spec[k], name, sizeof name) > 0);
-            assert_non_null(strstr(name, d->kernels[k].symbol));
-            mj_build_result r;
-            double s;
-            if (mj_jit_build(rt, &first.spec[k], &r, &s) != MJ_OK)
-                fail_msg("%s does not compile: %.2000s", name, mj_last_error());
-            assert_int_equal(r, MJ_BUILD_COMPILED);
-            printf("compiled %s in %.1f s\n", name, s);
+    for (size_t l = 0; l < sizeof kLayers / sizeof kLayers[0]; l++)
+        for (int f = 0; f < MJ_FAMILY_COUNT_; f++) {
+            const mj_symm_config buffer = mj_symm_config_of_moe(&kLayers[l]);
+            const mj_family_request layer = {
+                .buffer = &buffer, .layer = &kLayers[l], .num_sms = 2, .sys_scope = 1};
+            const mj_family_desc *d = mj_family_get((mj_family)f);
+            first_specs first;
+            memset(&first, 0, sizeof first);
+            assert_int_equal(d->enumerate(&layer, MJ_ARCH_SM90A, keep_first, &first), MJ_OK);
+            for (int k = 0; k < d->num_kernels; k++) {
+                if (!first.found[k])
+                    fail_msg("%s.%s: no spec for the test layer", d->name, d->kernels[k].role);
+                char name[256];
+                assert_true(mj_family_name_expression(&first.spec[k], name, sizeof name) > 0);
+                assert_non_null(strstr(name, d->kernels[k].symbol));
+                mj_build_result r;
+                double s;
+                if (mj_jit_build(rt, &first.spec[k], &r, &s) != MJ_OK)
+                    fail_msg("%s does not compile: %.2000s", name, mj_last_error());
+                assert_int_equal(r, MJ_BUILD_COMPILED);
+                printf("compiled %s in %.1f s\n", name, s);
+            }
         }
-    }
     mj_runtime_destroy(rt);
 }
 

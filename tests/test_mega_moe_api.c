@@ -12,6 +12,7 @@
 
 #include "apis/mega_moe_impl.h"
 #include "apis/symm_buffer_impl.h"
+#include "heuristics/mega_moe_config.h"
 #include "include/megajit.h"
 #include "runtime/configs.h"
 #include "runtime/families/mega_moe.h"
@@ -171,6 +172,70 @@ static void test_spec_and_name(void **state) {
         assert_int_equal(mj_mega_moe_spec(&r, 8, 66, 0, MJ_ARCH_SM90A, &s), MJ_OK);
         assert_string_equal(name_of(&s), rows[i].name);
     }
+
+    /* system scope only for real peers, and never for one rank */
+    c = good();
+    assert_int_equal(mj_mega_moe_spec(&c, 16, 132, 1, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_SYS_SCOPE], 1);
+    c.num_ranks = 1;
+    c.rank = 0;
+    assert_int_equal(mj_mega_moe_spec(&c, 16, 132, 1, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_SYS_SCOPE], 0);
+}
+
+static void test_image_spec(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    mj_kernel_spec s, other;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
+    assert_int_equal(s.kernel, MJ_MOE_KERNEL_IMAGE);
+    assert_int_equal(s.num_params, MJ_MOE_IMAGE_NUM_PARAMS);
+    assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256>");
+    /* the image's stage K is the main kernel's */
+    mj_kernel_spec main_spec;
+    assert_int_equal(spec_of(&c, &main_spec), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_IMAGE_PARAM_STAGE_K], main_spec.params[MJ_MOE_PARAM_STAGE_K]);
+    /* only the kind shapes the image: rows of one kind share the kernel */
+    c.weight_format = MJ_FORMAT_NVFP4;
+    c.dispatch_format = MJ_FORMAT_NVFP4;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    c.dispatch_format = MJ_FORMAT_BF16;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    assert_int_equal(s.params[MJ_MOE_IMAGE_PARAM_KIND], MJ_MOE_KIND_BF16);
+    expect_error(mj_mega_moe_image_spec(&c, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
+                 "no kernel for sm_100a");
+
+    /* one CTA per (64-row block, stage) of the projection it writes */
+    c = good();
+    const mj_symm_config buffer = mj_symm_config_of_moe(&c);
+    mj_family_request req = {.buffer = &buffer, .layer = &c, .projection = MJ_PROJ_UP};
+    mj_launch_config lc;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    mj_mega_moe_family.launch_shape(&s, &req, &lc);
+    assert_int_equal(lc.grid[0], 2048 / 64);
+    assert_int_equal(lc.grid[1], 7168 / 256);
+    assert_int_equal(lc.block[0], 128);
+    req.projection = MJ_PROJ_DOWN;
+    mj_mega_moe_family.launch_shape(&s, &req, &lc);
+    assert_int_equal(lc.grid[0], 7168 / 64);
+    assert_int_equal(lc.grid[1], 2048 / 256);
+
+    /* the main kernel: a CTA of MJ_MOE_THREADS per SM, the shared memory the
+     * heuristic sized its pipeline for */
+    req.pdl = 1;
+    mj_mega_moe_family.launch_shape(&main_spec, &req, &lc);
+    const mj_moe_problem prob = {
+        0, c.num_ranks, c.num_experts, c.num_topk, c.hidden, c.intermediate, 132};
+    mj_moe_kernel_config kc;
+    assert_int_equal(mj_moe_kernel_config_for(
+                         &prob, mj_moe_format_find(c.weight_format, c.dispatch_format), 16, &kc),
+                     0);
+    assert_int_equal(lc.grid[0], 132);
+    assert_int_equal(lc.block[0], MJ_MOE_THREADS);
+    assert_int_equal(lc.smem_bytes, kc.smem_bytes);
+    assert_int_equal(lc.pdl, 1);
 }
 
 static void test_block_m(void **state) {
@@ -415,6 +480,7 @@ int main(void) {
         cmocka_unit_test(test_config_rejects_bad_values),
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
         cmocka_unit_test(test_spec_and_name),
+        cmocka_unit_test(test_image_spec),
         cmocka_unit_test(test_block_m),
         cmocka_unit_test(test_manifest_presets),
         cmocka_unit_test(test_manifest_block_m_set),
