@@ -42,7 +42,6 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
 
 /* Synchronizes stream (unless it is capturing) and turns this rank's device
  * error word into a status naming what did not arrive; clears the word. */
-mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank,
-                                   mj_stream stream);
+mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank, mj_stream stream);
 
 #endif

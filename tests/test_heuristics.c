@@ -247,7 +247,8 @@ static void test_config_all_rows(void **state) {
             assert_int_equal(mj_moe_kernel_config_for(&p, r, 0, &b), 0);
             assert_memory_equal(&a, &b, sizeof a);
             int want = mj_moe_block_m(t, 8, 256, 8);
-            assert_int_equal(a.block_m, want < mj_moe_max_block_m(r) ? want : mj_moe_max_block_m(r));
+            assert_int_equal(a.block_m,
+                             want < mj_moe_max_block_m(r) ? want : mj_moe_max_block_m(r));
             assert_int_equal(a.stage_k, mj_moe_stage_k(7168, 2048, r));
             assert_true(a.stages >= 2 && a.stages <= 8);
             assert_true(a.smem_bytes <= 232448);
