@@ -46,6 +46,15 @@ int mjc_snapshot_open(const char *path, sqlite3 **out, char *err, size_t errlen)
 char *mjc_uri(const char *path, const char *query);
 void mjc_hash(const void *data, size_t size, uint8_t out[MJC_KEY_BYTES]);
 
+/* lock.c */
+/* Opens (creating) path and takes an exclusive flock on it, waiting at most
+ * timeout_ms for another process to release it; the fd, or -1 with errno set
+ * (ETIMEDOUT when the wait ran out). Closing the fd releases the lock. */
+int mjc_lock_file(const char *path, int timeout_ms);
+/* How long opening waits for another process creating or recovering the
+ * database: as long as SQLite's busy timeout. */
+#define MJC_WAIT_MS 60000
+
 /* fs.c */
 int mjc_mkdirs(const char *dir);
 /* 1 when dir lives on a filesystem SQLite must not write to (network, FUSE). */

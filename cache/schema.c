@@ -99,15 +99,22 @@ typedef struct identity {
     int64_t app_id, version, tables;
 } identity;
 
+/* One read transaction, so the three values come from one version of the
+ * file: read one by one, a reader could see the tables of a schema another
+ * process just committed but the application id of the empty file before. */
 static int read_identity(sqlite3 *c, identity *id) {
-    int rc = pragma_int(c, "PRAGMA application_id", &id->app_id);
+    int nested = !sqlite3_get_autocommit(c);
+    int rc = nested ? SQLITE_OK : sqlite3_exec(c, "BEGIN", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = pragma_int(c, "PRAGMA application_id", &id->app_id);
     if (rc == SQLITE_OK) rc = pragma_int(c, "PRAGMA user_version", &id->version);
     if (rc == SQLITE_OK) rc = pragma_int(c, "SELECT count(*) FROM sqlite_master", &id->tables);
+    if (!nested) sqlite3_exec(c, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
-/* Concurrent first opens race to create the schema; BEGIN IMMEDIATE serializes
- * them and the re-read inside the transaction lets the losers see the winner's. */
+/* Writers create the schema under the directory's open lock; BEGIN IMMEDIATE
+ * and the re-read inside the transaction still make a second creator (an
+ * older megajit, which takes no lock) see the first one's schema. */
 static int create_schema(sqlite3 *c) {
     /* Both only take effect before the first table exists. */
     int rc =

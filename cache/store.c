@@ -1,11 +1,9 @@
 /* The cache handle: opening, corruption recovery, lookup and insert. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,18 +95,6 @@ static void jitter_sleep(int attempt) {
     }
 }
 
-static int lock_file(const char *path) {
-    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
-    }
-    return fd;
-}
-
 /* Another process may have already moved the same corrupt file aside and created
  * a fresh one; the inode recorded at open tells the two apart, and the recovery
  * lock keeps two processes from renaming at once. */
@@ -117,7 +103,7 @@ static void move_aside(mjc_db *db) {
     snprintf(lockpath, sizeof lockpath, "%s/locks", db->dir);
     mjc_mkdirs(lockpath);
     snprintf(lockpath, sizeof lockpath, "%s/locks/recover.lock", db->dir);
-    int fd = lock_file(lockpath);
+    int fd = mjc_lock_file(lockpath, MJC_WAIT_MS);
     struct stat st;
     if (stat(db->path, &st) == 0 && st.st_dev == db->dev && st.st_ino == db->ino) {
         snprintf(dst, sizeof dst, "%s.corrupt-%lld", db->path, (long long)time(NULL));
@@ -143,8 +129,23 @@ static void move_aside(mjc_db *db) {
     if (fd >= 0) close(fd);
 }
 
-/* Opens db->path into db->conn, moving a corrupt file aside once. */
+/* Opens db->path into db->conn, moving a corrupt file aside once. Writers
+ * hold the directory's open lock meanwhile: creating the schema and switching
+ * to WAL take locks SQLite's busy timeout does not always wait for, so any
+ * number of processes opening one new cache at once take turns instead. */
 static int attach(mjc_db *db) {
+    int lock = -1;
+    if (!db->read_only) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/locks", db->dir);
+        mjc_mkdirs(path); /* a manual cleanup may have removed it */
+        snprintf(path, sizeof path, "%s/locks/open.lock", db->dir);
+        lock = mjc_lock_file(path, MJC_WAIT_MS);
+        if (lock < 0) {
+            mjc_set_err(db, "cannot lock %s: %s", path, strerror(errno));
+            return MJC_ERR_IO;
+        }
+    }
     mjc_conn_info ci;
     int rc = mjc_schema_open(db->path, db->read_only, &ci, db->err, sizeof db->err);
     if (rc == MJC_ERR_SQLITE && mjc_is_corrupt(ci.sqlite_rc) && !db->read_only) {
@@ -154,6 +155,7 @@ static int attach(mjc_db *db) {
         db->err[0] = '\0';
         rc = mjc_schema_open(db->path, db->read_only, &ci, db->err, sizeof db->err);
     }
+    if (lock >= 0) close(lock);
     if (rc != MJC_OK) return rc;
     db->conn = ci.conn;
     db->dev = ci.dev;

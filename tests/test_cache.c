@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,7 +34,8 @@ typedef struct fixture {
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/mjc-test-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/mjc-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->db_path, sizeof f->db_path, "%s/%s", f->dir, MJC_DB_FILE);
     *state = f;
@@ -707,6 +709,68 @@ static void test_threads_share_handle(void **state) {
     mjc_close(db);
 }
 
+/* Ranks of one server starting at once on an empty cache: 16 processes open a
+ * cache directory that does not exist yet, all at the same moment, 200 times.
+ * Every open must succeed (creating the schema is serialized, not a race that
+ * "database is locked" can lose). Tiny databases, no compiles: seconds. */
+enum { OPENERS = 16, OPEN_ROUNDS = 200 };
+
+/* Shared by the openers. A blocking barrier rather than a spinning one: 16
+ * processes spinning on 2 cores starve the one doing the work. */
+typedef struct open_report {
+    pthread_barrier_t barrier;
+    int failures;
+    char first_error[512];
+} open_report;
+
+static int opener(open_report *rep, const char *base, int rank) {
+    alarm(120); /* an opener that never arrives must not hang the others */
+    for (int round = 0; round < OPEN_ROUNDS; round++) {
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s/r%d", base, round);
+        pthread_barrier_wait(&rep->barrier);
+        mjc_db *db = NULL;
+        char err[512] = "";
+        mjc_open_opts o = {.dir = dir};
+        if (mjc_open(&o, &db, err, sizeof err) != MJC_OK &&
+            __atomic_fetch_add(&rep->failures, 1, __ATOMIC_RELAXED) == 0)
+            snprintf(rep->first_error, sizeof rep->first_error, "round %d: %s", round, err);
+        mjc_close(db);
+        pthread_barrier_wait(&rep->barrier);
+        if (rank == 0) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    return 0;
+}
+
+static void test_many_first_openers(void **state) {
+    fixture *f = *state;
+    open_report *rep =
+        mmap(NULL, sizeof *rep, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(rep != MAP_FAILED);
+    pthread_barrierattr_t attr;
+    pthread_barrierattr_init(&attr);
+    pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    assert_int_equal(pthread_barrier_init(&rep->barrier, &attr, OPENERS), 0);
+    pthread_barrierattr_destroy(&attr);
+    pid_t pids[OPENERS];
+    for (int r = 0; r < OPENERS; r++) {
+        pids[r] = fork();
+        assert_true(pids[r] >= 0);
+        if (pids[r] == 0) _exit(opener(rep, f->dir, r));
+    }
+    int stuck = 0;
+    for (int r = 0; r < OPENERS; r++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[r], &status, 0), pids[r]);
+        stuck += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    if (rep->failures || stuck)
+        fail_msg("%d of %d opens failed, %d openers stuck; first: %s", rep->failures,
+                 OPENERS * OPEN_ROUNDS, stuck, rep->first_error);
+    pthread_barrier_destroy(&rep->barrier);
+    munmap(rep, sizeof *rep);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
@@ -726,6 +790,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_open_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_handle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_first_openers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
