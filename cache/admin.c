@@ -38,11 +38,12 @@ static void read_info(sqlite3_stmt *st, mjc_info *in) {
     in->compile_ms = sqlite3_column_double(st, 12);
 }
 
-/* Locks db and makes its writable database usable; unlocks again on failure. */
-static int enter(mjc_db *db, int need_write) {
+/* Locks db and makes its writable database usable; unlocks again when it
+ * returns anything but MJC_OK (MJC_ABSENT: no database yet, nothing to do). */
+static int enter(mjc_db *db, int need) {
     if (!db) return MJC_ERR_ARG;
     mjc_lock(db);
-    int rc = mjc_writable(db, need_write);
+    int rc = mjc_writable(db, need);
     if (rc != MJC_OK) mjc_unlock(db);
     return rc;
 }
@@ -66,8 +67,8 @@ static int finish(mjc_db *db, sqlite3_stmt *st, int step_rc, const char *what) {
 
 int mjc_list(mjc_db *db, const char *family, const char *arch, mjc_info_fn fn, void *user) {
     if (!fn) return MJC_ERR_ARG;
-    int rc = enter(db, 0);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     sqlite3_stmt *st;
     rc = prepare(db,
                  "SELECT " INFO_COLUMNS " FROM entry WHERE (?1 IS NULL OR family=?1) AND "
@@ -107,6 +108,20 @@ static int parse_prefix(mjc_db *db, const char *prefix, char out[33]) {
     return MJC_OK;
 }
 
+static int no_key(mjc_db *db, const char *prefix) {
+    mjc_set_err(db, "no cache entry has a key starting with %s", prefix);
+    return MJC_ERR_NOT_FOUND;
+}
+
+/* A key looked up in a cache that does not exist yet: not found, unless the
+ * prefix itself is malformed. Takes and releases the handle's lock. */
+static int absent_key(mjc_db *db, const char *prefix) {
+    char p[33];
+    mjc_lock(db);
+    int rc = parse_prefix(db, prefix, p);
+    return leave(db, rc == MJC_OK ? no_key(db, prefix) : rc);
+}
+
 static int resolve_prefix(mjc_db *db, const char *prefix, uint8_t key[MJC_KEY_BYTES]) {
     char p[33];
     int rc = parse_prefix(db, prefix, p);
@@ -123,10 +138,7 @@ static int resolve_prefix(mjc_db *db, const char *prefix, uint8_t key[MJC_KEY_BY
     }
     rc = finish(db, st, src, "looking up a cache key");
     if (rc != MJC_OK) return rc;
-    if (found == 0) {
-        mjc_set_err(db, "no cache entry has a key starting with %s", prefix);
-        return MJC_ERR_NOT_FOUND;
-    }
+    if (found == 0) return no_key(db, prefix);
     if (found > 1) {
         mjc_set_err(db, "several cache entries have keys starting with %s; give more digits",
                     prefix);
@@ -208,7 +220,8 @@ static int load_detail(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], mjc_detail 
 int mjc_show(mjc_db *db, const char *key_prefix, mjc_detail *out) {
     if (!out) return MJC_ERR_ARG;
     memset(out, 0, sizeof *out);
-    int rc = enter(db, 0);
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc == MJC_ABSENT) return absent_key(db, key_prefix);
     if (rc != MJC_OK) return rc;
     uint8_t key[MJC_KEY_BYTES];
     rc = resolve_prefix(db, key_prefix, key);
@@ -232,7 +245,11 @@ void mjc_detail_free(mjc_detail *d) {
 int mjc_stat(mjc_db *db, mjc_stats *out) {
     if (!out) return MJC_ERR_ARG;
     memset(out, 0, sizeof *out);
-    int rc = enter(db, 0);
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc == MJC_ABSENT) {
+        snprintf(out->filesystem, sizeof out->filesystem, "%s", mjc_filesystem_name(db->dir));
+        return MJC_OK;
+    }
     if (rc != MJC_OK) return rc;
     sqlite3_stmt *st;
     rc = prepare(db,
@@ -278,8 +295,8 @@ int mjc_verify(mjc_db *db, int64_t *checked, int64_t *bad, mjc_bad_fn fn, void *
     int64_t nchecked = 0, nbad = 0;
     if (checked) *checked = 0;
     if (bad) *bad = 0;
-    int rc = enter(db, 0);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     sqlite3_stmt *st = NULL;
     int src = sqlite3_prepare_v2(db->conn, "PRAGMA quick_check", -1, &st, NULL);
     if (src == SQLITE_OK) {
@@ -362,8 +379,9 @@ int mjc_remove(mjc_db *db, mjc_select sel, const char *value, int64_t *removed) 
             return leave(db, MJC_ERR_ARG);
         }
     }
-    int rc = enter(db, 1);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_MODIFY);
+    if (rc == MJC_ABSENT && sel == MJC_SELECT_KEY) return absent_key(db, value);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     uint8_t key[MJC_KEY_BYTES];
     if (sel == MJC_SELECT_KEY && (rc = resolve_prefix(db, value, key)) != MJC_OK)
         return leave(db, rc);
@@ -439,8 +457,8 @@ int mjc_gc(mjc_db *db, int64_t max_bytes, int64_t *removed, int64_t *bytes_after
     if (removed) *removed = 0;
     if (bytes_after) *bytes_after = 0;
     if (max_bytes < 0) return MJC_ERR_ARG;
-    int rc = enter(db, 1);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_MODIFY);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     for (int done = 0; !done && rc == MJC_OK;) {
         if ((rc = mjc_begin(db)) != MJC_OK) break;
         int src = gc_batch(db, max_bytes, &n, &done);
@@ -484,7 +502,12 @@ static int to_rollback_journal(const char *path) {
 
 int mjc_export(mjc_db *db, const char *file) {
     if (!file || !*file) return MJC_ERR_ARG;
-    int rc = enter(db, 0);
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc == MJC_ABSENT) {
+        mjc_lock(db);
+        mjc_set_err(db, "no cache database at %s: nothing to export", db->path);
+        return leave(db, MJC_ERR_NOT_FOUND);
+    }
     if (rc != MJC_OK) return rc;
     char tmp[4200], dir[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", file, (int)getpid());
@@ -539,7 +562,7 @@ static int snapshot_fail(mjc_db *db, const char *file) {
 int mjc_import(mjc_db *db, const char *file, int64_t *imported) {
     if (imported) *imported = 0;
     if (!file || !*file) return MJC_ERR_ARG;
-    int rc = enter(db, 1);
+    int rc = enter(db, MJC_NEED_STORE);
     if (rc != MJC_OK) return rc;
     mjc_conn_info ci;
     rc = mjc_schema_open(file, 1, &ci, db->err, sizeof db->err);

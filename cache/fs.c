@@ -26,9 +26,25 @@ static const fs_kind kinds[] = {
     {0x00C36400, "ceph", 1},
 };
 
+/* A cache directory that does not exist yet will be created on the filesystem
+ * of its nearest existing ancestor, so that one is asked. */
 static const fs_kind *fs_lookup(const char *dir, unsigned long *magic) {
+    if (!dir) return NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
     struct statfs sf;
-    if (!dir || statfs(dir, &sf) != 0) return NULL;
+    while (statfs(path, &sf) != 0) {
+        if (errno != ENOENT) return NULL;
+        char *slash = strrchr(path, '/');
+        if (slash && slash != path)
+            *slash = '\0'; /* "/a/b" -> "/a", "a/b" -> "a" */
+        else if (slash)
+            snprintf(path, sizeof path, "/");
+        else if (strcmp(path, ".") != 0)
+            snprintf(path, sizeof path, "."); /* a relative path's last ancestor */
+        else
+            return NULL;
+    }
     *magic = (unsigned long)sf.f_type & 0xFFFFFFFFul;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (kinds[i].magic == *magic) return &kinds[i];

@@ -63,8 +63,15 @@ int64_t mjc_file_size(const char *path);
 
 /* store.c: the helpers below expect db->mu held. */
 void mjc_set_err(mjc_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Makes db->conn usable (reopening after fork); MJC_OK or an error already in db->err. */
-int mjc_writable(mjc_db *db, int need_write);
+/* What a caller of mjc_writable is about to do with the database. */
+enum { MJC_NEED_READ = 0, MJC_NEED_MODIFY = 1, MJC_NEED_STORE = 2 };
+/* mjc_writable's answer when the database does not exist and need is not
+ * MJC_NEED_STORE: nothing to read or modify, which is not an error. */
+#define MJC_ABSENT 1
+/* Makes db->conn usable (attaching a database created since, reopening after
+ * fork, creating directory and database for MJC_NEED_STORE); MJC_OK,
+ * MJC_ABSENT, or an error already in db->err. */
+int mjc_writable(mjc_db *db, int need);
 /* Records a failed SQLite call; a corrupt database is moved aside and recreated. */
 int mjc_sql_fail(mjc_db *db, int rc, const char *what);
 /* BEGIN IMMEDIATE, retried with jitter when the busy timeout was not enough. */

@@ -108,7 +108,8 @@ static int read_identity(sqlite3 *c, identity *id) {
     if (rc == SQLITE_OK) rc = pragma_int(c, "PRAGMA application_id", &id->app_id);
     if (rc == SQLITE_OK) rc = pragma_int(c, "PRAGMA user_version", &id->version);
     if (rc == SQLITE_OK) rc = pragma_int(c, "SELECT count(*) FROM sqlite_master", &id->tables);
-    if (!nested) sqlite3_exec(c, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    if (!nested && !sqlite3_get_autocommit(c))
+        sqlite3_exec(c, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -146,8 +147,10 @@ static int open_uri(const char *path, const char *query, int flags, sqlite3 **ou
 
 static int fail(mjc_conn_info *ci, int rc, int mrc, char *err, size_t errlen, const char *path) {
     ci->sqlite_rc = rc & 0xff;
+    /* A rollback after the failure may have replaced the connection's message. */
+    int described = ci->conn && sqlite3_errcode(ci->conn) != SQLITE_OK;
     snprintf(err, errlen, "cache database %s: %s", path,
-             ci->conn ? sqlite3_errmsg(ci->conn) : sqlite3_errstr(rc));
+             described ? sqlite3_errmsg(ci->conn) : sqlite3_errstr(rc));
     sqlite3_close_v2(ci->conn);
     ci->conn = NULL;
     return mrc;

@@ -175,21 +175,49 @@ static int attach(mjc_db *db) {
     return MJC_OK;
 }
 
-int mjc_writable(mjc_db *db, int need_write) {
+/* Refuses a directory SQLite cannot safely write; checked at open when the
+ * directory exists and again when it is created. */
+static int check_dir(mjc_db *db) {
+    if (!mjc_fs_is_network(db->dir)) return MJC_OK;
+    mjc_set_err(db,
+                "the cache directory %s is on a %s filesystem, where SQLite's locking is "
+                "unreliable; set MEGAJIT_CACHE_DIR to a local disk directory (a read-only "
+                "snapshot on shared storage can be used through MEGAJIT_CACHE_RO)",
+                db->dir, mjc_filesystem_name(db->dir));
+    return MJC_ERR_NETWORK;
+}
+
+static int create_dir(mjc_db *db) {
+    char locks[4200];
+    snprintf(locks, sizeof locks, "%s/locks", db->dir);
+    if (mjc_mkdirs(locks) != 0) {
+        mjc_set_err(db, "cannot create the cache directory %s: %s", db->dir, strerror(errno));
+        return MJC_ERR_IO;
+    }
+    return check_dir(db);
+}
+
+static int refuse_write(mjc_db *db) {
+    mjc_set_err(db, "cache database %s is open read-only", db->path);
+    return MJC_ERR_READ_ONLY;
+}
+
+int mjc_writable(mjc_db *db, int need) {
     if (!db->dir) {
         mjc_set_err(db, "this cache has no writable directory");
-        return need_write ? MJC_ERR_READ_ONLY : MJC_ERR_NOT_FOUND;
+        return need != MJC_NEED_READ ? MJC_ERR_READ_ONLY : MJC_ERR_NOT_FOUND;
     }
+    if (need != MJC_NEED_READ && db->read_only) return refuse_write(db);
     if (db->reopen || !db->conn) {
         db->reopen = 0;
-        int rc = attach(db);
+        int store = need == MJC_NEED_STORE;
+        if (!store && access(db->path, F_OK) != 0) return MJC_ABSENT;
+        int rc = store ? create_dir(db) : MJC_OK;
+        if (rc == MJC_OK) rc = attach(db);
         if (rc != MJC_OK) return rc;
     }
-    if (need_write && db->read_only) {
-        mjc_set_err(db, "cache database %s is open read-only", db->path);
-        return MJC_ERR_READ_ONLY;
-    }
-    return MJC_OK;
+    /* Attaching may find a newer schema, which this megajit only reads. */
+    return need != MJC_NEED_READ && db->read_only ? refuse_write(db) : MJC_OK;
 }
 
 int mjc_sql_fail(mjc_db *db, int rc, const char *what) {
@@ -245,27 +273,11 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
             goto fail;
         }
         sprintf(db->path, "%s/%s", opts->dir, MJC_DB_FILE);
-        if (!db->read_only) {
-            char locks[4096];
-            snprintf(locks, sizeof locks, "%s/locks", opts->dir);
-            if (mjc_mkdirs(locks) != 0) {
-                rc = MJC_ERR_IO;
-                mjc_set_err(db, "cannot create the cache directory %s: %s", opts->dir,
-                            strerror(errno));
-                goto fail;
-            }
-            if (mjc_fs_is_network(opts->dir)) {
-                rc = MJC_ERR_NETWORK;
-                mjc_set_err(db,
-                            "the cache directory %s is on a %s filesystem, where SQLite's locking "
-                            "is unreliable; set MEGAJIT_CACHE_DIR to a local disk directory (a "
-                            "read-only snapshot on shared storage can be used through "
-                            "MEGAJIT_CACHE_RO)",
-                            opts->dir, mjc_filesystem_name(opts->dir));
-                goto fail;
-            }
-        }
-        rc = attach(db);
+        if (!db->read_only) rc = opts->create ? create_dir(db) : check_dir(db);
+        /* An existing database is attached now, so a foreign or damaged file is
+         * reported by the open rather than by a later lookup. */
+        if (rc == MJC_OK && ((opts->create && !db->read_only) || access(db->path, F_OK) == 0))
+            rc = attach(db);
         if (rc != MJC_OK) goto fail;
         if (db->err[0]) mj_log(MJ_LOG_WARN, "%s", db->err);
     } else {
@@ -341,10 +353,14 @@ const char *mjc_path(const mjc_db *db) {
     return db && db->path ? db->path : "";
 }
 
+int mjc_is_read_only(const mjc_db *db) {
+    return db && db->read_only;
+}
+
 const char *mjc_journal_mode(mjc_db *db) {
     if (!db || !db->dir) return "";
     mjc_lock(db);
-    if (db->reopen) mjc_writable(db, 0);
+    if (db->reopen) mjc_writable(db, MJC_NEED_READ);
     mjc_unlock(db);
     return db->journal;
 }
@@ -477,7 +493,7 @@ int mjc_lookup(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], mjc_found *out, int
     memset(out, 0, sizeof *out);
     mjc_lock(db);
     int rc = MJC_ERR_NOT_FOUND;
-    if (db->dir && mjc_writable(db, 0) == MJC_OK) {
+    if (db->dir && mjc_writable(db, MJC_NEED_READ) == MJC_OK) {
         rc = lookup_in(db, db->conn, 0, key, out);
         if (rc == LOOKUP_HEALED) {
             if (healed) *healed = 1;
@@ -566,7 +582,7 @@ int mjc_insert(mjc_db *db, const mjc_entry *e) {
     for (size_t i = 0; i < e->num_headers; i++)
         if (!e->headers[i].path) return MJC_ERR_ARG;
     mjc_lock(db);
-    int rc = mjc_writable(db, 1);
+    int rc = mjc_writable(db, MJC_NEED_STORE);
     for (int attempt = 0, recovered = 0; rc == MJC_OK; attempt++) {
         int src = insert_tx(db, e);
         if (src == SQLITE_OK) break;

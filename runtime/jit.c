@@ -116,7 +116,11 @@ static int cubin_is_elf(const void *cubin, size_t size) {
                                4) == 0;
 }
 
-static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_output *out) {
+/* Compiles job and stores the cubin. A store that fails is an error only when
+ * the caller asked for the kernel to be stored (precompile); a serving caller
+ * has the cubin and keeps it in memory. */
+static mj_status compile_and_publish(mj_runtime *rt, build_job *job, int require_store,
+                                     mj_compile_output *out) {
     const char *names[64], *sources[64];
     if (job->closure.count > 64) return mj_fail(MJ_ERR_UNSUPPORTED, "too many headers");
     mjc_header headers[64];
@@ -140,7 +144,11 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
     pthread_mutex_unlock(&rt->lock);
     mj_log(MJ_LOG_INFO, "compiled %s for %s in %.0f ms (%zu-byte cubin)", job->name_expression,
            mj_arch_name((mj_arch)job->spec->arch), out->milliseconds, out->cubin_size);
-    if (!rt->cache) return MJ_OK;
+    if (!rt->cache) {
+        if (!require_store) return MJ_OK;
+        return mj_fail(MJ_ERR_CACHE, "compiled %s but did not store it: the cache is disabled",
+                       job->name_expression);
+    }
     char compiler[96];
     snprintf(compiler, sizeof compiler, "nvrtc %s", job->compiler);
     mjc_entry e = {.family = job->family,
@@ -157,10 +165,18 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
                    .headers = headers,
                    .num_headers = (size_t)job->closure.count};
     memcpy(e.key, job->key, 16);
-    /* A cache that cannot take the entry does not fail the caller: it has the cubin. */
-    if (mjc_insert(rt->cache, &e) != MJC_OK)
-        mj_log(MJ_LOG_WARN, "could not store %s in the cache: %s", job->name_expression,
-               mjc_errmsg(rt->cache));
+    if (mjc_insert(rt->cache, &e) == MJC_OK) return MJ_OK;
+    if (require_store)
+        return mj_fail(MJ_ERR_CACHE, "compiled %s but could not store it in the cache: %s",
+                       job->name_expression, mjc_errmsg(rt->cache));
+    /* One warning says the cache stopped taking kernels; one per kernel would
+     * bury the rest of the log (misses run under build_lock, so no race). */
+    if (!rt->store_failed)
+        mj_log(MJ_LOG_WARN,
+               "could not store %s in the cache: %s; kernels this runtime compiles are kept in "
+               "memory only (further store failures are not logged)",
+               job->name_expression, mjc_errmsg(rt->cache));
+    rt->store_failed = 1;
     return MJ_OK;
 }
 
@@ -179,7 +195,8 @@ static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) 
 /* The cubin and lowered name of job, from the cache or a fresh compile under
  * the per-key lock (so concurrent processes compile each key once). */
 static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream, void **cubin,
-                        size_t *cubin_size, char **lowered, mj_build_result *result) {
+                        size_t *cubin_size, char **lowered, mj_build_result *result,
+                        int require_store) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
     if (rt->cu) {
@@ -201,7 +218,7 @@ static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream
         goto hit;
     }
     mj_compile_output out;
-    mj_status st = compile_and_publish(rt, job, &out);
+    mj_status st = compile_and_publish(rt, job, require_store, &out);
     mjc_unlock_key(lock_fd);
     if (st != MJ_OK) {
         mj_compile_output_free(&out);
@@ -235,7 +252,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
-    if (st == MJ_OK) st = obtain(rt, &job, NULL, &cubin, &size, &lowered, result);
+    if (st == MJ_OK) st = obtain(rt, &job, NULL, &cubin, &size, &lowered, result, 1);
     pthread_mutex_unlock(&rt->build_lock);
     mj_closure_free(&job.closure);
     free(cubin);
@@ -297,7 +314,7 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
             snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
                      job.name_expression);
             st = obtain(rt, &job, stream, &fresh->cubin, &fresh->cubin_size, &fresh->lowered_name,
-                        NULL);
+                        NULL, 0);
             if (st == MJ_OK) {
                 k = mj_kernel_map_insert(rt->kernels, fresh);
                 if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");

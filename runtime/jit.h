@@ -30,7 +30,8 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
 mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg, mj_stream stream,
                         void **args);
 
-/* Ensures spec is in the on-disk cache (compiles when missing). Needs no device. */
+/* Ensures spec is in the on-disk cache (compiles when missing). Needs no device.
+ * A kernel compiled but not stored is MJ_ERR_CACHE. */
 mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
                        double *seconds);
 

@@ -33,7 +33,8 @@ struct mj_runtime {
     char arch_name[16];
     int check_device_inputs;
 
-    mjc_db *cache; /* NULL when disabled */
+    mjc_db *cache;    /* NULL when disabled */
+    int store_failed; /* a failed store was logged; later ones are not (build_lock) */
     char cache_dir[4096];
     char cache_ro[4096];
     int cache_disabled;

@@ -618,23 +618,51 @@ static void test_killed_lock_holder(void **state) {
     mjc_close(db);
 }
 
+static int list_count(const mj_cache_entry *e, void *user);
+
+/* Opening creates nothing: a cache that does not exist yet is empty to every
+ * inspection and maintenance command, and appears at its first store. */
 static void test_open_modes(void **state) {
     fixture *f = *state;
-    char missing[128];
+    char missing[128], locks[160];
     snprintf(missing, sizeof missing, "%s/nothing", f->dir);
-    mj_cache *c = NULL;
-    assert_int_equal(mj_cache_open(missing, 1, &c), MJ_ERR_NOT_FOUND);
-    assert_null(c);
+    snprintf(locks, sizeof locks, "%s/locks", missing);
+    for (int read_only = 1; read_only >= 0; read_only--) {
+        mj_cache *c = NULL;
+        assert_int_equal(mj_cache_open(missing, read_only, &c), MJ_OK);
+        int n = 0;
+        assert_int_equal(mj_cache_list(c, NULL, NULL, list_count, &n), MJ_OK);
+        assert_int_equal(n, 0);
+        mj_cache_stats st;
+        assert_int_equal(mj_cache_stat(c, &st), MJ_OK);
+        assert_int_equal(st.entries, 0);
+        assert_string_equal(st.journal_mode, "");
+        int64_t checked = -1, bad = -1, removed = -1, after = -1;
+        assert_int_equal(mj_cache_verify(c, &checked, &bad, NULL, NULL), MJ_OK);
+        assert_int_equal(checked + bad, 0);
+        if (!read_only) {
+            assert_int_equal(mj_cache_remove(c, MJ_CACHE_SELECT_ALL, NULL, &removed), MJ_OK);
+            assert_int_equal(mj_cache_gc(c, 0, &removed, &after), MJ_OK);
+            assert_int_equal(removed, 0);
+        }
+        mj_cache_detail d;
+        assert_int_equal(mj_cache_show(c, "abcd", &d), MJ_ERR_NOT_FOUND);
+        assert_non_null(strstr(mj_cache_path(c), "nothing/megajit-cache.db"));
+        mj_cache_close(c);
+        assert_int_equal(access(missing, F_OK), -1);
+    }
+    /* A writable handle creates the directory at its first store. */
+    mjc_db *db = open_dir(missing, NULL);
     assert_int_equal(access(missing, F_OK), -1);
-    /* Local sandboxes (ext4, overlay, tmpfs, 9p) must be accepted. */
-    assert_true(strlen(mjc_filesystem_name(f->dir)) > 0);
-    mjc_db *db = open_dir(f->dir, NULL);
+    assert_false(lookup_ok(db, 0, NULL));
+    insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
+    assert_true(lookup_ok(db, 0, NULL));
     struct stat st;
-    char locks[128];
-    snprintf(locks, sizeof locks, "%s/locks", f->dir);
     assert_int_equal(stat(locks, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
     mjc_close(db);
+    /* Local sandboxes (ext4, overlay, tmpfs, 9p) must be accepted. */
+    assert_true(strlen(mjc_filesystem_name(f->dir)) > 0);
     mjc_open_opts none = {0};
     assert_int_equal(mjc_open(&none, &db, NULL, 0), MJC_OK);
     assert_string_equal(mjc_path(db), "");
@@ -731,7 +759,7 @@ static int opener(open_report *rep, const char *base, int rank) {
         pthread_barrier_wait(&rep->barrier);
         mjc_db *db = NULL;
         char err[512] = "";
-        mjc_open_opts o = {.dir = dir};
+        mjc_open_opts o = {.dir = dir, .create = 1};
         if (mjc_open(&o, &db, err, sizeof err) != MJC_OK &&
             __atomic_fetch_add(&rep->failures, 1, __ATOMIC_RELAXED) == 0)
             snprintf(rep->first_error, sizeof rep->first_error, "round %d: %s", round, err);

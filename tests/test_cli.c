@@ -16,11 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "apis/megajit.h"
 
 enum { MAX_ARGS = 32 };
 
@@ -57,6 +62,13 @@ static const char kManifest[] =
     "{\"name\": \"d\", \"hidden\": 4096, \"intermediate\": 1536, \"experts\": 128, \"topk\": 8,"
     " \"ranks\": 4, \"max_tokens_per_rank\": 1024, \"weight_format\": \"nvfp4\","
     " \"dispatch_format\": \"nvfp4\", \"activation\": \"swigluoai\", \"clamp\": 7.0}]}";
+
+/* Two small pre-dispatch kernels (no MegaMoE kernel exists for sm_100a): the
+ * fault tests compile something real, quickly. */
+static const char kSmallManifest[] =
+    "{\"archs\": [\"sm_100a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256,"
+    " \"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 16,"
+    " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}";
 
 static const char *const kPresets[] = {"deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4",
                                        "gpt-oss-120b-ep1"};
@@ -155,8 +167,18 @@ static void write_text(const char *path, const char *text) {
     assert_int_equal(fclose(fp), 0);
 }
 
-/* Starts the CLI with args (NULL-terminated); ro sets MEGAJIT_CACHE_RO when non-NULL. */
-static void spawn(fixture *f, proc *p, const char *ro, const char *const *args) {
+/* How a command runs, beyond the defaults (MEGAJIT_CACHE_DIR = the fixture's
+ * cache, no MEGAJIT_CACHE_RO, no MEGAJIT_CACHE_DISABLE). */
+typedef struct how {
+    const char *ro;         /* MEGAJIT_CACHE_RO, or NULL */
+    const char *const *env; /* NULL-terminated "NAME=value" (set) or "NAME" (unset) */
+    /* Runs in the child just before exec (with the fixture); non-zero fails the
+     * command with status 125 and what it printed to stderr. */
+    int (*prepare)(const fixture *f);
+} how;
+
+/* Starts the CLI with args (NULL-terminated); h may be NULL. */
+static void spawn(fixture *f, proc *p, const how *h, const char *const *args) {
     int run = f->runs++;
     snprintf(p->out_path, sizeof p->out_path, "%s/run%d.out", f->dir, run);
     snprintf(p->err_path, sizeof p->err_path, "%s/run%d.err", f->dir, run);
@@ -175,12 +197,22 @@ static void spawn(fixture *f, proc *p, const char *ro, const char *const *args) 
         int out = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int err = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-        if (ro)
-            setenv("MEGAJIT_CACHE_RO", ro, 1);
+        if (h && h->ro)
+            setenv("MEGAJIT_CACHE_RO", h->ro, 1);
         else
             unsetenv("MEGAJIT_CACHE_RO");
         unsetenv("MEGAJIT_CACHE_DISABLE");
         setenv("MEGAJIT_CACHE_DIR", f->cache, 1);
+        for (const char *const *e = h && h->env ? h->env : NULL; e && *e; e++) {
+            const char *eq = strchr(*e, '=');
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - *e) : (int)strlen(*e), *e);
+            if (eq)
+                setenv(name, eq + 1, 1);
+            else
+                unsetenv(name);
+        }
+        if (h && h->prepare && h->prepare(f) != 0) _exit(125);
         execv(argv[0], argv);
         _exit(127);
     }
@@ -197,10 +229,10 @@ static result finish(proc *p) {
     return r;
 }
 
-static result run_ro(fixture *f, const char *ro, ...) {
+static result run_with(fixture *f, const how *h, ...) {
     const char *args[MAX_ARGS + 1];
     va_list ap;
-    va_start(ap, ro);
+    va_start(ap, h);
     int n = 0;
     while ((args[n] = va_arg(ap, const char *)) != NULL) {
         n++;
@@ -208,11 +240,12 @@ static result run_ro(fixture *f, const char *ro, ...) {
     }
     va_end(ap);
     proc p;
-    spawn(f, &p, ro, args);
+    spawn(f, &p, h, args);
     return finish(&p);
 }
 
-#define run(f, ...) run_ro(f, NULL, __VA_ARGS__, (const char *)NULL)
+#define run(f, ...) run_with(f, NULL, __VA_ARGS__, (const char *)NULL)
+#define run_how(f, h, ...) run_with(f, h, __VA_ARGS__, (const char *)NULL)
 
 static void result_free(result *r) {
     release(r->out);
@@ -254,7 +287,7 @@ static counts precompile_ro(fixture *f, const char *ro, const char *cache,
         args[n++] = *extra;
     args[n] = NULL;
     proc p;
-    spawn(f, &p, ro, args);
+    spawn(f, &p, &(how){.ro = ro}, args);
     result r = finish(&p);
     expect_status(&r, 0);
     cJSON *j = parse_json(&r);
@@ -273,6 +306,17 @@ static const char *manifest_path(fixture *f) {
     snprintf(path, sizeof path, "%s/manifest.json", f->dir);
     write_text(path, kManifest);
     return path;
+}
+
+static const char *small_manifest_path(fixture *f) {
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/small.json", f->dir);
+    write_text(path, kSmallManifest);
+    return path;
+}
+
+static int exists(const char *path) {
+    return access(path, F_OK) == 0;
 }
 
 static int cache_entries(fixture *f, const char *cache) {
@@ -661,6 +705,175 @@ static void test_info(void **state) {
     result_free(&r);
 }
 
+/* A precompile with no writable cache is refused before it compiles anything
+ * (exit 2), instead of compiling everything and storing nothing. */
+static void test_no_writable_cache_refused(void **state) {
+    fixture *f = *state;
+    const char *manifest = small_manifest_path(f);
+    result r = run(f, "precompile", "--manifest", manifest, "--json", "--cache", "");
+    expect_status(&r, 2);
+    expect_in(r.err, "no writable cache: the cache directory is \"\"");
+    assert_string_equal(r.out, "");
+    result_free(&r);
+
+    const how disabled = {.env = (const char *const[]){"MEGAJIT_CACHE_DISABLE=1", NULL}};
+    r = run_how(f, &disabled, "precompile", "--manifest", manifest, "--json");
+    expect_status(&r, 2);
+    expect_in(r.err, "MEGAJIT_CACHE_DISABLE=1");
+    assert_string_equal(r.out, "");
+    assert_false(exists(f->cache));
+    result_free(&r);
+
+    /* A database written by a newer megajit is read-only to this one. */
+    char db[PATH_MAX + 64];
+    snprintf(db, sizeof db, "%s/megajit-cache.db", f->cache);
+    assert_int_equal(mkdir(f->cache, 0700), 0);
+    sqlite3 *c = NULL;
+    assert_int_equal(sqlite3_open(db, &c), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(c,
+                                  "PRAGMA application_id=0x4D4A4954; PRAGMA user_version=99;"
+                                  "CREATE TABLE entry(x)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(c);
+    r = run(f, "precompile", "--manifest", manifest, "--cache", f->cache);
+    expect_status(&r, 2);
+    expect_in(r.err, "newer megajit");
+    result_free(&r);
+}
+
+/* Runs in the child before it execs the precompile: a private mount namespace
+ * whose cache directory is a 4 MiB tmpfs, the cache created on it, then the
+ * filesystem filled up. A process that forks off here keeps a connection to the
+ * cache open while the precompile runs (and then exits with its status): with
+ * one connection alive SQLite reuses the allocated shared-memory file instead of
+ * creating it anew, so the precompile can open the cache, and storing a kernel
+ * needs space the filesystem no longer has. */
+static int fill_cache_filesystem(const fixture *f) {
+    mj_cache *c = NULL;
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mkdir(f->cache, 0700) != 0 ||
+        mount("tmpfs", f->cache, "tmpfs", 0, "size=4m,mode=0700") != 0) {
+        perror("private tmpfs");
+        return 1;
+    }
+    if (mj_cache_create(f->cache, &c) != MJ_OK) {
+        fprintf(stderr, "%s\n", mj_last_error());
+        return 1;
+    }
+    mj_cache_close(c);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/megajit-cache.db", f->cache);
+    sqlite3 *holder = NULL;
+    if (sqlite3_open(path, &holder) != SQLITE_OK ||
+        sqlite3_exec(holder, "SELECT count(*) FROM entry", NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "holding %s: %s\n", path, sqlite3_errmsg(holder));
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/filler", f->cache);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    static const char block[4096];
+    while (fd >= 0 && write(fd, block, sizeof block) > 0) {
+    }
+    if (fd < 0 || errno != ENOSPC) {
+        perror("filling the tmpfs");
+        return 1;
+    }
+    close(fd);
+    pid_t pid = fork();
+    if (pid == 0) return 0;
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    _exit(pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
+/* 1 when this process may mount a private tmpfs (root, or CAP_SYS_ADMIN). */
+static int can_mount_tmpfs(const fixture *f) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/probe", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+                      mount("tmpfs", dir, "tmpfs", 0, "size=64k") == 0
+                  ? 0
+                  : 1);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    rmdir(dir);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A kernel compiled but not stored (the cache's filesystem is full) is a failed
+ * kernel: exit 1, counted, and its reason given. */
+static void test_full_filesystem_fails(void **state) {
+    fixture *f = *state;
+    if (!can_mount_tmpfs(f)) {
+        print_message("skipped: mounting a private tmpfs needs root (CAP_SYS_ADMIN)\n");
+        skip();
+    }
+    const how full = {.prepare = fill_cache_filesystem};
+    result r = run_how(f, &full, "precompile", "--manifest", small_manifest_path(f), "--json");
+    expect_status(&r, 1);
+    cJSON *j = parse_json(&r);
+    int kernels = (int)num(j, "kernels");
+    assert_true(kernels >= 2);
+    assert_int_equal((int)num(j, "failed"), kernels);
+    assert_int_equal((int)num(j, "compiled"), 0);
+    const cJSON *failures = cJSON_GetObjectItemCaseSensitive(j, "failures");
+    assert_int_equal(cJSON_GetArraySize(failures), kernels);
+    const cJSON *fl;
+    cJSON_ArrayForEach(fl, failures) {
+        const char *why = cJSON_GetObjectItemCaseSensitive(fl, "error")->valuestring;
+        expect_in(why, "could not store it in the cache");
+        expect_in(why, "full");
+    }
+    release(j);
+    result_free(&r);
+}
+
+/* Commands that only look, or find nothing to do, leave no cache behind. */
+static void test_read_only_commands_create_nothing(void **state) {
+    fixture *f = *state;
+    char snapshot[PATH_MAX + 32];
+    snprintf(snapshot, sizeof snapshot, "%s/snap.db", f->dir);
+    static const struct {
+        const char *args[6];
+        int status;
+        const char *out;
+    } cases[] = {
+        {{"info"}, 0, "(no database yet)"},
+        {{"info", "--json"}, 0, "cache_path"},
+        {{"cache", "ls"}, 0, "KEY"},
+        {{"cache", "ls", "--json"}, 0, "[]"},
+        {{"cache", "stat"}, 0, "(no database yet)"},
+        {{"cache", "stat", "--json"}, 0, "\"entries\":\t0"},
+        {{"cache", "verify"}, 0, "0 entries checked, 0 bad"},
+        {{"cache", "rm", "--all"}, 0, "removed 0 entries"},
+        {{"cache", "gc", "--max-bytes", "0"}, 0, "removed 0 entries"},
+        {{"cache", "show", "abcd"}, 1, ""},
+        {{"bench", "pre-dispatch", "--iters", "1"}, 1, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proc p;
+        spawn(f, &p, NULL, cases[i].args);
+        result r = finish(&p);
+        expect_status(&r, cases[i].status);
+        expect_in(r.out, cases[i].out);
+        if (exists(f->cache))
+            fail_msg("'%s %s' created %s", cases[i].args[0], cases[i].args[1], f->cache);
+        result_free(&r);
+    }
+    result r = run(f, "cache", "export", snapshot);
+    expect_status(&r, 1);
+    expect_in(r.err, "nothing to export");
+    assert_false(exists(snapshot));
+    assert_false(exists(f->cache));
+    result_free(&r);
+}
+
 int main(void) {
     if (access(cli_path(), X_OK) != 0) {
         fprintf(stderr, "test_cli: %s is missing (build it with `make cli`)\n", cli_path());
@@ -678,6 +891,9 @@ int main(void) {
         T(test_export_snapshot),
         T(test_killed_precompile),
         T(test_info),
+        T(test_no_writable_cache_refused),
+        T(test_full_filesystem_fails),
+        T(test_read_only_commands_create_nothing),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

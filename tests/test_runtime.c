@@ -5,11 +5,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "apis/megajit.h"
 #include "apis/specs.h"
@@ -164,6 +167,65 @@ static void test_compile_error_returns_log(void **state) {
     assert_int_equal(system(path), 0);
 }
 
+/* A cache that takes no kernels (here: a database written by a newer megajit,
+ * which this one only reads). Serving keeps the compiled kernels in memory and
+ * says so once; building for the cache (precompile) fails. */
+static void test_store_failure(void **state) {
+    (void)state;
+    char dir[96], db[128], log[128];
+    snprintf(dir, sizeof dir, "%s/newer", cache_dir);
+    snprintf(db, sizeof db, "%s/megajit-cache.db", dir);
+    snprintf(log, sizeof log, "%s/stderr.txt", cache_dir);
+    mj_runtime_options o = {.cache_dir = dir, .arch = "sm_90a"};
+    mj_runtime *rt = NULL;
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    mj_runtime_destroy(rt);
+    assert_int_equal(access(dir, F_OK), -1); /* opening created nothing */
+    mj_cache *c = NULL;
+    assert_int_equal(mj_cache_create(dir, &c), MJ_OK);
+    mj_cache_close(c);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(mj_cache_create(dir, &c), MJ_ERR_CACHE);
+    assert_non_null(strstr(mj_last_error(), "newer megajit"));
+
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    mj_kernel_spec spec;
+    for (int topk = 1; topk <= 3; topk++) {
+        assert_int_equal(mj_pre_dispatch_spec(1024, MJ_FORMAT_BF16, topk, MJ_PD_ROLE_CHECK,
+                                              MJ_ARCH_SM90A, &spec),
+                         MJ_OK);
+        mj_kernel *k = NULL;
+        assert_int_equal(mj_jit_get(rt, &spec, NULL, &k), MJ_OK);
+        assert_non_null(k);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    FILE *fp = fopen(log, "r");
+    assert_non_null(fp);
+    char line[1024];
+    int warnings = 0;
+    while (fgets(line, sizeof line, fp))
+        warnings += strstr(line, "could not store") != NULL;
+    fclose(fp);
+    assert_int_equal(warnings, 1);
+
+    mj_build_result r;
+    double s;
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_ERR_CACHE);
+    assert_int_equal(r, MJ_BUILD_FAILED);
+    assert_non_null(strstr(mj_last_error(), "could not store it in the cache"));
+    mj_runtime_destroy(rt);
+}
+
 static void *set_error_in_thread(void *arg) {
     (void)arg;
     mj_format f;
@@ -189,6 +251,7 @@ int main(void) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_build_compiles_once_then_hits),
         cmocka_unit_test(test_compile_error_returns_log),
+        cmocka_unit_test(test_store_failure),
         cmocka_unit_test(test_last_error_is_per_thread),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -348,7 +348,8 @@ static int run_stat(const char *name, options *o) {
         cli_table_cell(t, "compile time");
         cli_table_cell(t, "%.1f s total, %.0f ms max", s.compile_ms_total / 1000, s.compile_ms_max);
         cli_table_cell(t, "journal mode");
-        cli_table_cell(t, "%s", s.journal_mode ? s.journal_mode : "");
+        cli_table_cell(t, "%s",
+                       s.journal_mode && *s.journal_mode ? s.journal_mode : "(no database yet)");
         cli_table_cell(t, "filesystem");
         cli_table_cell(t, "%s", s.filesystem ? s.filesystem : "");
         cli_table_print(t, stdout);

@@ -83,7 +83,10 @@ int cmd_info(int argc, char **argv) {
         cli_table_cell(t, "filesystem");
         cli_table_cell(t, "%s", STR(info.cache_filesystem));
         cli_table_cell(t, "journal mode");
-        cli_table_cell(t, "%s", STR(info.cache_journal_mode));
+        cli_table_cell(t, "%s",
+                       info.cache_disabled || *STR(info.cache_journal_mode)
+                           ? STR(info.cache_journal_mode)
+                           : "(no database yet)");
         cli_table_cell(t, "snapshots");
         cli_table_cell(t, "%s", *STR(info.cache_ro_layers) ? info.cache_ro_layers : "(none)");
         cli_table_print(t, stdout);

@@ -43,7 +43,8 @@ static const char kUsage[] =
     "                     seconds, jobs, cache, archs, failures\n"
     "  -h, --help         this text\n"
     "\n"
-    "exit status: 0 all kernels cached or compiled, 1 a kernel failed, 2 bad arguments\n";
+    "exit status: 0 every kernel is in the cache, 1 a kernel failed (to compile, or to be\n"
+    "stored), 2 bad arguments or manifest, or no writable cache\n";
 
 enum { MAX_JOBS = 256, ERROR_CHARS = 400 };
 
@@ -265,6 +266,18 @@ int cmd_precompile(int argc, char **argv) {
     rc = load_manifest(&o, &m);
     if (rc) return rc;
 
+    /* A precompile that could store nothing is refused before any compile, and
+     * creating the cache here spares the workers creating it at once. */
+    mj_cache *cache = NULL;
+    if (mj_cache_create(o.cache, &cache) != MJ_OK) {
+        fprintf(stderr, "megajit precompile: no writable cache: %s\n", mj_last_error());
+        mj_manifest_destroy(m);
+        return CLI_EXIT_USAGE;
+    }
+    char cache_path[4200];
+    snprintf(cache_path, sizeof cache_path, "%s", mj_cache_path(cache));
+    mj_cache_close(cache);
+
     size_t n = mj_manifest_kernel_count(m);
     long jobs = o.jobs ? o.jobs : default_jobs();
     if ((size_t)jobs > n) jobs = n ? (long)n : 1;
@@ -283,11 +296,6 @@ int cmd_precompile(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     atomic_init(&shared->next_index, 0);
-    /* Creating the database here spares the workers racing to create it; when this
-     * fails, each worker reports why it cannot open the cache. */
-    mj_cache *cache = NULL;
-    if (n > 0 && mj_cache_open(o.cache, 0, &cache) == MJ_OK) mj_cache_close(cache);
-    cache = NULL;
     fflush(NULL);
 
     double start = now_seconds();
@@ -374,9 +382,6 @@ int cmd_precompile(int argc, char **argv) {
     munmap(shared, sizeof *shared);
     double seconds = now_seconds() - start;
 
-    const char *cache_path = NULL;
-    if (mj_cache_open(o.cache, 1, &cache) == MJ_OK) cache_path = mj_cache_path(cache);
-
     if (o.json) {
         cJSON *out = cJSON_CreateObject();
         cJSON_AddNumberToObject(out, "kernels", (double)n);
@@ -385,10 +390,7 @@ int cmd_precompile(int argc, char **argv) {
         cJSON_AddNumberToObject(out, "failed", (double)t.failed);
         cJSON_AddNumberToObject(out, "seconds", seconds);
         cJSON_AddNumberToObject(out, "jobs", (double)jobs);
-        if (cache_path)
-            cJSON_AddStringToObject(out, "cache", cache_path);
-        else
-            cJSON_AddNullToObject(out, "cache");
+        cJSON_AddStringToObject(out, "cache", cache_path);
         cJSON_AddItemToObject(out, "archs", archs);
         cJSON_AddItemToObject(out, "failures", failures);
         archs = failures = NULL;
@@ -396,11 +398,10 @@ int cmd_precompile(int argc, char **argv) {
     } else {
         printf("%zu kernels: %zu compiled, %zu cached, %zu failed in %.1f s with %ld job%s\n", n,
                t.compiled, t.cached, t.failed, seconds, jobs, jobs == 1 ? "" : "s");
-        if (cache_path) printf("cache: %s\n", cache_path);
+        printf("cache: %s\n", cache_path);
     }
     cJSON_Delete(archs);
     cJSON_Delete(failures);
-    mj_cache_close(cache);
     mj_manifest_destroy(m);
     if (rc) return rc;
     return t.failed ? CLI_EXIT_FAIL : 0;
