@@ -15,6 +15,7 @@
 #include "runtime/kernel_map.h"
 #include "runtime/log.h"
 #include "runtime/nvrtc_lib.h"
+#include "runtime/pch_dir.h"
 #include "runtime/runtime_impl.h"
 
 /* Everything a miss needs, rendered once from the spec. */
@@ -35,6 +36,7 @@ typedef struct build_job {
      * in-memory headers (seen with NVRTC 13.0), so each include closure gets
      * its own PCH directory: variants of one template version share a PCH;
      * edited headers never see a stale one. */
+    char closure_hex[33];
     char program_name[64];
     char pch_dir_option[4200];
 } build_job;
@@ -60,17 +62,11 @@ static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec 
     if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
     mj_status st = mj_closure_compute(templates, cg->template_path, &job->closure);
     if (st != MJ_OK) return st;
-    char closure_hex[33];
-    mjc_key_hex(job->closure.hash, closure_hex);
-    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", closure_hex);
-    const char *pch_root = mj_nvrtc_pch_root();
-    snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s",
-             pch_root ? pch_root : "", closure_hex);
+    mjc_key_hex(job->closure.hash, job->closure_hex);
+    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", job->closure_hex);
     snprintf(job->arch_option, sizeof job->arch_option, "--gpu-architecture=%s", arch);
-    const char *opts[] = {job->arch_option, "-std=c++20",        "-default-device",
-                          "--fmad=false",   job->pch_dir_option, "--pch"};
-    /* Without a private directory for the PCH, compile without one. */
-    job->num_options = (int)(sizeof opts / sizeof opts[0]) - (pch_root ? 0 : 2);
+    const char *opts[] = {job->arch_option, "-std=c++20", "-default-device", "--fmad=false"};
+    job->num_options = (int)(sizeof opts / sizeof opts[0]);
     memcpy(job->options, opts, sizeof opts);
     mj_key_normalized_flags(job->options, job->num_options, job->flags, sizeof job->flags);
     char compiler[96];
@@ -129,6 +125,16 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, int require
         sources[i] = job->closure.files[i].file->text;
         headers[i].path = names[i];
         memcpy(headers[i].content_hash, job->closure.files[i].content_hash, 16);
+    }
+    /* The PCH directory is made by the first compile, not by lookups: a process
+     * that only hits the cache makes none. PCH options are not keyed. Without a
+     * private directory for the PCH, compile without one. */
+    const char *pch_dir = mj_pch_dir();
+    if (pch_dir) {
+        snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s", pch_dir,
+                 job->closure_hex);
+        job->options[job->num_options++] = job->pch_dir_option;
+        job->options[job->num_options++] = "--pch";
     }
     mj_compile_input in = {job->program_name,  job->source,  job->name_expression, names, sources,
                            job->closure.count, job->options, job->num_options};

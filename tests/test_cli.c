@@ -4,6 +4,7 @@
  * each test on a fresh cache directory. Needs NVRTC (not a GPU).
  */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -26,12 +27,14 @@
 #include <cmocka.h>
 
 #include "apis/megajit.h"
+#include "runtime/pch_dir.h"
 
 enum { MAX_ARGS = 32 };
 
 typedef struct fixture {
     char dir[PATH_MAX];        /* scratch directory of the test */
     char cache[PATH_MAX + 32]; /* its cache directory */
+    char tmp[PATH_MAX + 32];   /* TMPDIR of every command: must be empty at the end */
     int runs;                  /* names the output files of each run */
 } fixture;
 
@@ -121,8 +124,26 @@ static int setup(void **state) {
     snprintf(f->dir, sizeof f->dir, "%s/megajit-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
+    snprintf(f->tmp, sizeof f->tmp, "%s/tmp", f->dir);
+    assert_int_equal(mkdir(f->tmp, 0700), 0);
     *state = f;
     return 0;
+}
+
+/* Entries in dir whose names start with prefix ("" = all). */
+static int count_entries(const char *dir, const char *prefix, int print) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (print) fprintf(stderr, "left behind in TMPDIR: %s\n", e->d_name);
+        n++;
+    }
+    closedir(d);
+    return n;
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -132,12 +153,14 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
+/* Fails the test when a command left something in its TMPDIR. */
 static int teardown(void **state) {
     fixture *f = *state;
     release_all();
+    int left = count_entries(f->tmp, "", 1);
     nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(f);
-    return 0;
+    return left == 0 ? 0 : -1;
 }
 
 static char *slurp(const char *path) {
@@ -203,6 +226,7 @@ static void spawn(fixture *f, proc *p, const how *h, const char *const *args) {
             unsetenv("MEGAJIT_CACHE_RO");
         unsetenv("MEGAJIT_CACHE_DISABLE");
         setenv("MEGAJIT_CACHE_DIR", f->cache, 1);
+        setenv("TMPDIR", f->tmp, 1);
         for (const char *const *e = h && h->env ? h->env : NULL; e && *e; e++) {
             const char *eq = strchr(*e, '=');
             char name[64];
@@ -664,7 +688,19 @@ static void test_export_snapshot(void **state) {
     assert_int_equal(cache_entries(f, imported), c.kernels);
 }
 
-/* A precompile killed mid-way leaves a cache the next run completes. */
+/* Waits (at most a minute) until a worker of p has made its PCH directory:
+ * a compile is then under way. */
+static void wait_for_compile(fixture *f, const proc *p) {
+    for (int i = 0; i < 6000 && count_entries(f->tmp, MJ_PCH_DIR_PREFIX, 0) < 1; i++) {
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        if (waitpid(p->pid, NULL, WNOHANG) != 0) fail_msg("the precompile ended before compiling");
+    }
+    assert_true(count_entries(f->tmp, MJ_PCH_DIR_PREFIX, 0) >= 1);
+}
+
+/* A precompile killed mid-way leaves a cache the next run completes, and the
+ * PCH directory its worker could not remove is removed by the next run. */
 static void test_killed_precompile(void **state) {
     fixture *f = *state;
     const char *manifest = manifest_path(f);
@@ -674,18 +710,43 @@ static void test_killed_precompile(void **state) {
                                 "--cache",        f->cache,     NULL};
     proc p;
     spawn(f, &p, NULL, args);
-    struct timespec delay = {0, 300 * 1000 * 1000};
-    nanosleep(&delay, NULL);
+    wait_for_compile(f, &p);
     kill(p.pid, SIGKILL);
     result r = finish(&p);
     result_free(&r);
+    /* The worker dies with its parent (SIGKILL): nothing of it runs at exit. */
+    assert_int_equal(count_entries(f->tmp, MJ_PCH_DIR_PREFIX, 0), 1);
 
     counts c = precompile_ro(f, NULL, f->cache, args + 1);
     assert_true(c.kernels >= 8);
     assert_int_equal(c.failed, 0);
+    assert_true(c.compiled >= 1);
     assert_int_equal(c.compiled + c.cached, c.kernels);
     assert_int_equal(verify_status(f), 0);
     assert_int_equal(cache_entries(f, f->cache), c.kernels);
+    assert_int_equal(count_entries(f->tmp, "", 1), 0);
+}
+
+/* Ctrl-C: the workers finish the kernel at hand and exit cleanly, the
+ * precompile reports what it did and dies of the signal, nothing is left. */
+static void test_interrupted_precompile(void **state) {
+    fixture *f = *state;
+    const char *const args[] = {"precompile", "--manifest", manifest_path(f), "--jobs", "1",
+                                "--json",     "--cache",    f->cache,         NULL};
+    proc p;
+    spawn(f, &p, NULL, args);
+    wait_for_compile(f, &p);
+    kill(p.pid, SIGINT);
+    result r = finish(&p);
+    expect_status(&r, 128 + SIGINT);
+    cJSON *j = parse_json(&r);
+    int kernels = (int)num(j, "kernels"), failed = (int)num(j, "failed");
+    assert_true(failed >= 1 && failed < kernels);
+    expect_in(r.out, "interrupted");
+    assert_int_equal(count_entries(f->tmp, "", 1), 0);
+    assert_int_equal(verify_status(f), 0);
+    assert_int_equal(cache_entries(f, f->cache), kernels - failed);
+    result_free(&r);
 }
 
 static void test_info(void **state) {
@@ -890,6 +951,7 @@ int main(void) {
         T(test_rm_gc_stat),
         T(test_export_snapshot),
         T(test_killed_precompile),
+        T(test_interrupted_precompile),
         T(test_info),
         T(test_no_writable_cache_refused),
         T(test_full_filesystem_fails),

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -12,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "apis/megajit.h"
 #include "apis/specs.h"
 #include "runtime/jit.h"
+#include "runtime/pch_dir.h"
 #include "runtime/runtime_impl.h"
 
 static char cache_dir[64];
@@ -226,6 +229,86 @@ static void test_store_failure(void **state) {
     mj_runtime_destroy(rt);
 }
 
+/* PCH directories of this build under dir. */
+static int pch_dirs(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strncmp(e->d_name, MJ_PCH_DIR_PREFIX, strlen(MJ_PCH_DIR_PREFIX)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* One compile (the cache disabled, so it always compiles); 0 on success. */
+static int compile_one(void) {
+    mj_runtime_options o = {.cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime *rt = NULL;
+    mj_kernel_spec spec;
+    mj_kernel *k = NULL;
+    int ok = mj_runtime_create(&rt, &o) == MJ_OK &&
+             mj_pre_dispatch_spec(1024, MJ_FORMAT_BF16, 1, MJ_PD_ROLE_CHECK, MJ_ARCH_SM90A,
+                                  &spec) == MJ_OK &&
+             mj_jit_get(rt, &spec, NULL, &k) == MJ_OK && mj_pch_dir();
+    mj_runtime_destroy(rt);
+    return ok ? 0 : 1;
+}
+
+enum { EXIT_NORMALLY, DIE, FORK_AND_COMPILE };
+
+/* A forked child compiles in a directory of its own, removed when it exits;
+ * the parent's stays the parent's. */
+static int fork_and_compile(void) {
+    if (compile_one() != 0) return 1;
+    char mine[4200];
+    snprintf(mine, sizeof mine, "%s", mj_pch_dir());
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) exit(compile_one() == 0 && strcmp(mj_pch_dir(), mine) != 0 ? 0 : 1);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+        return 1;
+    return access(mine, F_OK) == 0 && pch_dirs(getenv("TMPDIR")) == 1 ? 0 : 1;
+}
+
+/* Runs one scenario in a child process whose TMPDIR is tmp; its exit status. */
+static int in_child(const char *tmp, int how) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("TMPDIR", tmp, 1);
+        int rc = how == FORK_AND_COMPILE ? fork_and_compile() : compile_one();
+        if (how == DIE) _exit(rc); /* skips what runs at exit, as a kill would */
+        exit(rc);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* Nothing is left behind: a process removes its PCH directory when it exits,
+ * and one it could not remove is removed by the next process that compiles. */
+static void test_pch_dirs_left_nowhere(void **state) {
+    (void)state;
+    char tmp[96], foreign[128];
+    snprintf(tmp, sizeof tmp, "%s/tmp", cache_dir);
+    snprintf(foreign, sizeof foreign, "%s/megajit-pch-abcdef", tmp);
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    /* An older build's directory (no lock: it may be in use) is never touched. */
+    assert_int_equal(mkdir(foreign, 0700), 0);
+    assert_int_equal(in_child(tmp, EXIT_NORMALLY), 0);
+    assert_int_equal(pch_dirs(tmp), 0);
+    assert_int_equal(in_child(tmp, DIE), 0);
+    assert_int_equal(pch_dirs(tmp), 1);
+    assert_int_equal(in_child(tmp, EXIT_NORMALLY), 0);
+    assert_int_equal(pch_dirs(tmp), 0);
+    assert_int_equal(in_child(tmp, FORK_AND_COMPILE), 0);
+    assert_int_equal(pch_dirs(tmp), 0);
+    assert_int_equal(access(foreign, F_OK), 0);
+}
+
 static void *set_error_in_thread(void *arg) {
     (void)arg;
     mj_format f;
@@ -252,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_build_compiles_once_then_hits),
         cmocka_unit_test(test_compile_error_returns_log),
         cmocka_unit_test(test_store_failure),
+        cmocka_unit_test(test_pch_dirs_left_nowhere),
         cmocka_unit_test(test_last_error_is_per_thread),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -10,7 +10,13 @@
  *
  * Workers open their own runtime after fork(): neither SQLite connections nor
  * CUDA state may cross a fork. They die with the parent (PR_SET_PDEATHSIG) so a
- * killed precompile leaves no orphan writing into the cache.
+ * killed precompile leaves no orphan writing into the cache, and they end
+ * through exit() so the library removes what they made (their PCH directory).
+ *
+ * Interruption (SIGINT, SIGTERM, SIGHUP): the first signal asks every worker to
+ * stop after the kernel it is compiling, so each still exits normally; the
+ * parent then reports and dies of the signal. A second signal kills the
+ * workers at once; what they leave, the next compiling process removes.
  */
 #include <errno.h>
 #include <sched.h>
@@ -191,8 +197,46 @@ static int write_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
+static const int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t stop_signal; /* parent: the first signal received */
+static volatile sig_atomic_t stopping;    /* worker: stop after the current kernel */
+static pid_t worker_pids[MAX_JOBS];
+static volatile sig_atomic_t num_workers;
+
+static void parent_on_signal(int sig) {
+    int again = stop_signal != 0;
+    if (!again) stop_signal = sig;
+    for (int i = 0; i < num_workers; i++)
+        kill(worker_pids[i], again ? SIGKILL : SIGTERM);
+}
+
+static void worker_on_signal(int sig) {
+    (void)sig;
+    stopping = 1;
+}
+
+static void on_stop_signals(void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART; /* NVRTC and SQLite need not see EINTR */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof kStopSignals / sizeof kStopSignals[0]; i++)
+        sigaction(kStopSignals[i], &sa, NULL);
+}
+
+static void block_stop_signals(int how) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof kStopSignals / sizeof kStopSignals[0]; i++)
+        sigaddset(&set, kStopSignals[i]);
+    sigprocmask(how, &set, NULL);
+}
+
 static _Noreturn void worker(const mj_manifest *m, shared_state *shared, int fd,
                              const mj_runtime_options *rt_opts, pid_t parent) {
+    on_stop_signals(worker_on_signal);
+    block_stop_signals(SIG_UNBLOCK); /* blocked by the parent around fork() */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(CLI_EXIT_FAIL);
     size_t n = mj_manifest_kernel_count(m);
@@ -200,7 +244,7 @@ static _Noreturn void worker(const mj_manifest *m, shared_state *shared, int fd,
     char rt_error[ERROR_CHARS] = "";
     if (mj_runtime_create(&rt, rt_opts) != MJ_OK)
         snprintf(rt_error, sizeof rt_error, "cannot open the runtime: %s", mj_last_error());
-    for (;;) {
+    while (!stopping) {
         size_t i = atomic_fetch_add(&shared->next_index, 1);
         if (i >= n) break;
         report r;
@@ -219,7 +263,7 @@ static _Noreturn void worker(const mj_manifest *m, shared_state *shared, int fd,
         if (write_all(fd, &r, sizeof r) != 0) break;
     }
     mj_runtime_destroy(rt);
-    _exit(0);
+    exit(0);
 }
 
 typedef struct tally {
@@ -300,19 +344,21 @@ int cmd_precompile(int argc, char **argv) {
 
     double start = now_seconds();
     pid_t parent = getpid();
-    pid_t pids[MAX_JOBS];
-    long started = 0;
-    for (; n > 0 && started < jobs; started++) {
+    on_stop_signals(parent_on_signal);
+    while (n > 0 && num_workers < jobs && !stop_signal) {
+        /* Blocked until the worker has its own handler and is in worker_pids. */
+        block_stop_signals(SIG_BLOCK);
         pid_t pid = fork();
-        if (pid < 0) break;
         if (pid == 0) {
             close(fds[0]);
             worker(m, shared, fds[1], &rt_opts, parent);
         }
-        pids[started] = pid;
+        if (pid > 0) worker_pids[num_workers++] = pid;
+        block_stop_signals(SIG_UNBLOCK);
+        if (pid < 0) break;
     }
     close(fds[1]);
-    if (n > 0 && started == 0)
+    if (n > 0 && num_workers == 0 && !stop_signal)
         fprintf(stderr, "megajit precompile: cannot start a worker: %s\n", strerror(errno));
 
     int bar = !o.json && isatty(STDERR_FILENO);
@@ -361,16 +407,18 @@ int cmd_precompile(int argc, char **argv) {
     }
     close(fds[0]);
     int crashed = 0;
-    for (long i = 0; i < started; i++) {
+    for (long i = 0; i < num_workers; i++) {
         int status;
-        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+        while (waitpid(worker_pids[i], &status, 0) < 0 && errno == EINTR) {
         }
         crashed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
     for (size_t i = 0; i < n; i++) {
         if (reported[i]) continue;
         t.failed++;
-        const char *why = crashed ? "its worker process died" : "no worker could build it";
+        const char *why = stop_signal ? "interrupted"
+                          : crashed   ? "its worker process died"
+                                      : "no worker could build it";
         cJSON *f = cJSON_CreateObject();
         cJSON_AddStringToObject(f, "kernel", mj_manifest_kernel_describe(m, i));
         cJSON_AddStringToObject(f, "error", why);
@@ -403,6 +451,12 @@ int cmd_precompile(int argc, char **argv) {
     cJSON_Delete(archs);
     cJSON_Delete(failures);
     mj_manifest_destroy(m);
+    if (stop_signal) {
+        /* Dying of the signal tells the caller (a shell, make) what happened. */
+        fflush(NULL);
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     if (rc) return rc;
     return t.failed ? CLI_EXIT_FAIL : 0;
 }
