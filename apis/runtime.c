@@ -90,7 +90,13 @@ static mj_status open_cache(mj_runtime *rt, const mj_runtime_options *o, const m
     const char *ro = o->cache_ro ? o->cache_ro : env->cache_ro;
     snprintf(rt->cache_ro, sizeof rt->cache_ro, "%s", ro ? ro : "");
     if (rt->cache_disabled) return MJ_OK;
-    mjc_open_opts co = {rt->cache_dir, ro, 0};
+    if (!o->cache_dir && env->cache_dir_fallback)
+        mj_log(MJ_LOG_WARN,
+               "HOME and XDG_CACHE_HOME are unset (or relative): the kernel cache is %s, which "
+               "does not outlive the temporary directory; set MEGAJIT_CACHE_DIR to keep kernels",
+               rt->cache_dir);
+    mjc_open_opts co = {
+        .dir = rt->cache_dir, .ro_layers = ro, .ro_allow_writable = env->cache_ro_allow_writable};
     char err[1024];
     if (mjc_open(&co, &rt->cache, err, sizeof err) != MJC_OK)
         return mj_fail(MJ_ERR_CACHE, "%s", err);

@@ -542,12 +542,7 @@ int mjc_export(mjc_db *db, const char *file) {
         return leave(db, MJC_ERR_IO);
     }
     /* The rename itself is durable only once the directory is synced. */
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
+    mjc_dirname(file, dir, sizeof dir);
     fsync_path(dir);
     return leave(db, MJC_OK);
 }

@@ -25,6 +25,7 @@ enum mjc_rc {
     MJC_ERR_NOMEM = -7,
     MJC_ERR_SQLITE = -8,
     MJC_ERR_READ_ONLY = -9,
+    MJC_ERR_UNSAFE = -10, /* others could write it: refused (see mjc_open) */
 };
 
 #define MJC_KEY_BYTES 16
@@ -35,14 +36,24 @@ typedef struct mjc_open_opts {
     const char *ro_layers; /* colon-separated snapshot files, opened immutable; may be NULL */
     int read_only;         /* open dir's database read-only (inspection) */
     int create;            /* create dir and its database now (ignored when read_only) */
+    int ro_allow_writable; /* use snapshots others can write too (the operator opted in) */
 } mjc_open_opts;
 
 /* Opening creates nothing unless opts->create is set: a writable handle
  * creates the directory and the database at its first store (mjc_insert,
  * mjc_import), so a process that only looks things up, or a command that
  * only inspects, leaves no cache behind. A database that does not exist yet
- * reads as an empty cache. On failure returns an mjc_rc and writes a sentence
- * into err. */
+ * reads as an empty cache.
+ *
+ * A cache holds code this process will run, so anyone who can write it can
+ * plant a kernel. A writable cache whose directory or database is writable by
+ * group or others, or owned by another user, is refused (MJC_ERR_UNSAFE, with
+ * the fix in the message, as ssh refuses a key file others can read); so is a
+ * snapshot that group or others can write (or replace: its directory), which
+ * is then skipped, unless opts->ro_allow_writable. Inspection (read_only) checks
+ * nothing: it runs no kernel.
+ *
+ * On failure returns an mjc_rc and writes a sentence into err. */
 int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen);
 void mjc_close(mjc_db *db);
 /* The last error sentence of this handle. */

@@ -40,8 +40,11 @@ typedef struct mjc_conn_info {
 
 /* schema.c */
 int mjc_schema_open(const char *path, int read_only, mjc_conn_info *ci, char *err, size_t errlen);
-/* Opens an immutable snapshot and checks it is ours (MJC_OK, MJC_ERR_FOREIGN, ...). */
-int mjc_snapshot_open(const char *path, sqlite3 **out, char *err, size_t errlen);
+/* Opens an immutable snapshot and checks it is ours and, unless
+ * allow_writable, that only its owner can write it (MJC_OK, MJC_ERR_FOREIGN,
+ * MJC_ERR_UNSAFE, ...). */
+int mjc_snapshot_open(const char *path, int allow_writable, sqlite3 **out, char *err,
+                      size_t errlen);
 /* "file:" URI of path with query appended; malloc'ed. */
 char *mjc_uri(const char *path, const char *query);
 void mjc_hash(const void *data, size_t size, uint8_t out[MJC_KEY_BYTES]);
@@ -60,6 +63,15 @@ int mjc_mkdirs(const char *dir);
 /* 1 when dir lives on a filesystem SQLite must not write to (network, FUSE). */
 int mjc_fs_is_network(const char *dir);
 int64_t mjc_file_size(const char *path);
+/* The directory part of path ("." for a bare name, "/" for "/x"). */
+void mjc_dirname(const char *path, char *out, size_t cap);
+/* MJC_OK when path (absent counts as fine) is writable by its owner only and,
+ * when must_own, owned by this user; a directory with the sticky bit may be
+ * world-writable when sticky_ok (others can add files there, not replace
+ * ours). Else MJC_ERR_UNSAFE with a sentence in why naming what, the path, the
+ * reason, and ending with fix. */
+int mjc_check_private(const char *what, const char *path, int must_own, int sticky_ok,
+                      const char *fix, char *why, size_t whylen);
 
 /* store.c: the helpers below expect db->mu held. */
 void mjc_set_err(mjc_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -217,11 +217,22 @@ int mjc_schema_open(const char *path, int read_only, mjc_conn_info *ci, char *er
     return MJC_OK;
 }
 
-int mjc_snapshot_open(const char *path, sqlite3 **out, char *err, size_t errlen) {
+int mjc_snapshot_open(const char *path, int allow_writable, sqlite3 **out, char *err,
+                      size_t errlen) {
     *out = NULL;
     if (access(path, R_OK) != 0) {
         snprintf(err, errlen, "cache snapshot %s cannot be read", path);
         return MJC_ERR_NOT_FOUND;
+    }
+    if (!allow_writable) {
+        static const char fix[] = "make it writable by its owner only (chmod go-w), or set "
+                                  "MEGAJIT_CACHE_RO_ALLOW_WRITABLE=1 to use it anyway";
+        char dir[4096];
+        mjc_dirname(path, dir, sizeof dir);
+        int rc = mjc_check_private("the cache snapshot", path, 0, 0, fix, err, errlen);
+        if (rc == MJC_OK)
+            rc = mjc_check_private("the directory of cache snapshots", dir, 0, 1, fix, err, errlen);
+        if (rc != MJC_OK) return rc;
     }
     sqlite3 *c = NULL;
     int rc = open_uri(path, "mode=ro&immutable=1", SQLITE_OPEN_READONLY, &c);

@@ -175,10 +175,15 @@ static int attach(mjc_db *db) {
     return MJC_OK;
 }
 
-/* Refuses a directory SQLite cannot safely write; checked at open when the
- * directory exists and again when it is created. */
+/* Refuses a directory that others could plant kernels in, or that SQLite
+ * cannot safely write (of its nearest ancestor when it does not exist yet). */
 static int check_dir(mjc_db *db) {
-    if (!mjc_fs_is_network(db->dir)) return MJC_OK;
+    static const char fix[] = "refusing it: make it yours and private (chmod go-w), or set "
+                              "MEGAJIT_CACHE_DIR to a directory of your own";
+    int rc = mjc_check_private("the cache directory", db->dir, 1, 0, fix, db->err, sizeof db->err);
+    if (rc == MJC_OK)
+        rc = mjc_check_private("the cache database", db->path, 1, 0, fix, db->err, sizeof db->err);
+    if (rc != MJC_OK || !mjc_fs_is_network(db->dir)) return rc;
     mjc_set_err(db,
                 "the cache directory %s is on a %s filesystem, where SQLite's locking is "
                 "unreliable; set MEGAJIT_CACHE_DIR to a local disk directory (a read-only "
@@ -187,14 +192,17 @@ static int check_dir(mjc_db *db) {
     return MJC_ERR_NETWORK;
 }
 
+/* Checked first, so a refused directory is left exactly as it was found. */
 static int create_dir(mjc_db *db) {
+    int rc = check_dir(db);
+    if (rc != MJC_OK) return rc;
     char locks[4200];
     snprintf(locks, sizeof locks, "%s/locks", db->dir);
     if (mjc_mkdirs(locks) != 0) {
         mjc_set_err(db, "cannot create the cache directory %s: %s", db->dir, strerror(errno));
         return MJC_ERR_IO;
     }
-    return check_dir(db);
+    return MJC_OK;
 }
 
 static int refuse_write(mjc_db *db) {
@@ -304,7 +312,7 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
                 goto fail;
             }
             db->layers = grown;
-            if (mjc_snapshot_open(path, &c, why, sizeof why) == MJC_OK)
+            if (mjc_snapshot_open(path, opts->ro_allow_writable, &c, why, sizeof why) == MJC_OK)
                 db->layers[db->num_layers++] = c;
             else
                 mj_log(MJ_LOG_WARN, "skipping cache snapshot: %s", why);

@@ -737,6 +737,100 @@ static void test_threads_share_handle(void **state) {
     mjc_close(db);
 }
 
+/* Opens dir writable (create as given); the rc, the message in err. */
+static int open_rc(const char *dir, int create, char *err, size_t errlen) {
+    mjc_db *db = NULL;
+    mjc_open_opts o = {.dir = dir, .create = create};
+    err[0] = '\0';
+    int rc = mjc_open(&o, &db, err, errlen);
+    mjc_close(db);
+    return rc;
+}
+
+/* A writable cache others can write (or that is someone else's) is refused and
+ * left as it was; inspecting one is allowed. */
+static void test_unsafe_cache_refused(void **state) {
+    fixture *f = *state;
+    char dir[128], locks[160], err[512];
+    snprintf(dir, sizeof dir, "%s/shared", f->dir);
+    snprintf(locks, sizeof locks, "%s/locks", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    static const struct {
+        mode_t mode;
+        const char *why;
+    } modes[] = {{0777, "writable by every user (mode 0777)"},
+                 {01777, "writable by every user (mode 1777)"},
+                 {0775, "writable by its group (mode 0775)"}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(dir, modes[i].mode), 0);
+        for (int create = 0; create <= 1; create++) {
+            assert_int_equal(open_rc(dir, create, err, sizeof err), MJC_ERR_UNSAFE);
+            assert_non_null(strstr(err, modes[i].why));
+            assert_non_null(strstr(err, dir));
+            assert_non_null(strstr(err, "chmod go-w"));
+            assert_non_null(strstr(err, "MEGAJIT_CACHE_DIR"));
+        }
+        assert_int_equal(access(locks, F_OK), -1);
+        mj_cache *c = NULL;
+        assert_int_equal(mj_cache_open(dir, 1, &c), MJ_OK);
+        mj_cache_close(c);
+        assert_int_equal(mj_cache_create(dir, &c), MJ_ERR_CACHE);
+        assert_non_null(strstr(mj_last_error(), modes[i].why));
+    }
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(open_rc(dir, 1, err, sizeof err), MJC_OK);
+    /* The database file is checked too. */
+    char db[160];
+    snprintf(db, sizeof db, "%s/%s", dir, MJC_DB_FILE);
+    assert_int_equal(chmod(db, 0666), 0);
+    assert_int_equal(open_rc(dir, 0, err, sizeof err), MJC_ERR_UNSAFE);
+    assert_non_null(strstr(err, "the cache database"));
+    assert_int_equal(chmod(db, 0644), 0);
+    if (geteuid() == 0) { /* only root can give a directory away */
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        assert_int_equal(open_rc(dir, 0, err, sizeof err), MJC_ERR_UNSAFE);
+        assert_non_null(strstr(err, "belongs to another user (uid 65534"));
+    }
+}
+
+/* A snapshot others could write or replace is skipped unless the operator
+ * opts in; a sticky world-writable directory (/tmp) cannot replace it. */
+static void test_unsafe_snapshot_skipped(void **state) {
+    fixture *f = *state;
+    char a[128], shared[128], snap[160];
+    snprintf(a, sizeof a, "%s/a", f->dir);
+    snprintf(shared, sizeof shared, "%s/shared", f->dir);
+    snprintf(snap, sizeof snap, "%s/snap.mjdb", shared);
+    assert_int_equal(mkdir(shared, 0755), 0);
+    mjc_db *db = open_dir(a, NULL);
+    insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
+    mjc_close(db);
+    mj_cache *c = NULL;
+    assert_int_equal(mj_cache_open(a, 1, &c), MJ_OK);
+    assert_int_equal(mj_cache_export(c, snap), MJ_OK);
+    mj_cache_close(c);
+    static const struct {
+        mode_t file, dir;
+        int used;
+    } cases[] = {{0644, 0755, 1}, {0666, 0755, 0},  {0664, 0755, 0},
+                 {0644, 0777, 0}, {0644, 01777, 1}, {0444, 0775, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(chmod(snap, cases[i].file), 0);
+        assert_int_equal(chmod(shared, cases[i].dir), 0);
+        for (int allow = 0; allow <= 1; allow++) {
+            mjc_open_opts o = {.ro_layers = snap, .ro_allow_writable = allow};
+            char err[256];
+            assert_int_equal(mjc_open(&o, &db, err, sizeof err), MJC_OK);
+            if (lookup_ok(db, 0, NULL) != (cases[i].used || allow))
+                fail_msg("snapshot mode %o in a directory of mode %o: used %d, wanted %d",
+                         (unsigned)cases[i].file, (unsigned)cases[i].dir, !cases[i].used,
+                         cases[i].used || allow);
+            mjc_close(db);
+        }
+    }
+    assert_int_equal(chmod(shared, 0755), 0);
+}
+
 /* Ranks of one server starting at once on an empty cache: 16 processes open a
  * cache directory that does not exist yet, all at the same moment, 200 times.
  * Every open must succeed (creating the schema is serialized, not a race that
@@ -819,6 +913,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_handle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_first_openers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsafe_cache_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsafe_snapshot_skipped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -935,6 +935,50 @@ static void test_read_only_commands_create_nothing(void **state) {
     result_free(&r);
 }
 
+/* A cache directory others can write is refused, saying how to fix it. */
+static void test_unsafe_cache_refused(void **state) {
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->cache, 0700), 0);
+    assert_int_equal(chmod(f->cache, 01777), 0);
+    result r = run(f, "precompile", "--manifest", small_manifest_path(f), "--cache", f->cache);
+    expect_status(&r, 2);
+    expect_in(r.err, "writable by every user (mode 1777)");
+    expect_in(r.err, "chmod go-w");
+    result_free(&r);
+    assert_int_equal(count_entries(f->cache, "", 0), 0);
+}
+
+/* The default cache directory: XDG_CACHE_HOME, then HOME (relative values of
+ * either ignored), then a per-user directory in TMPDIR, never one every user
+ * shares. */
+static void test_default_cache_dir(void **state) {
+    fixture *f = *state;
+    char home[PATH_MAX + 64], xdg[PATH_MAX + 64], want[PATH_MAX + 128];
+    snprintf(home, sizeof home, "HOME=%s/home", f->dir);
+    snprintf(xdg, sizeof xdg, "XDG_CACHE_HOME=%s/xdg", f->dir);
+    const struct {
+        const char *home, *xdg; /* environment entries */
+        const char *under;      /* the cache path, after the fixture directory */
+    } cases[] = {
+        {home, xdg, "/xdg/megajit/"},
+        {home, "XDG_CACHE_HOME=relative/cache", "/home/.cache/megajit/"},
+        {"HOME", "XDG_CACHE_HOME", "/tmp/megajit-cache-"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const how h = {
+            .env = (const char *const[]){"MEGAJIT_CACHE_DIR", cases[i].home, cases[i].xdg, NULL}};
+        result r = run_how(f, &h, "info", "--json");
+        expect_status(&r, 0);
+        cJSON *j = parse_json(&r);
+        snprintf(want, sizeof want, "%s%s", f->dir, cases[i].under);
+        expect_in(cJSON_GetObjectItemCaseSensitive(j, "cache_path")->valuestring, want);
+        /* The temporary one is named in a warning that says how to choose. */
+        if (strcmp(cases[i].home, "HOME") == 0) expect_in(r.err, "set MEGAJIT_CACHE_DIR");
+        release(j);
+        result_free(&r);
+    }
+}
+
 int main(void) {
     if (access(cli_path(), X_OK) != 0) {
         fprintf(stderr, "test_cli: %s is missing (build it with `make cli`)\n", cli_path());
@@ -956,6 +1000,8 @@ int main(void) {
         T(test_no_writable_cache_refused),
         T(test_full_filesystem_fails),
         T(test_read_only_commands_create_nothing),
+        T(test_unsafe_cache_refused),
+        T(test_default_cache_dir),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
