@@ -36,14 +36,11 @@ static mj_status unsupported_pair(const mj_moe_config *c) {
 
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
-    if (c->intermediate <= 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "intermediate %d must be a positive multiple of 64",
-                       c->intermediate);
     /* The shape rules of the symmetric buffer the layer runs in. */
     mj_symm_config probe = {
         c->hidden,          c->num_experts, c->num_topk,    c->max_tokens_per_rank,
         c->dispatch_format, c->num_ranks,   c->intermediate};
-    mj_status st = mj_symm_config_check(&probe);
+    mj_status st = mj_symm_shape_check(&probe, 1);
     if (st != MJ_OK) return st;
     if (c->rank < 0 || c->rank >= c->num_ranks)
         return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d (num_ranks %d)", c->rank,

@@ -16,12 +16,6 @@ mj_status mj_pre_dispatch_spec(int hidden, mj_format fmt, int topk, int role, mj
     if (role != MJ_PD_ROLE_MAIN && role != MJ_PD_ROLE_CHECK)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown pre-dispatch kernel role %d", role);
     if (!mj_arch_name(arch)) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    if (topk > MJ_PD_ROW_THREADS(hidden))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "pre-dispatch: top-k %d needs hidden >= %d (one thread per slot; a row has "
-                       "%d threads at hidden %d)",
-                       topk, (topk + 31) / 32 * 32 * MJ_PD_ELEMS_PER_THREAD,
-                       MJ_PD_ROW_THREADS(hidden), hidden);
     mj_kernel_spec_init(out, MJ_FAMILY_PRE_DISPATCH, arch);
     out->num_params = 4;
     out->params[MJ_PD_PARAM_ROLE] = role;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apis/limits.h"
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/kernel_map.h"
@@ -184,7 +185,7 @@ static mj_status check_family(const mj_runtime *rt, mj_family family, const void
 mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms) {
     mj_status st = check_family(rt, family, rt);
     if (st != MJ_OK) return st;
-    int max = rt->cu ? rt->device_sms : 1024;
+    int max = rt->cu ? rt->device_sms : MJ_LIMIT_NUM_SMS_MAX;
     if (num_sms < 0 || num_sms > max)
         return mj_fail(MJ_ERR_INVALID_ARG, "%s: SM count %d outside 0..%d (0 = all)",
                        mj_family_name(family), num_sms, max);

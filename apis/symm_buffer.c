@@ -2,45 +2,40 @@
  * (symm_buffer_nccl.c) one process per rank with the peers mapped. */
 #include <stdlib.h>
 
+#include "apis/limits.h"
 #include "apis/symm_buffer_impl.h"
 #include "templates/layout/moe_layout.h"
 #include "runtime/error.h"
 #include "runtime/runtime_impl.h"
 
-/* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
-#define MJ_HIDDEN_MULTIPLE 256
-#define MJ_HIDDEN_MAX 8192
+/* The API's names of the shape fields, as mj_symm_config spells them. */
+static const char *const kFieldNames[MJ_SHAPE_FIELDS_] = {
+    [MJ_SHAPE_HIDDEN] = "hidden",
+    [MJ_SHAPE_INTERMEDIATE] = "intermediate",
+    [MJ_SHAPE_EXPERTS] = "num_experts",
+    [MJ_SHAPE_TOPK] = "num_topk",
+    [MJ_SHAPE_RANKS] = "num_ranks",
+    [MJ_SHAPE_MAX_TOKENS] = "max_tokens_per_rank",
+    [MJ_SHAPE_DISPATCH_FORMAT] = "dispatch_format",
+};
+
+mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
+    mj_shape s = {.v = {[MJ_SHAPE_HIDDEN] = c->hidden,
+                        [MJ_SHAPE_INTERMEDIATE] = c->intermediate,
+                        [MJ_SHAPE_EXPERTS] = c->num_experts,
+                        [MJ_SHAPE_TOPK] = c->num_topk,
+                        [MJ_SHAPE_RANKS] = c->num_ranks,
+                        [MJ_SHAPE_MAX_TOKENS] = c->max_tokens_per_rank,
+                        [MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format},
+                  .moe = moe};
+    mj_shape_violation v;
+    if (!mj_shape_check(&s, kFieldNames, &v)) return MJ_OK;
+    return mj_fail(MJ_ERR_INVALID_ARG, "%s %lld %s", kFieldNames[v.field], s.v[v.field], v.rule);
+}
 
 mj_status mj_symm_config_check(const mj_symm_config *c) {
-    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
-    if ((unsigned)c->dispatch_format >= MJ_FORMAT_COUNT_)
-        return mj_fail(MJ_ERR_INVALID_ARG, "unsupported dispatch format %d",
-                       (int)c->dispatch_format);
-    int group = mj_format_group((int)c->dispatch_format);
-    if (c->hidden <= 0 || c->hidden > MJ_HIDDEN_MAX || c->hidden % MJ_HIDDEN_MULTIPLE ||
-        (group && c->hidden % group))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "hidden %d must be a multiple of %d (and of the %s group, %d) in 256..%d",
-                       c->hidden, MJ_HIDDEN_MULTIPLE, mj_format_name(c->dispatch_format), group,
-                       MJ_HIDDEN_MAX);
-    if (c->num_ranks < 1 || c->num_ranks > MJ_MAX_RANKS)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_ranks %d outside 1..%d", c->num_ranks,
-                       MJ_MAX_RANKS);
-    if (c->num_experts <= 0 || c->num_experts % c->num_ranks)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "num_experts %d must be positive and divisible by num_ranks %d",
-                       c->num_experts, c->num_ranks);
-    if (c->num_topk <= 0 || c->num_topk > c->num_experts || c->num_topk > 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_topk %d outside 1..min(64, num_experts %d)",
-                       c->num_topk, c->num_experts);
-    if (c->max_tokens_per_rank <= 0 || c->max_tokens_per_rank > (1 << 20))
-        return mj_fail(MJ_ERR_INVALID_ARG, "max_tokens_per_rank %d outside 1..%d",
-                       c->max_tokens_per_rank, 1 << 20);
-    if (c->intermediate < 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "intermediate %d must be 0 (pre-dispatch only) or a positive multiple of 64",
-                       c->intermediate);
-    return MJ_OK;
+    return mj_symm_shape_check(c, 0);
 }
 
 size_t mj_symm_rank_bytes(const mj_symm_config *c) {

@@ -22,8 +22,12 @@ struct mj_symm_buffer {
     mj_symm_dist *dist; /* NULL for emulated buffers */
 };
 
-/* Validates a config; the message names the bad field. */
+/* Validates a config against apis/limits.h; the message names the bad field
+ * ("num_ranks 73 must be in 1..72"). */
 mj_status mj_symm_config_check(const mj_symm_config *c);
+/* The same, for the buffer of a MegaMoE layer when moe (intermediate then
+ * required, not 0). */
+mj_status mj_symm_shape_check(const mj_symm_config *c, int moe);
 /* Bytes one rank's region needs (with the MegaMoE regions when c->intermediate
  * > 0); c must pass mj_symm_config_check. */
 size_t mj_symm_rank_bytes(const mj_symm_config *c);

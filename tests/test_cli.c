@@ -28,6 +28,7 @@
 
 #include "apis/megajit.h"
 #include "runtime/pch_dir.h"
+#include "runtime/utf8.h"
 
 enum { MAX_ARGS = 32 };
 
@@ -458,7 +459,8 @@ static void test_bad_manifests(void **state) {
         const char *text;
         const char *message;
     } whole[] = {
-        {"{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 100}]}", "layers[0].hidden"},
+        {"{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1.5}]}",
+         "layers[0].hidden: must be an integer"},
         {"{\"archs\": [\"sm_90a\"], \"layers\": [], \"extra\": 1}", "extra"},
         {"{\"archs\": [\"sm_75\"], \"layers\": []}", "archs[0]"},
         {"{\"archs\": [\"sm_90a\"]}", "layers"},
@@ -480,8 +482,32 @@ static void test_bad_manifests(void **state) {
     write_text(path, text);
     result r = run(f, "precompile", "--manifest", path, "--cache", f->cache);
     expect_status(&r, 2);
-    expect_in(r.err, "layers[1].hidden: must be a positive multiple of 128 (got 100)");
+    expect_in(r.err, "layers[1].hidden: must be a multiple of 256 in 256..8192 (got 100)");
     result_free(&r);
+    /* Absurd values are refused while parsing: nothing was compiled or created. */
+    static const struct {
+        const char *fields;
+        const char *message;
+    } absurd[] = {
+        {"\"intermediate\": 2147483520, \"experts\": 256, \"ranks\": 8", "layers[0].intermediate"},
+        {"\"intermediate\": 2048, \"experts\": 2147483647, \"ranks\": 1", "layers[0].experts"},
+        {"\"intermediate\": 2048, \"experts\": 256, \"ranks\": 73", "layers[0].ranks"},
+    };
+    for (size_t i = 0; i < sizeof absurd / sizeof absurd[0]; i++) {
+        snprintf(text, sizeof text,
+                 "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 7168, \"topk\": 8,"
+                 " \"max_tokens_per_rank\": 4096, \"weight_format\": \"mxfp4\","
+                 " \"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\", \"num_sms\": 1,"
+                 " %s}]}",
+                 absurd[i].fields);
+        write_text(path, text);
+        r = run(f, "precompile", "--manifest", path, "--json", "--cache", f->cache);
+        expect_status(&r, 2);
+        expect_in(r.err, absurd[i].message);
+        assert_string_equal(r.out, "");
+        assert_false(exists(f->cache));
+        result_free(&r);
+    }
 }
 
 /* NVRTC compiles every kernel of every preset for sm_90a and sm_100a. */
@@ -979,6 +1005,20 @@ static void test_default_cache_dir(void **state) {
     }
 }
 
+/* JSON output is valid UTF-8 even when a path in it is not. */
+static void test_json_output_is_utf8(void **state) {
+    fixture *f = *state;
+    char cache[PATH_MAX + 32];
+    snprintf(cache, sizeof cache, "%s/caf\xe9", f->dir); /* Latin-1, not UTF-8 */
+    result r = run(f, "info", "--json", "--cache", cache);
+    expect_status(&r, 0);
+    assert_int_equal(mj_utf8_valid_prefix(r.out, strlen(r.out)), strlen(r.out));
+    cJSON *j = parse_json(&r);
+    expect_in(cJSON_GetObjectItemCaseSensitive(j, "cache_path")->valuestring, "caf\xef\xbf\xbd");
+    release(j);
+    result_free(&r);
+}
+
 int main(void) {
     if (access(cli_path(), X_OK) != 0) {
         fprintf(stderr, "test_cli: %s is missing (build it with `make cli`)\n", cli_path());
@@ -1002,6 +1042,7 @@ int main(void) {
         T(test_read_only_commands_create_nothing),
         T(test_unsafe_cache_refused),
         T(test_default_cache_dir),
+        T(test_json_output_is_utf8),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
