@@ -38,7 +38,7 @@ static mj_status fail(const mj_cache *c, int rc) {
 }
 
 static mj_status open_with(const char *what, const char *dir, int read_only, int create,
-                           mj_cache **out) {
+                           const char *ro_layers, mj_cache **out) {
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "%s: out must not be NULL", what);
     *out = NULL;
     if (!dir) dir = mj_env_get()->cache_dir;
@@ -46,7 +46,11 @@ static mj_status open_with(const char *what, const char *dir, int read_only, int
     mj_cache *c = calloc(1, sizeof *c);
     if (!c) return mj_fail(MJ_ERR_NOMEM, "%s: out of memory", what);
     char err[512] = "";
-    mjc_open_opts opts = {.dir = dir, .read_only = read_only, .create = create};
+    mjc_open_opts opts = {.dir = dir,
+                          .ro_layers = ro_layers,
+                          .read_only = read_only,
+                          .create = create,
+                          .ro_allow_writable = mj_env_get()->cache_ro_allow_writable};
     int rc = mjc_open(&opts, &c->db, err, sizeof err);
     if (rc != MJC_OK) {
         free(c);
@@ -57,7 +61,7 @@ static mj_status open_with(const char *what, const char *dir, int read_only, int
 }
 
 mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out) {
-    return open_with("mj_cache_open", dir, read_only, 0, out);
+    return open_with("mj_cache_open", dir, read_only, 0, mj_env_get()->cache_ro, out);
 }
 
 mj_status mj_cache_create(const char *dir, mj_cache **out) {
@@ -68,7 +72,7 @@ mj_status mj_cache_create(const char *dir, mj_cache **out) {
     if (dir && !*dir)
         return mj_fail(MJ_ERR_CACHE, "the cache directory is \"\" (none), so no kernel can be "
                                      "stored");
-    mj_status st = open_with("mj_cache_create", dir, 0, 1, out);
+    mj_status st = open_with("mj_cache_create", dir, 0, 1, NULL, out);
     if (st == MJ_OK && mjc_is_read_only(out[0]->db)) {
         st = mj_fail(MJ_ERR_CACHE, "%s", mjc_errmsg(out[0]->db));
         mj_cache_close(*out);
@@ -102,6 +106,7 @@ static void to_entry(const mjc_info *in, mj_cache_entry *e) {
     e->last_used_at = in->last_used_at;
     e->hits = in->hits;
     e->compile_ms = in->compile_ms;
+    e->layer = in->layer ? in->layer : "";
 }
 
 typedef struct list_ctx {

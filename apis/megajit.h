@@ -324,7 +324,9 @@ typedef struct mj_cache mj_cache;
 /* Opens the cache directory (NULL = the runtime default rules) for inspection
  * and maintenance; creates nothing. A cache that does not exist yet is empty:
  * it lists nothing and removes nothing. read_only = 1 never writes; with 0,
- * mj_cache_import creates the cache when it is missing. */
+ * mj_cache_import creates the cache when it is missing. The MEGAJIT_CACHE_RO
+ * snapshots a runtime would use are opened too: mj_cache_list lists their
+ * entries after the cache's own; nothing else touches them. */
 mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
 /* Opens the cache for storing kernels into (precompile), creating its
  * directory and database now. MJ_ERR_CACHE when nothing could be stored
@@ -349,6 +351,7 @@ typedef struct mj_cache_entry {
     int64_t last_used_at; /* unix seconds */
     int64_t hits;
     double compile_ms;
+    const char *layer; /* "": the cache itself; else the MEGAJIT_CACHE_RO snapshot holding it */
 } mj_cache_entry;
 
 /* Calls fn for every entry matching the filters (NULL = any); stops when fn returns non-zero. */

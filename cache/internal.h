@@ -12,6 +12,12 @@
 #define MJC_APPLICATION_ID 0x4D4A4954 /* 'MJIT' */
 #define MJC_SCHEMA_VERSION 1
 
+/* A read-only snapshot layer. */
+typedef struct mjc_layer {
+    sqlite3 *conn; /* immutable: no locks, no WAL */
+    char *path;
+} mjc_layer;
+
 struct mjc_db {
     pthread_mutex_t mu;  /* guards everything below except dir/path */
     struct mjc_db *next; /* registry walked around fork() */
@@ -23,7 +29,7 @@ struct mjc_db {
     dev_t dev;           /* identity of the file conn opened; recovery compares it */
     ino_t ino;
     char journal[16];
-    sqlite3 **layers;
+    mjc_layer *layers; /* the snapshots that could be opened, in MEGAJIT_CACHE_RO order */
     size_t num_layers;
     char err[512];
 };

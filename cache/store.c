@@ -303,7 +303,7 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
             char *path = strndup(s, n);
             sqlite3 *c = NULL;
             char why[512];
-            sqlite3 **grown = realloc(db->layers, (db->num_layers + 1) * sizeof *grown);
+            mjc_layer *grown = realloc(db->layers, (db->num_layers + 1) * sizeof *grown);
             if (!path || !grown) {
                 free(path);
                 if (grown) db->layers = grown;
@@ -312,11 +312,12 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
                 goto fail;
             }
             db->layers = grown;
-            if (mjc_snapshot_open(path, opts->ro_allow_writable, &c, why, sizeof why) == MJC_OK)
-                db->layers[db->num_layers++] = c;
-            else
+            if (mjc_snapshot_open(path, opts->ro_allow_writable, &c, why, sizeof why) == MJC_OK) {
+                db->layers[db->num_layers++] = (mjc_layer){c, path};
+            } else {
                 mj_log(MJ_LOG_WARN, "skipping cache snapshot: %s", why);
-            free(path);
+                free(path);
+            }
         }
         s = end ? end + 1 : s + n;
     }
@@ -344,8 +345,10 @@ void mjc_close(mjc_db *db) {
     }
     pthread_mutex_unlock(&registry_mu);
     sqlite3_close_v2(db->conn);
-    for (size_t i = 0; i < db->num_layers; i++)
-        sqlite3_close_v2(db->layers[i]);
+    for (size_t i = 0; i < db->num_layers; i++) {
+        sqlite3_close_v2(db->layers[i].conn);
+        free(db->layers[i].path);
+    }
     free(db->layers);
     free(db->dir);
     free(db->path);
@@ -510,7 +513,7 @@ int mjc_lookup(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], mjc_found *out, int
         }
     }
     for (size_t i = 0; i < db->num_layers && rc == MJC_ERR_NOT_FOUND; i++)
-        rc = lookup_in(db, db->layers[i], 1, key, out);
+        rc = lookup_in(db, db->layers[i].conn, 1, key, out);
     mjc_unlock(db);
     return rc;
 }

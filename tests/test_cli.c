@@ -405,6 +405,9 @@ static void test_bad_flags(void **state) {
         {{"cache", "rm"}, "--family"},
         {{"cache", "rm", "--all", "--family", "pre_dispatch"}, "exactly one"},
         {{"cache", "gc", "--max-bytes", "lots"}, "lots"},
+        {{"cache", "rm", "--older-than", "1e400"}, "1e400"},
+        {{"cache", "rm", "--older-than", "inf"}, "inf"},
+        {{"cache", "rm", "--older-than", "-1"}, "-1"},
         {{"cache", "show", "xyz"}, "xyz"},
         {{"cache", "frobnicate"}, "frobnicate"},
         {{"cache", "ls", "--json", "--cache"}, "--cache"},
@@ -712,6 +715,34 @@ static void test_export_snapshot(void **state) {
     expect_in(r.out, "imported");
     result_free(&r);
     assert_int_equal(cache_entries(f, imported), c.kernels);
+
+    /* cache ls shows what the snapshot serves, marked with its layer. */
+    const how layered = {.ro = snapshot};
+    r = run_how(f, &layered, "cache", "ls", "--json", "--cache", fresh);
+    expect_status(&r, 0);
+    cJSON *list = parse_json(&r);
+    assert_int_equal(cJSON_GetArraySize(list), c.kernels);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list) {
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(e, "layer")->valuestring, snapshot);
+    }
+    release(list);
+    result_free(&r);
+    r = run_how(f, &layered, "cache", "ls", "--cache", f->cache);
+    expect_status(&r, 0);
+    expect_in(r.out, "LAYER");
+    expect_in(r.out, " cache ");
+    expect_in(r.out, snapshot);
+    result_free(&r);
+
+    /* Into a directory that does not exist: said so, no SQLite URI. */
+    char missing[PATH_MAX + 64];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/snap.db", f->dir);
+    r = run(f, "cache", "export", missing, "--cache", f->cache);
+    expect_status(&r, 1);
+    expect_in(r.err, "does not exist");
+    if (strstr(r.err, "file:")) fail_msg("an internal URI in: %s", r.err);
+    result_free(&r);
 }
 
 /* Waits (at most a minute) until a worker of p has made its PCH directory:
@@ -783,12 +814,26 @@ static void test_info(void **state) {
     const cJSON *path = cJSON_GetObjectItemCaseSensitive(j, "cache_path");
     assert_true(cJSON_IsString(path));
     expect_in(path->valuestring, f->cache);
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "cache_ro_layers");
+    assert_true(cJSON_IsArray(layers));
+    assert_int_equal(cJSON_GetArraySize(layers), 0);
     assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "megajit_version")));
     release(j);
     result_free(&r);
     r = run(f, "info", "--cache", f->cache);
     expect_status(&r, 0);
     expect_in(r.out, "journal mode");
+    result_free(&r);
+    /* MEGAJIT_CACHE_RO is a list: an array in JSON, one row each in the table. */
+    const how two = {.ro = "/snapshots/a.db::/snapshots/b c.db"};
+    r = run_how(f, &two, "info", "--json", "--cache", f->cache);
+    expect_status(&r, 0);
+    j = parse_json(&r);
+    layers = cJSON_GetObjectItemCaseSensitive(j, "cache_ro_layers");
+    assert_int_equal(cJSON_GetArraySize(layers), 2);
+    assert_string_equal(cJSON_GetArrayItem(layers, 0)->valuestring, "/snapshots/a.db");
+    assert_string_equal(cJSON_GetArrayItem(layers, 1)->valuestring, "/snapshots/b c.db");
+    release(j);
     result_free(&r);
 }
 
