@@ -21,6 +21,22 @@ _Static_assert((unsigned long long)MJ_LIMIT_RANKS_MAX *MJ_LIMIT_TOKENS_MAX *MJ_L
                    1ull << 62,
                "the limits allow a layout whose size overflows 64 bits");
 
+static const struct {
+    const char *api, *manifest;
+} kNames[MJ_SHAPE_FIELDS_] = {
+    [MJ_SHAPE_HIDDEN] = {"hidden", "hidden"},
+    [MJ_SHAPE_INTERMEDIATE] = {"intermediate", "intermediate"},
+    [MJ_SHAPE_EXPERTS] = {"num_experts", "experts"},
+    [MJ_SHAPE_TOPK] = {"num_topk", "topk"},
+    [MJ_SHAPE_RANKS] = {"num_ranks", "ranks"},
+    [MJ_SHAPE_MAX_TOKENS] = {"max_tokens_per_rank", "max_tokens_per_rank"},
+    [MJ_SHAPE_DISPATCH_FORMAT] = {"dispatch_format", "dispatch_format"},
+};
+
+const char *mj_shape_field_name(mj_shape_field field, mj_shape_naming naming) {
+    return naming == MJ_SHAPE_API_NAMES ? kNames[field].api : kNames[field].manifest;
+}
+
 static int broken(mj_shape_violation *out, mj_shape_field field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -33,8 +49,7 @@ static int broken(mj_shape_violation *out, mj_shape_field field, const char *fmt
     return 1;
 }
 
-int mj_shape_check(const mj_shape *s, const char *const names[MJ_SHAPE_FIELDS_],
-                   mj_shape_violation *out) {
+int mj_shape_check(const mj_shape *s, mj_shape_naming naming, mj_shape_violation *out) {
     const long long fmt = s->v[MJ_SHAPE_DISPATCH_FORMAT], hidden = s->v[MJ_SHAPE_HIDDEN],
                     inter = s->v[MJ_SHAPE_INTERMEDIATE], experts = s->v[MJ_SHAPE_EXPERTS],
                     topk = s->v[MJ_SHAPE_TOPK], ranks = s->v[MJ_SHAPE_RANKS],
@@ -55,15 +70,17 @@ int mj_shape_check(const mj_shape *s, const char *const names[MJ_SHAPE_FIELDS_],
         return broken(out, MJ_SHAPE_RANKS, "must be in 1..%d", MJ_LIMIT_RANKS_MAX);
     if (experts < ranks || experts > MJ_LIMIT_EXPERTS_MAX || experts % ranks)
         return broken(out, MJ_SHAPE_EXPERTS, "must be a multiple of %s (%lld) in %lld..%d",
-                      names[MJ_SHAPE_RANKS], ranks, ranks, MJ_LIMIT_EXPERTS_MAX);
+                      mj_shape_field_name(MJ_SHAPE_RANKS, naming), ranks, ranks,
+                      MJ_LIMIT_EXPERTS_MAX);
     if (topk < 1 || topk > MJ_LIMIT_TOPK_MAX || topk > experts)
         return broken(out, MJ_SHAPE_TOPK, "must be in 1..%d and at most %s (%lld)",
-                      MJ_LIMIT_TOPK_MAX, names[MJ_SHAPE_EXPERTS], experts);
+                      MJ_LIMIT_TOPK_MAX, mj_shape_field_name(MJ_SHAPE_EXPERTS, naming), experts);
     if (topk > MJ_PD_ROW_THREADS(hidden))
         return broken(out, MJ_SHAPE_TOPK,
                       "must be at most %lld at %s %lld: pre-dispatch gives each top-k slot one "
                       "thread of a token row",
-                      (long long)MJ_PD_ROW_THREADS(hidden), names[MJ_SHAPE_HIDDEN], hidden);
+                      (long long)MJ_PD_ROW_THREADS(hidden),
+                      mj_shape_field_name(MJ_SHAPE_HIDDEN, naming), hidden);
     if (tokens < 1 || tokens > MJ_LIMIT_TOKENS_MAX)
         return broken(out, MJ_SHAPE_MAX_TOKENS, "must be in 1..%d", MJ_LIMIT_TOKENS_MAX);
     /* Every field is now within its limit, so the sizes below cannot wrap. */

@@ -50,6 +50,11 @@ typedef struct mj_shape {
     int moe; /* a MegaMoE layer: intermediate is required (0 = a pre-dispatch-only buffer) */
 } mj_shape;
 
+/* How a caller spells the fields: mj_symm_config's "num_ranks" or a
+ * manifest's "ranks". */
+typedef enum mj_shape_naming { MJ_SHAPE_API_NAMES, MJ_SHAPE_MANIFEST_NAMES } mj_shape_naming;
+const char *mj_shape_field_name(mj_shape_field field, mj_shape_naming naming);
+
 /* A rule a shape breaks: the field, and what it must be ("must be a multiple
  * of 256 in 256..8192"), other fields named as the caller spells them. */
 typedef struct mj_shape_violation {
@@ -57,9 +62,7 @@ typedef struct mj_shape_violation {
     char rule[256];
 } mj_shape_violation;
 
-/* 0 when s is within every limit; else 1 with the first violation in *out.
- * names[f] is the caller's name of field f ("num_ranks" or "ranks"). */
-int mj_shape_check(const mj_shape *s, const char *const names[MJ_SHAPE_FIELDS_],
-                   mj_shape_violation *out);
+/* 0 when s is within every limit; else 1 with the first violation in *out. */
+int mj_shape_check(const mj_shape *s, mj_shape_naming naming, mj_shape_violation *out);
 
 #endif

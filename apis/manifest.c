@@ -320,17 +320,6 @@ static mj_status get_activation(const cJSON *obj, size_t li, mj_activation *out)
                    name, known);
 }
 
-/* The manifest's names of the shape fields. */
-static const char *const kShapeNames[MJ_SHAPE_FIELDS_] = {
-    [MJ_SHAPE_HIDDEN] = "hidden",
-    [MJ_SHAPE_INTERMEDIATE] = "intermediate",
-    [MJ_SHAPE_EXPERTS] = "experts",
-    [MJ_SHAPE_TOPK] = "topk",
-    [MJ_SHAPE_RANKS] = "ranks",
-    [MJ_SHAPE_MAX_TOKENS] = "max_tokens_per_rank",
-    [MJ_SHAPE_DISPATCH_FORMAT] = "dispatch_format",
-};
-
 /* The activation and clamp rules of the API's mj_moe_config_check, named. */
 static mj_status check_activation(const layer *l, size_t li) {
     const char *act = mj_moe_activation_name((int)l->act);
@@ -368,7 +357,8 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     if (st == MJ_OK) st = get_string(obj, li, "comment", 0, &comment);
     for (int f = 0; st == MJ_OK && f < MJ_SHAPE_FIELDS_; f++)
         if (f != MJ_SHAPE_DISPATCH_FORMAT)
-            st = get_integer(obj, li, kShapeNames[f], 1, &shape.v[f]);
+            st = get_integer(obj, li, mj_shape_field_name(f, MJ_SHAPE_MANIFEST_NAMES), 1,
+                             &shape.v[f]);
     if (st == MJ_OK) st = get_format(obj, li, "weight_format", &l->weight_format);
     if (st == MJ_OK) st = get_format(obj, li, "dispatch_format", &l->dispatch_format);
     if (st == MJ_OK) st = get_activation(obj, li, &l->act);
@@ -377,9 +367,10 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
 
     shape.v[MJ_SHAPE_DISPATCH_FORMAT] = l->dispatch_format;
     mj_shape_violation bad;
-    if (mj_shape_check(&shape, kShapeNames, &bad))
+    if (mj_shape_check(&shape, MJ_SHAPE_MANIFEST_NAMES, &bad))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: %s (got %lld)", li,
-                       kShapeNames[bad.field], bad.rule, shape.v[bad.field]);
+                       mj_shape_field_name(bad.field, MJ_SHAPE_MANIFEST_NAMES), bad.rule,
+                       shape.v[bad.field]);
     if (num_sms < 0 || num_sms > MJ_LIMIT_NUM_SMS_MAX)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "manifest: layers[%zu].num_sms: must be in 0..%d, 0 = all SMs (got %lld)",

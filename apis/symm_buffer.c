@@ -8,17 +8,6 @@
 #include "runtime/error.h"
 #include "runtime/runtime_impl.h"
 
-/* The API's names of the shape fields, as mj_symm_config spells them. */
-static const char *const kFieldNames[MJ_SHAPE_FIELDS_] = {
-    [MJ_SHAPE_HIDDEN] = "hidden",
-    [MJ_SHAPE_INTERMEDIATE] = "intermediate",
-    [MJ_SHAPE_EXPERTS] = "num_experts",
-    [MJ_SHAPE_TOPK] = "num_topk",
-    [MJ_SHAPE_RANKS] = "num_ranks",
-    [MJ_SHAPE_MAX_TOKENS] = "max_tokens_per_rank",
-    [MJ_SHAPE_DISPATCH_FORMAT] = "dispatch_format",
-};
-
 mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
     mj_shape s = {.v = {[MJ_SHAPE_HIDDEN] = c->hidden,
@@ -30,8 +19,9 @@ mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
                         [MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format},
                   .moe = moe};
     mj_shape_violation v;
-    if (!mj_shape_check(&s, kFieldNames, &v)) return MJ_OK;
-    return mj_fail(MJ_ERR_INVALID_ARG, "%s %lld %s", kFieldNames[v.field], s.v[v.field], v.rule);
+    if (!mj_shape_check(&s, MJ_SHAPE_API_NAMES, &v)) return MJ_OK;
+    return mj_fail(MJ_ERR_INVALID_ARG, "%s %lld %s",
+                   mj_shape_field_name(v.field, MJ_SHAPE_API_NAMES), s.v[v.field], v.rule);
 }
 
 mj_status mj_symm_config_check(const mj_symm_config *c) {

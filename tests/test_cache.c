@@ -369,6 +369,17 @@ static void test_newer_schema_read_only(void **state) {
     mjc_close(db);
 }
 
+/* A cache in dir holding entries 0..n-1, exported to snap. */
+static void make_snapshot(const char *dir, int n, const char *snap) {
+    mjc_db *db = open_dir(dir, NULL);
+    insert_n(db, 0, n, "pre_dispatch", "sm_90a");
+    mjc_close(db);
+    mj_cache *c = NULL;
+    assert_int_equal(mj_cache_open(dir, 1, &c), MJ_OK);
+    assert_int_equal(mj_cache_export(c, snap), MJ_OK);
+    mj_cache_close(c);
+}
+
 static void test_export_layer_import(void **state) {
     fixture *f = *state;
     char a[128], b[128], c2[128], snap[160], layers[400];
@@ -376,15 +387,10 @@ static void test_export_layer_import(void **state) {
     snprintf(b, sizeof b, "%s/b", f->dir);
     snprintf(c2, sizeof c2, "%s/c", f->dir);
     snprintf(snap, sizeof snap, "%s/snap.mjdb", f->dir);
-    mjc_db *db = open_dir(a, NULL);
-    insert_n(db, 0, 3, "pre_dispatch", "sm_90a");
-    mjc_close(db);
-
-    mj_cache *c = NULL;
-    assert_int_equal(mj_cache_open(a, 0, &c), MJ_OK);
-    assert_int_equal(mj_cache_export(c, snap), MJ_OK);
-    mj_cache_close(c);
+    make_snapshot(a, 3, snap);
     assert_int_equal(raw_int(snap, "PRAGMA application_id"), 0x4D4A4954);
+    mjc_db *db;
+    mj_cache *c = NULL;
 
     snprintf(layers, sizeof layers, "%s/missing.mjdb:%s", f->dir, snap);
     db = open_dir(b, layers);
@@ -802,13 +808,8 @@ static void test_unsafe_snapshot_skipped(void **state) {
     snprintf(shared, sizeof shared, "%s/shared", f->dir);
     snprintf(snap, sizeof snap, "%s/snap.mjdb", shared);
     assert_int_equal(mkdir(shared, 0755), 0);
-    mjc_db *db = open_dir(a, NULL);
-    insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
-    mjc_close(db);
-    mj_cache *c = NULL;
-    assert_int_equal(mj_cache_open(a, 1, &c), MJ_OK);
-    assert_int_equal(mj_cache_export(c, snap), MJ_OK);
-    mj_cache_close(c);
+    make_snapshot(a, 1, snap);
+    mjc_db *db;
     static const struct {
         mode_t file, dir;
         int used;
