@@ -69,7 +69,7 @@ cli: $(BUILD)/bin/megajit ## build the megajit CLI
 
 $(BUILD)/bin/embed_templates: tools/embed_templates.c
 	@mkdir -p $(@D)
-	$(CC) $(CWARN) $(CFLAGS) -o $@ $<
+	$(CC) $(CWARN) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(GEN_SRC): $(BUILD)/bin/embed_templates $(TEMPLATES)
 	@mkdir -p $(@D)
@@ -94,7 +94,7 @@ $(BUILD)/lib/libmegajit.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/lib/libmegajit.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-rpath,'$$ORIGIN' -o $@.0 $^ $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,-rpath,'$$ORIGIN' -o $@.0 $^ $(LIBS)
 	ln -sf libmegajit.so.0 $@
 # The GPU machine has no cJSON: ship the runtime library beside ours.
 $(BUILD)/lib/libcjson.so.1:
@@ -105,7 +105,7 @@ $(BUILD)/san/libmegajit.a: $(SAN_OBJ)
 
 $(BUILD)/bin/megajit: $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson.so.1
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
 
 # pkg-config file for a prefix: $(call pc_file,PREFIX,OUT)
 pc_file = printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(1)' > $(2)
@@ -118,18 +118,19 @@ $(BUILD)/lib/pkgconfig/megajit.pc: Makefile include/megajit.h
 
 $(TEST_C_BIN): $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bin/megajit
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
-# C++ tests compile kernel headers on the host (their math is plain C++).
+# C++ tests compile kernel headers on the host (their math is plain C++); CFLAGS reach
+# them too so that `make CFLAGS=-fsanitize=...` builds every object the same way.
 $(TEST_CXX_BIN): $(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
 	@mkdir -p $(@D)
-	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror -O2 -g $(SAN) -ffp-contract=off -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
+	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror $(CFLAGS) $(CXXFLAGS) $(SAN) -ffp-contract=off $(LDFLAGS) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
 # Static pattern: the generic tests rule must never build GPU tests (no -lcuda there).
 .SECONDEXPANSION:
 $(GPU_BIN): $(BUILD)/tests/gpu/%: tests/gpu/%.c $$(call gpu_parts,$$*) $(GPU_CHECK_OBJ) $(BUILD)/lib/libmegajit.a $(REF_OBJ) $(BENCH_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) -o $@ $< $(call gpu_parts,$*) $(GPU_CHECK_OBJ) $(REF_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
+	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call gpu_parts,$*) $(GPU_CHECK_OBJ) $(REF_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -Wl,-rpath,'$$ORIGIN/../../lib' -L$(BUILD)/lib $(LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
 
 test-cpu: $(TEST_BIN) ## run every CPU test binary (ASan+UBSan); make test first installs deps
 	@set -e; pass=0; fail=0; for t in $(TEST_BIN); do \

@@ -36,7 +36,7 @@ static const char *const kJson[] = {
     " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
 
     "{\"comment\": \"gpt-oss-120b on one rank, W4A16. The model's hidden and intermediate"
-    " sizes are 2880, which is not a multiple of the 128-wide quantization blocks; both are"
+    " sizes are 2880, which is not a multiple of 256 as hidden must be (runtime/limits.h); both are"
     " padded with zeros to 3072 (weights and activations alike), which leaves the result"
     " unchanged.\","
     " \"archs\": [\"sm_90a\"],"

@@ -368,12 +368,14 @@ MJ_API const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
 
 typedef enum mj_build_result {
     MJ_BUILD_CACHED = 0,   /* already in the cache */
-    MJ_BUILD_COMPILED = 1, /* compiled and inserted by this call */
+    MJ_BUILD_COMPILED = 1, /* compiled and stored in the cache by this call */
     MJ_BUILD_FAILED = 2,
 } mj_build_result;
 
 /* Ensures kernel i of the manifest is in rt's cache (compiling when missing);
- * needs no GPU. result and seconds may be NULL. */
+ * needs no GPU. result and seconds may be NULL. A kernel compiled but not
+ * stored (no writable cache, a full disk) is a failure: MJ_ERR_CACHE, the
+ * message says why. */
 MJ_API mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
                                           mj_build_result *result, double *seconds);
 
@@ -381,9 +383,19 @@ MJ_API mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, 
 
 typedef struct mj_cache mj_cache;
 
-/* Opens the cache directory (NULL = the runtime default rules) for inspection.
- * read_only = 1 never writes. */
+/* Opens the cache directory (NULL = the runtime default rules) for inspection
+ * and maintenance; creates nothing. A cache that does not exist yet is empty:
+ * it lists nothing and removes nothing. read_only = 1 never writes; with 0,
+ * mj_cache_import creates the cache when it is missing. The MEGAJIT_CACHE_RO
+ * snapshots a runtime would use are opened too: mj_cache_list lists their
+ * entries after the cache's own; nothing else touches them. */
 MJ_API mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
+/* Opens the cache for storing kernels into (precompile), creating its
+ * directory and database now. MJ_ERR_CACHE when nothing could be stored
+ * there: the cache is disabled (MEGAJIT_CACHE_DISABLE), dir is "", the
+ * database was written by a newer megajit (read-only to this one), or the
+ * directory is refused (network filesystem, cannot be created). */
+MJ_API mj_status mj_cache_create(const char *dir, mj_cache **out);
 MJ_API void mj_cache_close(mj_cache *c);
 MJ_API const char *mj_cache_path(const mj_cache *c); /* the database file */
 
@@ -401,6 +413,7 @@ typedef struct mj_cache_entry {
     int64_t last_used_at; /* unix seconds */
     int64_t hits;
     double compile_ms;
+    const char *layer; /* "": the cache itself; else the MEGAJIT_CACHE_RO snapshot holding it */
 } mj_cache_entry;
 
 /* Calls fn for every entry matching the filters (NULL = any); stops when fn returns non-zero. */

@@ -45,15 +45,55 @@ static int write_all(int fd, const void *buf, size_t len) {
     return 0;
 }
 
+static const int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { NUM_STOP_SIGNALS = (int)(sizeof kStopSignals / sizeof kStopSignals[0]) };
+static volatile sig_atomic_t stop_signal; /* caller: the first signal received */
+static volatile sig_atomic_t stopping;    /* worker: stop after the current item */
+static pid_t worker_pids[MJ_BUILD_POOL_MAX_JOBS];
+static volatile sig_atomic_t num_workers;
+
+static void parent_on_signal(int sig) {
+    int again = stop_signal != 0;
+    if (!again) stop_signal = sig;
+    for (int i = 0; i < num_workers; i++)
+        kill(worker_pids[i], again ? SIGKILL : SIGTERM);
+}
+
+static void worker_on_signal(int sig) {
+    (void)sig;
+    stopping = 1;
+}
+
+/* Installs handler for the stop signals; the previous actions go to old. */
+static void on_stop_signals(void (*handler)(int), struct sigaction *old) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART; /* NVRTC and SQLite need not see EINTR */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NUM_STOP_SIGNALS; i++)
+        sigaction(kStopSignals[i], &sa, old ? &old[i] : NULL);
+}
+
+static void block_stop_signals(int how) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < NUM_STOP_SIGNALS; i++)
+        sigaddset(&set, kStopSignals[i]);
+    sigprocmask(how, &set, NULL);
+}
+
 static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, int fd,
                              pid_t parent) {
+    on_stop_signals(worker_on_signal, NULL);
+    block_stop_signals(SIG_UNBLOCK); /* blocked by the caller around fork() */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
+    if (getppid() != parent) _exit(1); /* nothing made yet */
     mj_runtime *rt = NULL;
     char rt_error[MJ_BUILD_ERROR_CHARS] = "";
     if (mj_runtime_new(pool->runtime, &rt) != MJ_OK)
         snprintf(rt_error, sizeof rt_error, "cannot open the runtime: %s", mj_last_error());
-    for (;;) {
+    while (!stopping) {
         size_t i = atomic_fetch_add(&shared->next_index, 1);
         if (i >= pool->count) break;
         mj_build_report r;
@@ -73,7 +113,7 @@ static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, in
         if (write_all(fd, &r, sizeof r) != 0) break;
     }
     mj_runtime_free(rt);
-    _exit(0);
+    exit(0);
 }
 
 /* The database the workers will share, created before they start. When this
@@ -81,22 +121,25 @@ static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, in
 static void create_cache(const mj_runtime_options *o) {
     const mj_env *env = mj_env_get();
     if (o->cache_disable || env->cache_disable) return;
-    mjc_open_opts co = {o->cache_dir ? o->cache_dir : env->cache_dir, NULL, 0, mj_log_cache_warning,
-                        NULL};
+    mjc_open_opts co = {.dir = o->cache_dir ? o->cache_dir : env->cache_dir,
+                        .create = 1,
+                        .warn = mj_log_cache_warning};
     mjc_db *db = NULL;
     char err[512];
     if (mjc_open(&co, &db, err, sizeof err) == MJC_OK) mjc_close(db);
 }
 
 static void report_missing(const mj_build_pool *pool, const unsigned char *reported, int crashed,
-                           int started, int fork_errno) {
+                           int started, int fork_errno, int interrupted) {
     for (size_t i = 0; i < pool->count; i++) {
         if (reported[i]) continue;
         mj_build_report r;
         memset(&r, 0, sizeof r);
         r.index = i;
         r.result = MJ_BUILD_FAILED;
-        if (crashed)
+        if (interrupted)
+            snprintf(r.error, sizeof r.error, "interrupted");
+        else if (crashed)
             snprintf(r.error, sizeof r.error, "its worker process died");
         else if (!started)
             snprintf(r.error, sizeof r.error, "no worker could start: %s", strerror(fork_errno));
@@ -106,8 +149,9 @@ static void report_missing(const mj_build_pool *pool, const unsigned char *repor
     }
 }
 
-mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers) {
+mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers, int *stopped_by) {
     *workers = 0;
+    *stopped_by = 0;
     if (pool->jobs < 1 || pool->jobs > MJ_BUILD_POOL_MAX_JOBS || !pool->runtime || !pool->build ||
         !pool->report)
         return mj_fail(MJ_ERR_INVALID_ARG,
@@ -129,21 +173,26 @@ mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers) {
     fflush(NULL);
 
     pid_t parent = getpid();
-    pid_t pids[MJ_BUILD_POOL_MAX_JOBS];
-    int started = 0, fork_errno = 0;
+    int fork_errno = 0;
     size_t jobs = (size_t)pool->jobs < pool->count ? (size_t)pool->jobs : pool->count;
-    for (; (size_t)started < jobs; started++) {
+    stop_signal = 0;
+    num_workers = 0;
+    struct sigaction old[NUM_STOP_SIGNALS];
+    on_stop_signals(parent_on_signal, old);
+    while ((size_t)num_workers < jobs && !stop_signal) {
+        /* Blocked until the worker has its own handler and is in worker_pids. */
+        block_stop_signals(SIG_BLOCK);
         pid_t pid = fork();
-        if (pid < 0) {
-            fork_errno = errno;
-            break;
-        }
         if (pid == 0) {
             close(fds[0]);
             worker(pool, shared, fds[1], parent);
         }
-        pids[started] = pid;
+        if (pid > 0) worker_pids[num_workers++] = pid;
+        if (pid < 0) fork_errno = errno;
+        block_stop_signals(SIG_UNBLOCK);
+        if (pid < 0) break;
     }
+    const int started = num_workers;
     close(fds[1]);
 
     mj_build_report r;
@@ -164,13 +213,20 @@ mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers) {
     int crashed = 0;
     for (int i = 0; i < started; i++) {
         int status = 0;
-        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+        while (waitpid(worker_pids[i], &status, 0) < 0 && errno == EINTR) {
         }
         crashed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
-    report_missing(pool, reported, crashed, started, fork_errno);
+    /* No worker is left to signal: the caller's handlers come back. */
+    block_stop_signals(SIG_BLOCK);
+    num_workers = 0;
+    for (int i = 0; i < NUM_STOP_SIGNALS; i++)
+        sigaction(kStopSignals[i], &old[i], NULL);
+    block_stop_signals(SIG_UNBLOCK);
+    report_missing(pool, reported, crashed, started, fork_errno, stop_signal != 0);
     free(reported);
     munmap(shared, sizeof *shared);
     *workers = started;
+    *stopped_by = stop_signal;
     return MJ_OK;
 }

@@ -7,42 +7,27 @@
 
 #include "heuristics/mega_moe_config.h"
 #include "runtime/error.h"
+#include "runtime/limits.h"
 #include "runtime/struct_size.h"
 
-/* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
-#define MJ_HIDDEN_MULTIPLE 256
-#define MJ_HIDDEN_MAX 8192
+mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
+    mj_shape s = {.v = {[MJ_SHAPE_HIDDEN] = c->hidden,
+                        [MJ_SHAPE_INTERMEDIATE] = c->intermediate,
+                        [MJ_SHAPE_EXPERTS] = c->num_experts,
+                        [MJ_SHAPE_TOPK] = c->num_topk,
+                        [MJ_SHAPE_RANKS] = c->num_ranks,
+                        [MJ_SHAPE_MAX_TOKENS] = c->max_tokens_per_rank,
+                        [MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format},
+                  .moe = moe};
+    mj_shape_violation v;
+    if (!mj_shape_check(&s, MJ_SHAPE_API_NAMES, &v)) return MJ_OK;
+    return mj_fail(MJ_ERR_INVALID_ARG, "%s %lld %s",
+                   mj_shape_field_name(v.field, MJ_SHAPE_API_NAMES), s.v[v.field], v.rule);
+}
 
 mj_status mj_symm_config_check(const mj_symm_config *c) {
-    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
-    if ((unsigned)c->dispatch_format >= MJ_FORMAT_COUNT_)
-        return mj_fail(MJ_ERR_INVALID_ARG, "unsupported dispatch format %d",
-                       (int)c->dispatch_format);
-    int group = mj_format_group((int)c->dispatch_format);
-    if (c->hidden <= 0 || c->hidden > MJ_HIDDEN_MAX || c->hidden % MJ_HIDDEN_MULTIPLE ||
-        (group && c->hidden % group))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "hidden %d must be a multiple of %d (and of the %s group, %d) in 256..%d",
-                       c->hidden, MJ_HIDDEN_MULTIPLE, mj_format_name(c->dispatch_format), group,
-                       MJ_HIDDEN_MAX);
-    if (c->num_ranks < 1 || c->num_ranks > MJ_MAX_RANKS)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_ranks %d outside 1..%d", c->num_ranks,
-                       MJ_MAX_RANKS);
-    if (c->num_experts <= 0 || c->num_experts % c->num_ranks)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "num_experts %d must be positive and divisible by num_ranks %d",
-                       c->num_experts, c->num_ranks);
-    if (c->num_topk <= 0 || c->num_topk > c->num_experts || c->num_topk > 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_topk %d outside 1..min(64, num_experts %d)",
-                       c->num_topk, c->num_experts);
-    if (c->max_tokens_per_rank <= 0 || c->max_tokens_per_rank > (1 << 20))
-        return mj_fail(MJ_ERR_INVALID_ARG, "max_tokens_per_rank %d outside 1..%d",
-                       c->max_tokens_per_rank, 1 << 20);
-    if (c->intermediate < 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "intermediate %d must be 0 (pre-dispatch only) or a positive multiple of 64",
-                       c->intermediate);
-    return MJ_OK;
+    return mj_symm_shape_check(c, 0);
 }
 
 mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c) {
@@ -102,12 +87,10 @@ static mj_status unsupported_pair(const mj_moe_config *c) {
 
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
-    if (c->intermediate <= 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "intermediate %d must be a positive multiple of 64",
-                       c->intermediate);
-    /* The shape rules of the symmetric buffer the layer runs in. */
+    /* The shape rules of the symmetric buffer the layer runs in, intermediate
+     * required. */
     mj_symm_config buffer = mj_symm_config_of_moe(c);
-    mj_status st = mj_symm_config_check(&buffer);
+    mj_status st = mj_symm_shape_check(&buffer, 1);
     if (st != MJ_OK) return st;
     if (c->rank < 0 || c->rank >= c->num_ranks)
         return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d (num_ranks %d)", c->rank,

@@ -16,8 +16,12 @@ mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ou
 mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
                                const mj_moe_format_row **row);
 
-/* Validates a symmetric buffer config; the message names the bad field. */
+/* Validates a symmetric buffer config against runtime/limits.h; the message
+ * names the bad field ("num_ranks 73 must be in 1..72"). */
 mj_status mj_symm_config_check(const mj_symm_config *c);
+/* The same, for the buffer of a MegaMoE layer when moe (intermediate then
+ * required, not 0). */
+mj_status mj_symm_shape_check(const mj_symm_config *c, int moe);
 
 /* The config of the symmetric buffer a MoE layer runs in. */
 mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c);

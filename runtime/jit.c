@@ -17,6 +17,7 @@
 #include "runtime/kernel_map.h"
 #include "runtime/log.h"
 #include "runtime/nvrtc_lib.h"
+#include "runtime/pch_dir.h"
 #include "runtime/runtime.h"
 
 /* Everything a miss needs, rendered once from the spec. */
@@ -37,6 +38,7 @@ typedef struct build_job {
      * in-memory headers (seen with NVRTC 13.0), so each include closure gets
      * its own PCH directory: variants of one template version share a PCH;
      * edited headers never see a stale one. */
+    char closure_hex[33];
     char program_name[64];
     char pch_dir_option[4200];
 } build_job;
@@ -61,17 +63,11 @@ static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec 
     if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
     mj_status st = mj_closure_compute(templates, family->template_path, &job->closure);
     if (st != MJ_OK) return st;
-    char closure_hex[33];
-    mjc_key_hex(job->closure.hash, closure_hex);
-    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", closure_hex);
-    const char *pch_root = mj_nvrtc_pch_root();
-    snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s",
-             pch_root ? pch_root : "", closure_hex);
+    mjc_key_hex(job->closure.hash, job->closure_hex);
+    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", job->closure_hex);
     snprintf(job->arch_option, sizeof job->arch_option, "--gpu-architecture=%s", arch);
-    const char *opts[] = {job->arch_option, "-std=c++20",        "-default-device",
-                          "--fmad=false",   job->pch_dir_option, "--pch"};
-    /* Without a private directory for the PCH, compile without one. */
-    job->num_options = (int)(sizeof opts / sizeof opts[0]) - (pch_root ? 0 : 2);
+    const char *opts[] = {job->arch_option, "-std=c++20", "-default-device", "--fmad=false"};
+    job->num_options = (int)(sizeof opts / sizeof opts[0]);
     memcpy(job->options, opts, sizeof opts);
     mj_key_normalized_flags(job->options, job->num_options, job->flags, sizeof job->flags);
     char compiler[96];
@@ -117,7 +113,11 @@ static int cubin_is_elf(const void *cubin, size_t size) {
                                4) == 0;
 }
 
-static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_output *out) {
+/* Compiles job and stores the cubin. A store that fails is an error only when
+ * the caller asked for the kernel to be stored (precompile); a serving caller
+ * has the cubin and keeps it in memory. */
+static mj_status compile_and_publish(mj_runtime *rt, build_job *job, int require_store,
+                                     mj_compile_output *out) {
     const char *names[64], *sources[64];
     if (job->closure.count > 64) return mj_fail(MJ_ERR_UNSUPPORTED, "too many headers");
     mjc_header headers[64];
@@ -126,6 +126,16 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
         sources[i] = job->closure.files[i].file->text;
         headers[i].path = names[i];
         memcpy(headers[i].content_hash, job->closure.files[i].content_hash, 16);
+    }
+    /* The PCH directory is made by the first compile, not by lookups: a process
+     * that only hits the cache makes none. PCH options are not keyed. Without a
+     * private directory for the PCH, compile without one. */
+    const char *pch_dir = mj_pch_dir();
+    if (pch_dir) {
+        snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s", pch_dir,
+                 job->closure_hex);
+        job->options[job->num_options++] = job->pch_dir_option;
+        job->options[job->num_options++] = "--pch";
     }
     mj_compile_input in = {job->program_name,  job->source,  job->name_expression, names, sources,
                            job->closure.count, job->options, job->num_options};
@@ -141,7 +151,11 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
     pthread_mutex_unlock(&rt->lock);
     mj_log(MJ_LOG_INFO, "compiled %s for %s in %.0f ms (%zu-byte cubin)", job->name_expression,
            mj_arch_name((mj_arch)job->spec->arch), out->milliseconds, out->cubin_size);
-    if (!rt->cache) return MJ_OK;
+    if (!rt->cache) {
+        if (!require_store) return MJ_OK;
+        return mj_fail(MJ_ERR_CACHE, "compiled %s but did not store it: the cache is disabled",
+                       job->name_expression);
+    }
     char compiler[96];
     snprintf(compiler, sizeof compiler, "nvrtc %s", job->compiler);
     mjc_entry e = {.family = job->family,
@@ -158,10 +172,18 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
                    .headers = headers,
                    .num_headers = (size_t)job->closure.count};
     memcpy(e.key, job->key, 16);
-    /* A cache that cannot take the entry does not fail the caller: it has the cubin. */
-    if (mjc_insert(rt->cache, &e) != MJC_OK)
-        mj_log(MJ_LOG_WARN, "could not store %s in the cache: %s", job->name_expression,
-               mjc_errmsg(rt->cache));
+    if (mjc_insert(rt->cache, &e) == MJC_OK) return MJ_OK;
+    if (require_store)
+        return mj_fail(MJ_ERR_CACHE, "compiled %s but could not store it in the cache: %s",
+                       job->name_expression, mjc_errmsg(rt->cache));
+    /* One warning says the cache stopped taking kernels; one per kernel would
+     * bury the rest of the log (misses run under build_lock, so no race). */
+    if (!rt->store_failed)
+        mj_log(MJ_LOG_WARN,
+               "could not store %s in the cache: %s; kernels this runtime compiles are kept in "
+               "memory only (further store failures are not logged)",
+               job->name_expression, mjc_errmsg(rt->cache));
+    rt->store_failed = 1;
     return MJ_OK;
 }
 
@@ -180,7 +202,8 @@ static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) 
 /* The cubin and lowered name of job, from the cache or a fresh compile under
  * the per-key lock (so concurrent processes compile each key once). */
 static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_stream capture_stream,
-                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result) {
+                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result,
+                        int require_store) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
     const char *arch = mj_arch_name((mj_arch)job->spec->arch);
@@ -206,7 +229,7 @@ static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_strea
         goto hit;
     }
     mj_compile_output out;
-    mj_status st = compile_and_publish(rt, job, &out);
+    mj_status st = compile_and_publish(rt, job, require_store, &out);
     mjc_unlock_key(lock_fd);
     if (st != MJ_OK) {
         mj_compile_output_free(&out);
@@ -240,7 +263,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
-    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result);
+    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result, 1);
     pthread_mutex_unlock(&rt->build_lock);
     mj_closure_free(&job.closure);
     free(cubin);
@@ -302,7 +325,7 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
             snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
                      job.name_expression);
             st = obtain(rt, &job, 1, stream, &fresh->cubin, &fresh->cubin_size,
-                        &fresh->lowered_name, NULL);
+                        &fresh->lowered_name, NULL, 0);
             if (st == MJ_OK) {
                 k = mj_kernel_map_insert(rt->kernels, fresh);
                 if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");

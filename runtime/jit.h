@@ -33,7 +33,8 @@ mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cf
                         void **args);
 
 /* Ensures spec is in the on-disk cache (compiles when missing, whatever the
- * runtime's compile switch: this is what precompiling is). Needs no device. */
+ * runtime's compile switch: this is what precompiling is). Needs no device.
+ * A kernel compiled but not stored is MJ_ERR_CACHE. */
 mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
                        double *seconds);
 

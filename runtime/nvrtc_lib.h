@@ -15,10 +15,6 @@
  * NULL (error set) when NVRTC cannot be loaded. */
 const char *mj_nvrtc_version(void);
 
-/* A private directory of this process for NVRTC's automatic PCH files,
- * removed at exit; NULL when none can be made. */
-const char *mj_nvrtc_pch_root(void);
-
 typedef struct mj_compile_input {
     const char *program_name; /* names NVRTC's automatic PCH file */
     const char *source;

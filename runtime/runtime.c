@@ -9,6 +9,7 @@
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/kernel_map.h"
+#include "runtime/limits.h"
 #include "runtime/log.h"
 #include "runtime/nvrtc_lib.h"
 
@@ -61,7 +62,15 @@ static mj_status open_cache(mj_runtime *rt, const mj_runtime_options *o, const m
     const char *ro = o->cache_ro ? o->cache_ro : env->cache_ro;
     snprintf(rt->cache_ro, sizeof rt->cache_ro, "%s", ro ? ro : "");
     if (rt->cache_disabled) return MJ_OK;
-    mjc_open_opts co = {rt->cache_dir, ro, 0, mj_log_cache_warning, NULL};
+    if (!o->cache_dir && env->cache_dir_fallback)
+        mj_log(MJ_LOG_WARN,
+               "HOME and XDG_CACHE_HOME are unset (or relative): the kernel cache is %s, which "
+               "does not outlive the temporary directory; set MEGAJIT_CACHE_DIR to keep kernels",
+               rt->cache_dir);
+    mjc_open_opts co = {.dir = rt->cache_dir,
+                        .ro_layers = ro,
+                        .ro_allow_writable = env->cache_ro_allow_writable,
+                        .warn = mj_log_cache_warning};
     char err[1024];
     if (mjc_open(&co, &rt->cache, err, sizeof err) != MJC_OK)
         return mj_fail(MJ_ERR_CACHE, "%s", err);
@@ -132,7 +141,7 @@ mj_status mj_runtime_bind(mj_runtime *rt) {
 }
 
 mj_status mj_runtime_set_family_sms(mj_runtime *rt, mj_family family, int num_sms) {
-    int max = rt->cu ? rt->device_sms : 1024;
+    int max = rt->cu ? rt->device_sms : MJ_LIMIT_NUM_SMS_MAX;
     if (num_sms < 0 || num_sms > max)
         return mj_fail(MJ_ERR_INVALID_ARG, "%s: SM count %d outside 0..%d (0 = all)",
                        mj_family_name(family), num_sms, max);

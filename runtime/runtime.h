@@ -39,7 +39,8 @@ struct mj_runtime {
     /* NULL: launches compile missing kernels; else the switch that forbids it. */
     const char *compile_disabled_by;
 
-    mjc_db *cache; /* NULL when disabled */
+    mjc_db *cache;    /* NULL when disabled */
+    int store_failed; /* a failed store was logged; later ones are not (build_lock) */
     char cache_dir[4096];
     char cache_ro[4096];
     int cache_disabled;

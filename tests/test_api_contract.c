@@ -245,6 +245,10 @@ static int cache_open(fixture *f) {
     (void)f;
     return mj_cache_open(scratch_dir, 1, NULL);
 }
+static int cache_create(fixture *f) {
+    (void)f;
+    return mj_cache_create(scratch_dir, NULL);
+}
 static int cache_close(fixture *f) {
     (void)f;
     mj_cache_close(NULL);
@@ -327,6 +331,7 @@ static const api_case kCases[] = {
     {"mj_manifest_build_kernel", manifest_build_kernel, MJ_OK},
     {"mj_manifest_build_kernel", manifest_build_kernel_null, MJ_ERR_INVALID_ARG},
     {"mj_cache_open", cache_open, MJ_ERR_INVALID_ARG},
+    {"mj_cache_create", cache_create, MJ_ERR_INVALID_ARG},
     {"mj_cache_close", cache_close, NO_STATUS},
     {"mj_cache_path", cache_path, NO_STATUS},
     {"mj_cache_list", cache_list, MJ_ERR_INVALID_ARG},

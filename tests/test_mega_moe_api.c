@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/limits.h"
 #include "apis/mega_moe_impl.h"
 #include "apis/symm_buffer_impl.h"
 #include "heuristics/mega_moe_config.h"
@@ -83,7 +84,7 @@ static void test_config_rejects_bad_values(void **state) {
     REJECT((c.weight_format = MJ_FORMAT_BF16, c.dispatch_format = MJ_FORMAT_MXFP8),
            "not a MegaMoE format pair");
     REJECT(c.weight_format = (mj_format)7, "dispatch_format mxfp8)");
-    REJECT(c.dispatch_format = (mj_format)9, "unsupported dispatch format 9");
+    REJECT(c.dispatch_format = (mj_format)9, "dispatch_format 9 must be one of");
     REJECT(c.activation = (mj_activation)3, "unknown activation 3");
     REJECT(c.activation = (mj_activation)-1, "unknown activation -1");
     REJECT((c.activation = MJ_ACTIVATION_SITU, c.clamp = 7.0f), "clamp 7: only swiglu");
@@ -475,6 +476,118 @@ static void test_weights_without_device(void **state) {
     mj_runtime_destroy(rt);
 }
 
+/* The manifest accepts exactly the shapes the API accepts, and a rejection
+ * names a field: each field in turn takes values at and past every limit. */
+static void test_manifest_accepts_what_the_api_accepts(void **state) {
+    (void)state;
+    static const char *const fields[] = {"hidden", "intermediate", "experts",
+                                         "topk",   "ranks",        "max_tokens_per_rank"};
+    static const long long values[] = {
+        -64,  0,     1,     2,       8,       32,         33,         64,         65,
+        72,   73,    128,   2880,    2944,    3072,       4096,       4097,       8192,
+        8448, 32768, 32832, 1048576, 1048577, 2147483520, 2147483647, 4294967296, 1LL << 50};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+            long long shape[6] = {1024, 256, 16, 2, 2, 64};
+            shape[f] = values[i];
+            mj_moe_config c = good();
+            c.rank = 0;
+            c.hidden = (int)shape[0];
+            c.intermediate = (int)shape[1];
+            c.num_experts = (int)shape[2];
+            c.num_topk = (int)shape[3];
+            c.num_ranks = (int)shape[4];
+            c.max_tokens_per_rank = (int)shape[5];
+            int fits_int = values[i] == (int)values[i];
+            int api_ok = fits_int && mj_moe_config_check(&c, NULL) == MJ_OK;
+            char json[1024];
+            snprintf(json, sizeof json,
+                     "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": %lld, "
+                     "\"intermediate\": %lld, \"experts\": %lld, \"topk\": %lld, \"ranks\": "
+                     "%lld, \"max_tokens_per_rank\": %lld, \"weight_format\": \"mxfp4\", "
+                     "\"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\"}]}",
+                     shape[0], shape[1], shape[2], shape[3], shape[4], shape[5]);
+            mj_manifest *m = NULL;
+            int manifest_ok = mj_manifest_parse(json, &m) == MJ_OK;
+            /* The field changed, or the one it now contradicts (ranks 32: experts). */
+            int named = 0;
+            for (size_t g = 0; g < sizeof fields / sizeof fields[0]; g++) {
+                char prefix[64];
+                snprintf(prefix, sizeof prefix, "manifest: layers[0].%s: ", fields[g]);
+                named |= strstr(mj_last_error(), prefix) != NULL;
+            }
+            if (manifest_ok != api_ok)
+                fail_msg("%s = %lld: the API %s it, the manifest %s it (%s)", fields[f], values[i],
+                         api_ok ? "accepts" : "rejects", manifest_ok ? "accepts" : "rejects",
+                         mj_last_error());
+            if (!manifest_ok && !named)
+                fail_msg("%s = %lld: \"%s\" does not name the field", fields[f], values[i],
+                         mj_last_error());
+            mj_manifest_destroy(m);
+        }
+    }
+}
+
+/* A layout too big for any device, and values no int holds, are rejected
+ * while parsing, before any kernel is enumerated or compiled. */
+static void test_manifest_bounds(void **state) {
+    (void)state;
+    static const struct {
+        const char *fields;
+        const char *message;
+    } cases[] = {
+        {"\"hidden\": 8192, \"intermediate\": 32768, \"experts\": 4096, \"topk\": 64, "
+         "\"ranks\": 64, \"max_tokens_per_rank\": 1048576",
+         "layers[0].max_tokens_per_rank: must be smaller: one rank's symmetric buffer"},
+        {"\"hidden\": 1e300, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16",
+         "layers[0].hidden: must be an integer"},
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16, \"num_sms\": 2147483647",
+         "layers[0].num_sms: must be in 0..1024"},
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 64, \"topk\": 64, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16",
+         "layers[0].topk: must be at most 32 at hidden 1024"},
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16, \"clamp\": 1e300",
+         "layers[0].clamp: must be a positive number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"archs\": [\"sm_90a\"], \"layers\": [{%s, \"weight_format\": \"bf16\", "
+                 "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}",
+                 cases[i].fields);
+        mj_manifest *m = NULL;
+        expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG, cases[i].message);
+        assert_null(m);
+    }
+}
+
+/* situ is an activation the API has, so a manifest has it too; it takes no clamp. */
+static void test_manifest_situ(void **state) {
+    (void)state;
+    static const char head[] =
+        "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256, "
+        "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 16, "
+        "\"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"situ\"";
+    char json[1024];
+    snprintf(json, sizeof json, "%s}]}", head);
+    mj_manifest *m = NULL;
+    assert_int_equal(mj_manifest_parse(json, &m), MJ_OK);
+    int situ = 0;
+    for (size_t i = 0; i < mj_manifest_kernel_count(m); i++)
+        situ += strstr(mj_manifest_kernel_describe(m, i), ",act=situ,") != NULL;
+    assert_true(situ >= 1);
+    mj_manifest_destroy(m);
+    snprintf(json, sizeof json, "%s, \"clamp\": 7.0}]}", head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "layers[0].clamp: only swiglu and swigluoai take a clamp (activation is situ)");
+    snprintf(json, sizeof json, "%s, \"name\": \"bad\xff\"}]}", head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].name: is not valid UTF-8");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_rejects_bad_values),
@@ -484,6 +597,9 @@ int main(void) {
         cmocka_unit_test(test_block_m),
         cmocka_unit_test(test_manifest_presets),
         cmocka_unit_test(test_manifest_block_m_set),
+        cmocka_unit_test(test_manifest_accepts_what_the_api_accepts),
+        cmocka_unit_test(test_manifest_bounds),
+        cmocka_unit_test(test_manifest_situ),
         cmocka_unit_test(test_symm_sizes),
         cmocka_unit_test(test_weights_without_device),
     };

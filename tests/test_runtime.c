@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "include/megajit.h"
 #include "runtime/families/pre_dispatch.h"
 #include "runtime/jit.h"
+#include "runtime/pch_dir.h"
 #include "runtime/runtime.h"
 #include "tests/scratch_dir.h"
 
@@ -253,6 +257,151 @@ static void test_struct_size_is_checked(void **state) {
     mj_runtime_destroy(rt);
 }
 
+/* A cache that takes no kernels (here: a database written by a newer megajit,
+ * which this one only reads). Serving keeps the compiled kernels in memory and
+ * says so once; building for the cache (precompile) fails. */
+static void test_store_failure(void **state) {
+    (void)state;
+    char dir[96], db[128], log[128];
+    snprintf(dir, sizeof dir, "%s/newer", scratch_dir);
+    snprintf(db, sizeof db, "%s/megajit-cache.db", dir);
+    snprintf(log, sizeof log, "%s/stderr.txt", scratch_dir);
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_dir = dir;
+    o.arch = "sm_90a";
+    mj_runtime *rt = NULL;
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    mj_runtime_destroy(rt);
+    assert_int_equal(access(dir, F_OK), -1); /* opening created nothing */
+    mj_cache *c = NULL;
+    assert_int_equal(mj_cache_create(dir, &c), MJ_OK);
+    mj_cache_close(c);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(mj_cache_create(dir, &c), MJ_ERR_CACHE);
+    assert_non_null(strstr(mj_last_error(), "newer megajit"));
+
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    mj_kernel_spec spec;
+    for (int topk = 1; topk <= 3; topk++) {
+        mj_symm_config buffer = pd_buffer(1024, MJ_FORMAT_BF16);
+        buffer.num_topk = topk;
+        assert_int_equal(mj_pre_dispatch_spec(&buffer, MJ_PD_KERNEL_CHECK, MJ_ARCH_SM90A, &spec),
+                         MJ_OK);
+        mj_kernel *k = NULL;
+        assert_int_equal(mj_jit_get(rt, &spec, NULL, &k), MJ_OK);
+        assert_non_null(k);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    FILE *fp = fopen(log, "r");
+    assert_non_null(fp);
+    char line[1024];
+    int warnings = 0;
+    while (fgets(line, sizeof line, fp))
+        warnings += strstr(line, "could not store") != NULL;
+    fclose(fp);
+    assert_int_equal(warnings, 1);
+
+    mj_build_result r;
+    double s;
+    assert_int_equal(mj_jit_build(rt, &spec, &r, &s), MJ_ERR_CACHE);
+    assert_int_equal(r, MJ_BUILD_FAILED);
+    assert_non_null(strstr(mj_last_error(), "could not store it in the cache"));
+    mj_runtime_destroy(rt);
+}
+
+/* PCH directories of this build under dir. */
+static int pch_dirs(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strncmp(e->d_name, MJ_PCH_DIR_PREFIX, strlen(MJ_PCH_DIR_PREFIX)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* One compile (the cache disabled, so it always compiles); 0 on success. */
+static int compile_one(void) {
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
+    o.arch = "sm_90a";
+    mj_runtime *rt = NULL;
+    mj_kernel_spec spec;
+    mj_kernel *k = NULL;
+    mj_symm_config buffer = pd_buffer(1024, MJ_FORMAT_BF16);
+    buffer.num_topk = 1;
+    int ok = mj_runtime_create(&rt, &o) == MJ_OK &&
+             mj_pre_dispatch_spec(&buffer, MJ_PD_KERNEL_CHECK, MJ_ARCH_SM90A, &spec) == MJ_OK &&
+             mj_jit_get(rt, &spec, NULL, &k) == MJ_OK && mj_pch_dir();
+    mj_runtime_destroy(rt);
+    return ok ? 0 : 1;
+}
+
+enum { EXIT_NORMALLY, DIE, FORK_AND_COMPILE };
+
+/* A forked child compiles in a directory of its own, removed when it exits;
+ * the parent's stays the parent's. */
+static int fork_and_compile(void) {
+    if (compile_one() != 0) return 1;
+    char mine[4200];
+    snprintf(mine, sizeof mine, "%s", mj_pch_dir());
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) exit(compile_one() == 0 && strcmp(mj_pch_dir(), mine) != 0 ? 0 : 1);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+        return 1;
+    return access(mine, F_OK) == 0 && pch_dirs(getenv("TMPDIR")) == 1 ? 0 : 1;
+}
+
+/* Runs one scenario in a child process whose TMPDIR is tmp; its exit status. */
+static int in_child(const char *tmp, int how) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("TMPDIR", tmp, 1);
+        int rc = how == FORK_AND_COMPILE ? fork_and_compile() : compile_one();
+        if (how == DIE) _exit(rc); /* skips what runs at exit, as a kill would */
+        exit(rc);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* Nothing is left behind: a process removes its PCH directory when it exits,
+ * and one it could not remove is removed by the next process that compiles. */
+static void test_pch_dirs_left_nowhere(void **state) {
+    (void)state;
+    char tmp[96], foreign[128];
+    snprintf(tmp, sizeof tmp, "%s/tmp", scratch_dir);
+    snprintf(foreign, sizeof foreign, "%s/megajit-pch-abcdef", tmp);
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    /* An older build's directory (no lock: it may be in use) is never touched. */
+    assert_int_equal(mkdir(foreign, 0700), 0);
+    assert_int_equal(in_child(tmp, EXIT_NORMALLY), 0);
+    assert_int_equal(pch_dirs(tmp), 0);
+    assert_int_equal(in_child(tmp, DIE), 0);
+    assert_int_equal(pch_dirs(tmp), 1);
+    assert_int_equal(in_child(tmp, EXIT_NORMALLY), 0);
+    assert_int_equal(pch_dirs(tmp), 0);
+    assert_int_equal(in_child(tmp, FORK_AND_COMPILE), 0);
+    assert_int_equal(pch_dirs(tmp), 0);
+    assert_int_equal(access(foreign, F_OK), 0);
+}
+
 static void *set_error_in_thread(void *arg) {
     (void)arg;
     mj_format f;
@@ -280,6 +429,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_build_compiles_once_then_hits),
         cmocka_unit_test(test_compile_error_returns_log),
+        cmocka_unit_test(test_store_failure),
+        cmocka_unit_test(test_pch_dirs_left_nowhere),
         cmocka_unit_test(test_last_error_is_per_thread),
         cmocka_unit_test(test_struct_size_is_checked),
         cmocka_unit_test(test_compile_disabled_by_option),

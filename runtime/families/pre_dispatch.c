@@ -27,12 +27,6 @@ mj_status mj_pre_dispatch_spec(const mj_symm_config *b, int kernel, mj_arch arch
     if (kernel < 0 || kernel >= MJ_PD_NUM_KERNELS)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown pre-dispatch kernel %d", kernel);
     if (!mj_arch_name(arch)) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    if (b->num_topk > MJ_PD_ROW_THREADS(b->hidden))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "pre-dispatch: top-k %d needs hidden >= %d (one thread per slot; a row has "
-                       "%d threads at hidden %d)",
-                       b->num_topk, (b->num_topk + 31) / 32 * 32 * MJ_PD_ELEMS_PER_THREAD,
-                       MJ_PD_ROW_THREADS(b->hidden), b->hidden);
     mj_kernel_spec_init(out, MJ_FAMILY_PRE_DISPATCH, kernel, arch);
     out->num_params = kKernels[kernel].num_params;
     /* The check kernel depends on top-k alone, so one serves every shape. */

@@ -11,8 +11,8 @@ enum { MJ_PD_KERNEL_CHECK = 0, MJ_PD_KERNEL_MAIN = 1, MJ_PD_NUM_KERNELS };
 
 extern const mj_family_desc mj_pre_dispatch_family;
 
-/* The spec of one kernel for a buffer (a valid config). MJ_ERR_INVALID_ARG
- * when the buffer's top-k needs more threads than a row of hidden has. */
+/* The spec of one kernel for a buffer (a valid config: runtime/limits.h already
+ * holds top-k to the threads a row of hidden has). */
 mj_status mj_pre_dispatch_spec(const mj_symm_config *buffer, int kernel, mj_arch arch,
                                mj_kernel_spec *out);
 

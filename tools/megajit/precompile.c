@@ -1,8 +1,12 @@
 /*
  * megajit precompile: compiles every kernel of a manifest that the cache lacks,
- * with the library's pool of worker processes (runtime/build_pool.h).
+ * with the library's pool of worker processes (runtime/build_pool.h), after
+ * making sure the cache can store them at all. Interrupted (SIGINT, SIGTERM,
+ * SIGHUP), it reports what was built and what was not, then dies of the
+ * signal.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,12 +27,14 @@ static const char kUsage[] =
     "  --manifest FILE    a manifest JSON file (docs/manifest.md); '-' reads stdin\n"
     "  --arch LIST        replace the manifest's architectures (sm_90a,sm_100a)\n"
     "  --jobs N           worker processes (default: available CPUs)\n"
-    "  --cache DIR        cache directory (default: MEGAJIT_CACHE_DIR or ~/.cache/megajit)\n"
+    "  --cache DIR        cache directory (default: MEGAJIT_CACHE_DIR, else\n"
+    "                     $XDG_CACHE_HOME/megajit, else ~/.cache/megajit)\n"
     "  --json             print one JSON object: kernels, compiled, cached, failed,\n"
     "                     seconds, jobs, cache, archs, failures\n"
     "  -h, --help         this text\n"
     "\n"
-    "exit status: 0 all kernels cached or compiled, 1 a kernel failed, 2 bad arguments\n";
+    "exit status: 0 every kernel is in the cache, 1 a kernel failed (to compile, or to be\n"
+    "stored), 2 bad arguments or manifest, or no writable cache\n";
 
 typedef struct options {
     const char *preset;
@@ -226,6 +232,18 @@ int cmd_precompile(int argc, char **argv) {
     rc = load_manifest(&o, &m);
     if (rc) return rc;
 
+    /* A precompile that could store nothing is refused before any compile, and
+     * creating the cache here spares the workers creating it at once. */
+    mj_cache *cache = NULL;
+    if (mj_cache_create(o.cache, &cache) != MJ_OK) {
+        fprintf(stderr, "megajit precompile: no writable cache: %s\n", mj_last_error());
+        mj_manifest_destroy(m);
+        return CLI_EXIT_USAGE;
+    }
+    char cache_path[4200];
+    snprintf(cache_path, sizeof cache_path, "%s", mj_cache_path(cache));
+    mj_cache_close(cache);
+
     size_t n = mj_manifest_kernel_count(m);
     long jobs = o.jobs ? o.jobs : mj_build_pool_default_jobs();
     if ((size_t)jobs > n) jobs = n ? (long)n : 1;
@@ -249,8 +267,8 @@ int cmd_precompile(int argc, char **argv) {
                           .report = on_report,
                           .report_ctx = &p};
     double start = now_seconds();
-    int workers = 0;
-    if (mj_build_pool_run(&pool, &workers) != MJ_OK) {
+    int workers = 0, stop_signal = 0;
+    if (mj_build_pool_run(&pool, &workers, &stop_signal) != MJ_OK) {
         fprintf(stderr, "megajit precompile: %s\n", mj_last_error());
         cJSON_Delete(archs);
         cJSON_Delete(p.failures);
@@ -261,10 +279,6 @@ int cmd_precompile(int argc, char **argv) {
     const tally t = p.t;
     cJSON *failures = p.failures;
 
-    mj_cache *cache = NULL;
-    const char *cache_path = NULL;
-    if (mj_cache_open(o.cache, 1, &cache) == MJ_OK) cache_path = mj_cache_path(cache);
-
     if (o.json) {
         cJSON *out = cJSON_CreateObject();
         cJSON_AddNumberToObject(out, "kernels", (double)n);
@@ -273,10 +287,7 @@ int cmd_precompile(int argc, char **argv) {
         cJSON_AddNumberToObject(out, "failed", (double)t.failed);
         cJSON_AddNumberToObject(out, "seconds", seconds);
         cJSON_AddNumberToObject(out, "jobs", (double)jobs);
-        if (cache_path)
-            cJSON_AddStringToObject(out, "cache", cache_path);
-        else
-            cJSON_AddNullToObject(out, "cache");
+        cJSON_AddStringToObject(out, "cache", cache_path);
         cJSON_AddItemToObject(out, "archs", archs);
         cJSON_AddItemToObject(out, "failures", failures);
         archs = failures = NULL;
@@ -284,12 +295,17 @@ int cmd_precompile(int argc, char **argv) {
     } else {
         printf("%zu kernels: %zu compiled, %zu cached, %zu failed in %.1f s with %ld job%s\n", n,
                t.compiled, t.cached, t.failed, seconds, jobs, jobs == 1 ? "" : "s");
-        if (cache_path) printf("cache: %s\n", cache_path);
+        printf("cache: %s\n", cache_path);
     }
     cJSON_Delete(archs);
     cJSON_Delete(failures);
-    mj_cache_close(cache);
     mj_manifest_destroy(m);
+    if (stop_signal) {
+        /* Dying of the signal tells the caller (a shell, make) what happened. */
+        fflush(NULL);
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     if (rc) return rc;
     return t.failed ? CLI_EXIT_FAIL : 0;
 }

@@ -1,6 +1,8 @@
 /* Every kernel a mode of the test launches, built before it starts. */
 #include "tests/gpu/mega_moe/harness.h"
 
+#include <signal.h>
+
 /* ------------------------------------------------- parallel precompile */
 
 /* NVRTC compiles are serialized inside one process and the matrix needs ~100
@@ -162,8 +164,14 @@ void precompile(void) {
                                 .report = count_built,
                                 .report_ctx = &tally};
     double t0 = now_s();
-    int workers = 0;
-    if (mj_build_pool_run(&pool, &workers) != MJ_OK) printf("precompile: %s\n", mj_last_error());
+    int workers = 0, stop_signal = 0;
+    if (mj_build_pool_run(&pool, &workers, &stop_signal) != MJ_OK)
+        printf("precompile: %s\n", mj_last_error());
+    if (stop_signal) { /* the interrupt was meant for the test */
+        fflush(NULL);
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     printf("precompile: %d kernels (%d compiled, %d cached, %d failed) by %d workers in %.1f s\n",
            plan.n, tally.compiled, tally.cached, tally.failed, workers, now_s() - t0);
     free(plan.v);
