@@ -10,13 +10,23 @@
 /* Every format's scale group divides every hidden size the limits allow. */
 _Static_assert(MJ_LIMIT_HIDDEN_MULTIPLE % 32 == 0 && MJ_LIMIT_INTERMEDIATE_MULTIPLE % 32 == 0,
                "a size must hold whole MX (32) and NVFP4 (16) scale groups");
+/* The MegaMoE kernel cuts both GEMMs' rows into 64-row blocks and streams K in
+ * stages of a multiple of 64 dividing hidden and intermediate: 64 always does,
+ * so mj_moe_stage_k never finds none for a shape within the limits. */
+_Static_assert(MJ_LIMIT_HIDDEN_MULTIPLE % MJ_MOE_BLOCK_ROWS == 0 &&
+                   MJ_LIMIT_INTERMEDIATE_MULTIPLE % MJ_MOE_BLOCK_ROWS == 0 &&
+                   MJ_LIMIT_HIDDEN_MULTIPLE % 64 == 0 && MJ_LIMIT_INTERMEDIATE_MULTIPLE % 64 == 0,
+               "hidden and intermediate must hold whole 64-row blocks and 64-element K stages");
 /* The layout's 64-bit byte counts cannot wrap for fields within the limits:
- * the pool rows at their widest, the expert lists and the combine region,
- * with room to spare for the input region and the alignment. */
-_Static_assert((unsigned long long)MJ_LIMIT_RANKS_MAX *MJ_LIMIT_TOKENS_MAX *MJ_LIMIT_TOPK_MAX *(
-                   2ull * MJ_LIMIT_HIDDEN_MAX + 2ull * MJ_LIMIT_INTERMEDIATE_MAX +
-                   4ull * MJ_MOE_META_WORDS) +
-                       4ull * MJ_LIMIT_EXPERTS_MAX * MJ_LIMIT_TOKENS_MAX * MJ_LIMIT_TOPK_MAX +
+ * the pool rows at their widest (every (token, slot) pair of every rank plus a
+ * partial tile per local expert: mj_moe_pool_rows) in both pools, their
+ * metadata and their share of the counter banks, and the combine region, with
+ * room to spare for the input region and the alignment. */
+_Static_assert(((unsigned long long)MJ_LIMIT_RANKS_MAX * MJ_LIMIT_TOKENS_MAX * MJ_LIMIT_TOPK_MAX +
+                (unsigned long long)MJ_LIMIT_EXPERTS_MAX * MJ_MOE_MAX_BLOCK_M) *
+                           (2ull * MJ_LIMIT_HIDDEN_MAX + 2ull * MJ_LIMIT_INTERMEDIATE_MAX +
+                            4ull * MJ_MOE_META_WORDS + 1ull) +
+                       8ull * (2ull * MJ_LIMIT_EXPERTS_MAX + MJ_LIMIT_TOKENS_MAX) +
                        2ull * MJ_LIMIT_TOPK_MAX * MJ_LIMIT_TOKENS_MAX * MJ_LIMIT_HIDDEN_MAX <
                    1ull << 62,
                "the limits allow a layout whose size overflows 64 bits");

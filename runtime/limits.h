@@ -1,9 +1,10 @@
 /*
  * The shapes the kernels accept, defined once. The API (mj_symm_config_check,
- * and through it mj_moe_config_check and the kernel spec builders) and the
- * manifest parser both check a layer's shape with mj_shape_check, so a
- * manifest accepts exactly what the API accepts and says which field broke
- * which rule. Changing a limit is one edit here.
+ * and through it mj_moe_config_check and the kernel spec builders,
+ * runtime/configs.c) and the manifest parser both check a layer's shape with
+ * mj_shape_check, so a manifest accepts exactly what the API accepts and says
+ * which field broke which rule. Changing a limit is one edit here; limits.c
+ * asserts at compile time that the limits suit the kernels' own constants.
  */
 #ifndef MJ_LIMITS_H
 #define MJ_LIMITS_H
@@ -12,16 +13,21 @@
 
 #include "templates/layout/symm_layout.h"
 
-/* hidden: a multiple of 256 up to 8192, as today's kernels are written (the
- * MegaMoE rewrite relaxes hidden and intermediate to multiples of 64). */
+/* hidden: a multiple of 256 up to 8192, for pre-dispatch: one thread per 8
+ * elements in whole warps (MJ_PD_ROW_THREADS). The MegaMoE kernel alone would
+ * take any multiple of 64: it streams K (hidden for GEMM 1, intermediate for
+ * GEMM 2) in stages of a multiple of 64 dividing both (mj_moe_stage_k), which
+ * a stage of 64 always does under these limits. */
 #define MJ_LIMIT_HIDDEN_MULTIPLE 256
 #define MJ_LIMIT_HIDDEN_MAX 8192
-/* intermediate: GEMM 1's 64-row weight tiles; at most the widest MoE expert
- * published (Grok-1's 32768). */
+/* intermediate: the MegaMoE kernel's 64-row weight blocks (MJ_MOE_BLOCK_ROWS);
+ * at most the widest MoE expert published (Grok-1's 32768). */
 #define MJ_LIMIT_INTERMEDIATE_MULTIPLE 64
 #define MJ_LIMIT_INTERMEDIATE_MAX 32768
-/* experts: MegaMoE keeps two 32-bit counters per expert in static shared
- * memory (48 KiB per block); 4096 takes 32 KiB of it. */
+/* experts: the MegaMoE kernel keeps two words of routing table per local
+ * expert in shared memory beside its pipeline (MJ_MOE_ROUTING_BYTES); 4096
+ * on one rank take 32 KiB and leave every format row a pipeline at every tile
+ * size (tests/test_mega_moe_api.c builds the widest shapes' specs). */
 #define MJ_LIMIT_EXPERTS_MAX 4096
 #define MJ_LIMIT_TOPK_MAX 64
 #define MJ_LIMIT_RANKS_MAX MJ_MAX_RANKS /* the peers a kernel receives by value */

@@ -239,6 +239,41 @@ static void test_image_spec(void **state) {
     assert_int_equal(lc.pdl, 1);
 }
 
+/* Every shape within runtime/limits.h has a kernel: at the extremes of
+ * hidden, intermediate and local experts, every format row's kernel fits its
+ * pipeline at every tile size the row takes. */
+static void test_limits_have_kernels(void **state) {
+    (void)state;
+    static const struct {
+        int hidden, inter, experts;
+    } shapes[] = {
+        {MJ_LIMIT_HIDDEN_MULTIPLE, MJ_LIMIT_INTERMEDIATE_MULTIPLE, 1},
+        {MJ_LIMIT_HIDDEN_MAX, MJ_LIMIT_INTERMEDIATE_MAX, MJ_LIMIT_EXPERTS_MAX},
+        {MJ_LIMIT_HIDDEN_MAX, MJ_LIMIT_INTERMEDIATE_MULTIPLE, MJ_LIMIT_EXPERTS_MAX},
+        {MJ_LIMIT_HIDDEN_MULTIPLE, MJ_LIMIT_INTERMEDIATE_MAX, MJ_LIMIT_EXPERTS_MAX},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int r = 0; r < mj_moe_format_count(); r++) {
+            const mj_moe_format_row *row = mj_moe_format_at(r);
+            mj_moe_config c = MJ_MOE_CONFIG_INIT;
+            c.hidden = shapes[i].hidden;
+            c.intermediate = shapes[i].inter;
+            c.num_experts = shapes[i].experts;
+            c.num_topk = 1;
+            c.num_ranks = 1;
+            c.max_tokens_per_rank = 1;
+            c.weight_format = (mj_format)row->weight_fmt;
+            c.dispatch_format = (mj_format)row->dispatch_fmt;
+            if (mj_moe_config_check(&c, NULL) != MJ_OK) fail_msg("%s", mj_last_error());
+            mj_kernel_spec s;
+            for (int bm = 8; bm <= mj_moe_max_block_m(row); bm *= 2)
+                if (mj_mega_moe_spec(&c, bm, MJ_LIMIT_NUM_SMS_MAX, 1, MJ_ARCH_SM90A, &s) != MJ_OK)
+                    fail_msg("%s H=%d I=%d E=%d bm=%d: %s", row->name, c.hidden, c.intermediate,
+                             c.num_experts, bm, mj_last_error());
+            assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+        }
+}
+
 static void test_block_m(void **state) {
     (void)state;
     mj_moe_config c = good();
@@ -594,6 +629,7 @@ int main(void) {
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
         cmocka_unit_test(test_spec_and_name),
         cmocka_unit_test(test_image_spec),
+        cmocka_unit_test(test_limits_have_kernels),
         cmocka_unit_test(test_block_m),
         cmocka_unit_test(test_manifest_presets),
         cmocka_unit_test(test_manifest_block_m_set),
