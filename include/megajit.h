@@ -295,7 +295,8 @@ typedef struct mj_moe_config {
     mj_format dispatch_format;
     mj_activation activation;
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
-    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64: forced */
+    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 for the rows
+                  * whose tokens are not MXFP8): forced */
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
@@ -315,8 +316,13 @@ typedef enum mj_projection {
  * layout: row-major [out][in] in the weight format (BF16 values, E4M3 bytes,
  * or E2M1 packed two per byte with the even element in the low nibble) and
  * scales [out][in / group] (UE8M0 bytes for MX formats, UE4M3 for NVFP4; NULL
- * for BF16). from_device: both pointers are device memory. Synchronous.
- * MX weight scales must keep every decoded weight exact in BF16 (bytes 3..246). */
+ * for BF16). from_device: both pointers are device memory, read after the
+ * context's pending work (the caller's writes) completes. Synchronous: the
+ * sources may be freed on return. The projection is written into the
+ * kernel's layout by the MegaMoE weight-image kernel, on a stream of the
+ * weights' own; like the main kernels it comes from the cache or a compile
+ * (a manifest lists it). MX weight scales must keep every decoded weight
+ * exact in BF16 (bytes 3..246). */
 MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
                                  const void *data, const void *scales, int from_device);
 
