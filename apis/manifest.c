@@ -11,53 +11,48 @@
  *       {
  *         "name": "moe",                         optional string
  *         "comment": "free text",                optional string
- *         "hidden": 7168,                        positive multiple of 128
- *         "intermediate": 2048,                  positive multiple of 128
- *         "experts": 256,                        positive, multiple of ranks
- *         "topk": 8,                             1..experts
- *         "ranks": 8,                            positive
- *         "max_tokens_per_rank": 4096,           positive
+ *         "hidden": 7168,                        integers within the limits of
+ *         "intermediate": 2048,                  runtime/limits.h, which the API
+ *         "experts": 256,                        checks too
+ *         "topk": 8,
+ *         "ranks": 8,
+ *         "max_tokens_per_rank": 4096,
  *         "weight_format": "mxfp4",              bf16 | mxfp8 | mxfp4 | nvfp4
  *         "dispatch_format": "mxfp8",            bf16 | mxfp8 | mxfp4 | nvfp4
- *         "activation": "swiglu",                swiglu | swigluoai
- *         "clamp": 7.0,                          optional positive number
- *         "num_sms": 0                           optional, >= 0 (0 = all SMs; MegaMoE
- *                                                kernels are then compiled for 132, the
- *                                                H100/H200 SM count, on sm_90a)
+ *         "activation": "swiglu",                swiglu | swigluoai | situ
+ *         "clamp": 7.0,                          optional positive number (swiglu family)
+ *         "num_sms": 0                           optional, 0..MJ_LIMIT_NUM_SMS_MAX (0 = all
+ *                                                SMs; MegaMoE kernels are then compiled
+ *                                                for 132, the H100/H200 SM count, on sm_90a)
  *       }
  *     ]
  *   }
  *
- * hidden and intermediate must be multiples of 128 because that is the
- * largest quantization block any format needs (MXFP groups of 32 scaled per
- * 128-wide tile); requiring it for every format keeps a manifest valid when
- * only its dispatch format changes.
- *
  * Every error is MJ_ERR_INVALID_ARG with a sentence "manifest: <path>: <why>",
- * e.g. "manifest: layers[1].hidden: must be a positive multiple of 128 (got 100)".
+ * e.g. "manifest: layers[1].hidden: must be a multiple of 256 in 256..8192
+ * (got 100)". Strings must be valid UTF-8, as JSON text must.
  *
- * Kernel enumeration walks arch x layer x family enumerator; each family
- * enumerator adds the specs the runtime would request for that layer. Specs
+ * Kernel enumeration walks arch x layer x kernel family (runtime/families/);
+ * each family adds the specs the runtime would request for that layer. Specs
  * are de-duplicated by their bytes, which is also the runtime's in-memory key.
  */
 #include <cjson/cJSON.h>
-#include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/megajit.h"
-#include "apis/specs.h"
-#include "heuristics/moe_formats.h"
+#include "runtime/limits.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/error.h"
+#include "runtime/families/family.h"
 #include "runtime/jit.h"
 #include "runtime/kernel_spec.h"
+#include "runtime/utf8.h"
 
-enum { MAX_ARCHS = 8, DIM_QUANTUM = 128 };
-
-typedef enum activation { ACT_SWIGLU = 0, ACT_SWIGLUOAI = 1 } activation;
-static const char *const kActivationNames[] = {"swiglu", "swigluoai"};
+enum { MAX_ARCHS = 8 };
 
 static const mj_arch kKnownArchs[] = {MJ_ARCH_SM90A, MJ_ARCH_SM100A};
 
@@ -71,7 +66,7 @@ typedef struct layer {
     int max_tokens_per_rank;
     mj_format weight_format;
     mj_format dispatch_format;
-    activation act;
+    mj_activation act;
     double clamp; /* 0 = none */
     int num_sms;
 } layer;
@@ -122,25 +117,11 @@ static mj_status kernel_list_add(kernel_list *k, const mj_kernel_spec *spec, con
 
 /* ------------------------------------------------------------ enumeration */
 
-typedef mj_status (*family_enumerator)(const layer *l, mj_arch arch, kernel_list *out);
-
-static mj_status enumerate_pre_dispatch(const layer *l, mj_arch arch, kernel_list *out) {
-    static const struct {
-        int role;
-        const char *name;
-    } roles[] = {{MJ_PD_ROLE_MAIN, "main"}, {MJ_PD_ROLE_CHECK, "check"}};
-    for (size_t r = 0; r < sizeof roles / sizeof roles[0]; r++) {
-        mj_kernel_spec spec;
-        mj_status st = mj_pre_dispatch_spec(l->hidden, l->dispatch_format, l->topk, roles[r].role,
-                                            arch, &spec);
-        if (st != MJ_OK) return st;
-        char desc[160];
-        snprintf(desc, sizeof desc, "pre_dispatch<hidden=%d,fmt=%s,topk=%d,role=%s> %s", l->hidden,
-                 mj_format_name(l->dispatch_format), l->topk, roles[r].name, mj_arch_name(arch));
-        st = kernel_list_add(out, &spec, desc);
-        if (st != MJ_OK) return st;
-    }
-    return MJ_OK;
+static mj_status add_kernel(const mj_kernel_spec *spec, void *ctx) {
+    char desc[320];
+    if (mj_family_describe(spec, desc, sizeof desc) < 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: a kernel spec cannot be described");
+    return kernel_list_add(ctx, spec, desc);
 }
 
 /* The SM count a layer with num_sms 0 ("all SMs") is compiled for, per arch:
@@ -149,86 +130,49 @@ static int default_num_sms(mj_arch arch) {
     return arch == MJ_ARCH_SM90A ? 132 : 0;
 }
 
-static mj_status add_mega_moe(const layer *l, const mj_moe_config *cfg, int block_m, int num_sms,
-                              mj_arch arch, kernel_list *out) {
-    mj_kernel_spec spec;
-    /* A deployment's ranks are processes on other GPUs: system scope. */
-    mj_status st = mj_mega_moe_spec(cfg, block_m, num_sms, 1, arch, &spec);
-    if (st != MJ_OK) return st;
-    char clamp[32] = "";
-    if (l->clamp > 0) snprintf(clamp, sizeof clamp, ",clamp=%g", l->clamp);
-    char desc[200];
-    snprintf(desc, sizeof desc, "mega_moe<H=%d,I=%d,E=%d,K=%d,R=%d,T=%d,%s,%s%s,bm=%d,sms=%d> %s",
-             l->hidden, l->intermediate, l->experts, l->topk, l->ranks, l->max_tokens_per_rank,
-             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
-             kActivationNames[l->act], clamp, block_m, num_sms, mj_arch_name(arch));
-    return kernel_list_add(out, &spec, desc);
+static mj_moe_config layer_config(const layer *l) {
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = l->hidden,
+                           .intermediate = l->intermediate,
+                           .num_experts = l->experts,
+                           .num_topk = l->topk,
+                           .num_ranks = l->ranks,
+                           .max_tokens_per_rank = l->max_tokens_per_rank,
+                           .weight_format = l->weight_format,
+                           .dispatch_format = l->dispatch_format,
+                           .activation = l->act,
+                           .clamp = (float)l->clamp};
 }
 
-/* Every BLOCK_M a launch can pick for 0..max_tokens_per_rank tokens. The pick
- * never decreases with the token count, so each next value is found by a
- * binary search for the first token count past the current one. */
-static mj_status enumerate_mega_moe(const layer *l, mj_arch arch, kernel_list *out) {
-    /* Only sm_90a has a MegaMoE kernel, and layers whose formats are no
-     * MegaMoE pair can still use pre-dispatch on their own. */
-    if (arch != MJ_ARCH_SM90A ||
-        !mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format))
-        return MJ_OK;
-    mj_moe_config cfg = {.hidden = l->hidden,
-                         .intermediate = l->intermediate,
-                         .num_experts = l->experts,
-                         .num_topk = l->topk,
-                         .num_ranks = l->ranks,
-                         .max_tokens_per_rank = l->max_tokens_per_rank,
-                         .weight_format = l->weight_format,
-                         .dispatch_format = l->dispatch_format,
-                         .activation = (mj_activation)l->act,
-                         .clamp = (float)l->clamp};
-    int num_sms = l->num_sms ? l->num_sms : default_num_sms(arch);
-    /* The weight loader's image kernel. */
-    mj_kernel_spec image;
-    mj_status ist = mj_mega_moe_image_spec(&cfg, arch, &image);
-    if (ist != MJ_OK) return ist;
-    char desc[160];
-    snprintf(desc, sizeof desc, "mega_moe_image<H=%d,I=%d,%s> %s", l->hidden, l->intermediate,
-             mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format)->name,
-             mj_arch_name(arch));
-    if ((ist = kernel_list_add(out, &image, desc)) != MJ_OK) return ist;
-    int tokens = 0, block_m;
-    for (;;) {
-        mj_status st = mj_mega_moe_block_m(&cfg, tokens, &block_m);
-        if (st == MJ_OK) st = add_mega_moe(l, &cfg, block_m, num_sms, arch, out);
-        if (st != MJ_OK) return st;
-        int lo = tokens + 1, hi = l->max_tokens_per_rank + 1; /* first larger pick in [lo, hi) */
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2, bm;
-            if ((st = mj_mega_moe_block_m(&cfg, mid, &bm)) != MJ_OK) return st;
-            if (bm > block_m)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        if (lo > l->max_tokens_per_rank) return MJ_OK;
-        tokens = lo;
-    }
-}
-
-/* One entry per kernel family a deployment can request. */
-static const family_enumerator kFamilyEnumerators[] = {enumerate_pre_dispatch, enumerate_mega_moe};
-
+/* Every kernel family adds the specs the runtime would request for each
+ * layer on each arch. */
 static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
                            size_t num_layers, kernel_list *out) {
     memset(out, 0, sizeof *out);
-    for (size_t a = 0; a < num_archs; a++)
-        for (size_t l = 0; l < num_layers; l++)
-            for (size_t f = 0; f < sizeof kFamilyEnumerators / sizeof kFamilyEnumerators[0]; f++) {
-                mj_status st = kFamilyEnumerators[f](&layers[l], archs[a], out);
-                if (st != MJ_OK) {
-                    kernel_list_free(out);
-                    return st;
-                }
+    mj_status st = MJ_OK;
+    for (size_t a = 0; a < num_archs && st == MJ_OK; a++)
+        for (size_t l = 0; l < num_layers && st == MJ_OK; l++) {
+            const mj_moe_config moe = layer_config(&layers[l]);
+            const mj_symm_config buffer = mj_symm_config_of_moe(&moe);
+            const mj_family_request req = {
+                .buffer = &buffer,
+                .layer = &moe,
+                .num_sms = layers[l].num_sms ? layers[l].num_sms : default_num_sms(archs[a]),
+                /* A deployment's ranks are processes on other GPUs: system scope. */
+                .sys_scope = 1,
+            };
+            for (int f = 0; f < MJ_FAMILY_COUNT_ && st == MJ_OK; f++)
+                st = mj_family_get((mj_family)f)->enumerate(&req, archs[a], add_kernel, out);
+            if (st != MJ_OK) {
+                /* parse_layer checked what the spec builders check, so this
+                 * is a rule of theirs it does not know yet: name the layer. */
+                char why[1024];
+                snprintf(why, sizeof why, "%s", mj_last_error());
+                st = mj_fail(st, "manifest: layers[%zu]: %s", l, why);
             }
-    return MJ_OK;
+        }
+    if (st != MJ_OK) kernel_list_free(out);
+    return st;
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -267,19 +211,22 @@ static mj_status check_keys(const cJSON *obj, const char *const *allowed, const 
     return MJ_OK;
 }
 
-static mj_status get_int(const cJSON *obj, size_t li, const char *key, int required, int def,
-                         int *out) {
+/* JSON numbers are doubles: an integer is exact up to 2^53, and the limits
+ * (runtime/limits.h) then judge its size, so an absurd value is named with the
+ * rule it breaks rather than wrapped into an int. */
+static mj_status get_integer(const cJSON *obj, size_t li, const char *key, int required,
+                             long long *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) {
         if (required)
             return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: missing", li, key);
-        *out = def;
+        *out = 0;
         return MJ_OK;
     }
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= INT_MIN && v->valuedouble <= INT_MAX) ||
+    if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= 9007199254740992.0) ||
         v->valuedouble != floor(v->valuedouble))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be an integer", li, key);
-    *out = (int)v->valuedouble;
+    *out = (long long)v->valuedouble;
     return MJ_OK;
 }
 
@@ -310,18 +257,38 @@ static mj_status get_format(const cJSON *obj, size_t li, const char *key, mj_for
     return MJ_OK;
 }
 
-static mj_status positive(size_t li, const char *key, int v) {
-    if (v <= 0)
-        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be positive (got %d)",
-                       li, key, v);
-    return MJ_OK;
+static mj_status get_activation(const cJSON *obj, size_t li, mj_activation *out) {
+    const char *name;
+    mj_status st = get_string(obj, li, "activation", 1, &name);
+    if (st != MJ_OK) return st;
+    char known[128] = "";
+    for (int a = 0; a < MJ_ACT_COUNT; a++) {
+        if (strcmp(name, mj_moe_activation_name(a)) == 0) {
+            *out = (mj_activation)a;
+            return MJ_OK;
+        }
+        size_t len = strlen(known);
+        snprintf(known + len, sizeof known - len, "%s%s", a ? ", " : "", mj_moe_activation_name(a));
+    }
+    return mj_fail(MJ_ERR_INVALID_ARG,
+                   "manifest: layers[%zu].activation: unknown activation \"%s\" (known: %s)", li,
+                   name, known);
 }
 
-static mj_status dim(size_t li, const char *key, int v) {
-    if (v <= 0 || v % DIM_QUANTUM != 0)
+/* The activation and clamp rules of the API's mj_moe_config_check, named. */
+static mj_status check_activation(const layer *l, size_t li) {
+    const char *act = mj_moe_activation_name((int)l->act);
+    const mj_moe_format_row *row =
+        mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format);
+    if (row && !mj_moe_activation_allowed(row, (int)l->act))
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "manifest: layers[%zu].%s: must be a positive multiple of %d (got %d)", li,
-                       key, DIM_QUANTUM, v);
+                       "manifest: layers[%zu].activation: %s is not available with the %s formats",
+                       li, act, row->name);
+    if (l->clamp > 0 && !mj_moe_activation_has_clamp((int)l->act))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].clamp: only swiglu and swigluoai take a clamp "
+                       "(activation is %s)",
+                       li, act);
     return MJ_OK;
 }
 
@@ -338,57 +305,49 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     char prefix[48];
     snprintf(prefix, sizeof prefix, "layers[%zu].", li);
     mj_status st = check_keys(obj, keys, prefix);
-    const char *name = NULL, *comment, *act = NULL;
+    const char *name = NULL, *comment;
+    mj_shape shape = {.moe = 1};
+    long long num_sms = 0;
     if (st == MJ_OK) st = get_string(obj, li, "name", 0, &name);
     if (st == MJ_OK) st = get_string(obj, li, "comment", 0, &comment);
-    if (st == MJ_OK) st = get_int(obj, li, "hidden", 1, 0, &l->hidden);
-    if (st == MJ_OK) st = dim(li, "hidden", l->hidden);
-    if (st == MJ_OK) st = get_int(obj, li, "intermediate", 1, 0, &l->intermediate);
-    if (st == MJ_OK) st = dim(li, "intermediate", l->intermediate);
-    if (st == MJ_OK) st = get_int(obj, li, "experts", 1, 0, &l->experts);
-    if (st == MJ_OK) st = positive(li, "experts", l->experts);
-    if (st == MJ_OK) st = get_int(obj, li, "topk", 1, 0, &l->topk);
-    if (st == MJ_OK) st = positive(li, "topk", l->topk);
-    if (st == MJ_OK) st = get_int(obj, li, "ranks", 1, 0, &l->ranks);
-    if (st == MJ_OK) st = positive(li, "ranks", l->ranks);
-    if (st == MJ_OK) st = get_int(obj, li, "max_tokens_per_rank", 1, 0, &l->max_tokens_per_rank);
-    if (st == MJ_OK) st = positive(li, "max_tokens_per_rank", l->max_tokens_per_rank);
+    for (int f = 0; st == MJ_OK && f < MJ_SHAPE_FIELDS_; f++)
+        if (f != MJ_SHAPE_DISPATCH_FORMAT)
+            st = get_integer(obj, li, mj_shape_field_name(f, MJ_SHAPE_MANIFEST_NAMES), 1,
+                             &shape.v[f]);
     if (st == MJ_OK) st = get_format(obj, li, "weight_format", &l->weight_format);
     if (st == MJ_OK) st = get_format(obj, li, "dispatch_format", &l->dispatch_format);
-    if (st == MJ_OK) st = get_string(obj, li, "activation", 1, &act);
-    if (st == MJ_OK) st = get_int(obj, li, "num_sms", 0, 0, &l->num_sms);
+    if (st == MJ_OK) st = get_activation(obj, li, &l->act);
+    if (st == MJ_OK) st = get_integer(obj, li, "num_sms", 0, &num_sms);
     if (st != MJ_OK) return st;
 
-    if (l->experts % l->ranks != 0)
+    shape.v[MJ_SHAPE_DISPATCH_FORMAT] = l->dispatch_format;
+    mj_shape_violation bad;
+    if (mj_shape_check(&shape, MJ_SHAPE_MANIFEST_NAMES, &bad))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: %s (got %lld)", li,
+                       mj_shape_field_name(bad.field, MJ_SHAPE_MANIFEST_NAMES), bad.rule,
+                       shape.v[bad.field]);
+    if (num_sms < 0 || num_sms > MJ_LIMIT_NUM_SMS_MAX)
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "manifest: layers[%zu].experts: must be divisible by ranks (%d %% %d != 0)",
-                       li, l->experts, l->ranks);
-    if (l->topk > l->experts)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "manifest: layers[%zu].topk: must not exceed experts (%d > %d)", li, l->topk,
-                       l->experts);
-    if (l->num_sms < 0)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "manifest: layers[%zu].num_sms: must be >= 0 (got %d; 0 = all SMs)", li,
-                       l->num_sms);
-    int found = 0;
-    for (size_t i = 0; i < sizeof kActivationNames / sizeof kActivationNames[0]; i++)
-        if (strcmp(act, kActivationNames[i]) == 0) {
-            l->act = (activation)i;
-            found = 1;
-        }
-    if (!found)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "manifest: layers[%zu].activation: unknown activation \"%s\" (known: "
-                       "swiglu, swigluoai)",
-                       li, act);
+                       "manifest: layers[%zu].num_sms: must be in 0..%d, 0 = all SMs (got %lld)",
+                       li, MJ_LIMIT_NUM_SMS_MAX, num_sms);
+    /* Every value now fits an int. */
+    l->hidden = (int)shape.v[MJ_SHAPE_HIDDEN];
+    l->intermediate = (int)shape.v[MJ_SHAPE_INTERMEDIATE];
+    l->experts = (int)shape.v[MJ_SHAPE_EXPERTS];
+    l->topk = (int)shape.v[MJ_SHAPE_TOPK];
+    l->ranks = (int)shape.v[MJ_SHAPE_RANKS];
+    l->max_tokens_per_rank = (int)shape.v[MJ_SHAPE_MAX_TOKENS];
+    l->num_sms = (int)num_sms;
     const cJSON *clamp = cJSON_GetObjectItemCaseSensitive(obj, "clamp");
     if (clamp) {
-        if (!cJSON_IsNumber(clamp) || !isfinite(clamp->valuedouble) || clamp->valuedouble <= 0)
+        /* The kernels take the clamp as a float. */
+        if (!cJSON_IsNumber(clamp) || !(clamp->valuedouble > 0 && clamp->valuedouble <= FLT_MAX))
             return mj_fail(MJ_ERR_INVALID_ARG,
-                           "manifest: layers[%zu].clamp: must be a positive number", li);
+                           "manifest: layers[%zu].clamp: must be a positive number (a float)", li);
         l->clamp = clamp->valuedouble;
     }
+    st = check_activation(l, li);
+    if (st != MJ_OK) return st;
     char fallback[32];
     snprintf(fallback, sizeof fallback, "layers[%zu]", li);
     l->name = strdup(name ? name : fallback);
@@ -412,11 +371,40 @@ static mj_status parse_archs(const cJSON *arr, mj_manifest *m) {
     return MJ_OK;
 }
 
+static int utf8(const char *s) {
+    size_t n = strlen(s);
+    return mj_utf8_valid_prefix(s, n) == n;
+}
+
+/* JSON text is UTF-8 (RFC 8259), and the CLI prints manifest strings back
+ * (in messages, in its JSON output): every key and string must be. path holds
+ * the location of item ("layers[0]"), len its length. */
+static mj_status check_utf8(const cJSON *item, char *path, size_t len, size_t cap) {
+    int i = 0;
+    for (const cJSON *c = item->child; c; c = c->next, i++) {
+        if (c->string && !utf8(c->string))
+            return mj_fail(MJ_ERR_INVALID_ARG, "manifest: %s%s: a key is not valid UTF-8", path,
+                           len ? "" : "(top level)");
+        size_t n = len + (size_t)(cJSON_IsArray(item) ? snprintf(path + len, cap - len, "[%d]", i)
+                                                      : snprintf(path + len, cap - len, "%s%s",
+                                                                 len ? "." : "", c->string));
+        if (n >= cap) n = cap - 1;
+        if (cJSON_IsString(c) && !utf8(c->valuestring))
+            return mj_fail(MJ_ERR_INVALID_ARG, "manifest: %s: is not valid UTF-8", path);
+        mj_status st = check_utf8(c, path, n, cap);
+        if (st != MJ_OK) return st;
+        path[len] = '\0';
+    }
+    return MJ_OK;
+}
+
 static mj_status parse_root(const cJSON *root, mj_manifest *m) {
     static const char *const keys[] = {"comment", "archs", "layers", NULL};
     if (!cJSON_IsObject(root))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: the top level must be a JSON object");
-    mj_status st = check_keys(root, keys, "");
+    char path[256] = "";
+    mj_status st = check_utf8(root, path, 0, sizeof path);
+    if (st == MJ_OK) st = check_keys(root, keys, "");
     if (st != MJ_OK) return st;
     const cJSON *comment = cJSON_GetObjectItemCaseSensitive(root, "comment");
     if (comment && !cJSON_IsString(comment))
@@ -440,6 +428,7 @@ static mj_status parse_root(const cJSON *root, mj_manifest *m) {
 }
 
 mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: out is NULL");
     *out = NULL;
     if (!json) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_parse: json is NULL");
@@ -472,6 +461,7 @@ mj_status mj_manifest_parse(const char *json, mj_manifest **out) {
 }
 
 mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated) {
+    mj_clear_error();
     if (!m || !comma_separated)
         return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_set_archs: NULL argument");
     mj_arch archs[MAX_ARCHS];
@@ -522,6 +512,7 @@ const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i) {
 
 mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
                                    mj_build_result *result, double *seconds) {
+    mj_clear_error();
     if (result) *result = MJ_BUILD_FAILED;
     if (seconds) *seconds = 0;
     if (!rt || !m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_build_kernel: NULL argument");

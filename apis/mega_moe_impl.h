@@ -1,13 +1,14 @@
 /* The MegaMoE weights object and launch preparation, shared by apis/weights.c,
- * apis/mega_moe.c, the manifest and the GPU tests (which take a prepared
- * launch, change its arguments for negative controls and launch it themselves). */
+ * apis/mega_moe.c and the GPU tests (which take a prepared launch, change its
+ * arguments for negative controls and launch it themselves). */
 #ifndef MJ_MEGA_MOE_IMPL_H
 #define MJ_MEGA_MOE_IMPL_H
 
 #include <cuda.h>
 
-#include "apis/megajit.h"
 #include "heuristics/moe_formats.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"
 
@@ -30,9 +31,6 @@ struct mj_weights {
     unsigned char *loaded;
 };
 
-/* Validates cfg (the message names the field) and returns its format row. */
-mj_status mj_moe_config_check(const mj_moe_config *cfg, const mj_moe_format_row **row);
-
 /* Everything mj_mega_moe does short of launching: validates the buffer, the
  * weights and the arguments, gets (compiling when missing) the kernel and
  * fills its launch shape and its one argument. Launch with
@@ -44,7 +42,6 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
 
 /* Synchronizes stream (unless it is capturing) and turns this rank's device
  * error word into a status naming what did not arrive; clears the word. */
-mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank,
-                                   mj_stream stream);
+mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank, mj_stream stream);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/error.h"
 
 /* kNames[i] names kJson[i]; kNames is NULL-terminated for mj_manifest_preset_names. */
@@ -36,7 +36,7 @@ static const char *const kJson[] = {
     " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
 
     "{\"comment\": \"gpt-oss-120b on one rank, W4A16. The model's hidden and intermediate"
-    " sizes are 2880, which is not a multiple of the 128-wide quantization blocks; both are"
+    " sizes are 2880, which is not a multiple of 256 as hidden must be (runtime/limits.h); both are"
     " padded with zeros to 3072 (weights and activations alike), which leaves the result"
     " unchanged.\","
     " \"archs\": [\"sm_90a\"],"
@@ -54,6 +54,7 @@ const char *const *mj_manifest_preset_names(void) {
 }
 
 mj_status mj_manifest_preset(const char *name, mj_manifest **out) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_preset: out is NULL");
     *out = NULL;
     if (!name) return mj_fail(MJ_ERR_INVALID_ARG, "mj_manifest_preset: name is NULL");

@@ -1,153 +1,25 @@
-/* Runtime creation, per-family settings, statistics and information. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "runtime/env.h"
+/* mj_runtime_*, mj_family_*: the public runtime calls over runtime/runtime.h. */
+#include "include/megajit.h"
 #include "runtime/error.h"
-#include "runtime/kernel_map.h"
-#include "runtime/log.h"
-#include "runtime/nvrtc_lib.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
+#include "runtime/struct_size.h"
 
 const char *mj_version_string(void) {
-    return "0.1.0";
-}
-
-const char *mj_family_name(mj_family family) {
-    switch (family) {
-    case MJ_FAMILY_PRE_DISPATCH:
-        return "pre_dispatch";
-    case MJ_FAMILY_MEGA_MOE:
-        return "mega_moe";
-    case MJ_FAMILY_COUNT_:
-        break;
-    }
-    return NULL;
-}
-
-static const char *const format_names[MJ_FORMAT_COUNT_] = {"bf16", "mxfp8", "mxfp4", "nvfp4"};
-
-const char *mj_format_name(mj_format format) {
-    return (unsigned)format < MJ_FORMAT_COUNT_ ? format_names[format] : NULL;
-}
-
-mj_status mj_format_parse(const char *name, mj_format *format) {
-    for (int i = 0; name && i < MJ_FORMAT_COUNT_; i++)
-        if (strcmp(name, format_names[i]) == 0) {
-            *format = (mj_format)i;
-            return MJ_OK;
-        }
-    return mj_fail(MJ_ERR_INVALID_ARG,
-                   "unknown format \"%s\" (expected bf16, mxfp8, mxfp4 or nvfp4)",
-                   name ? name : "(null)");
-}
-
-/* Attaches to the caller's current context, or device 0's primary context. */
-static mj_status attach_device(mj_runtime *rt) {
-    const mj_cuda *cu = mj_cuda_get();
-    if (!cu) {
-        mj_log(MJ_LOG_INFO, "%s; compile and cache only", mj_last_error());
-        return MJ_OK;
-    }
-    CUresult r = cu->cuCtxGetCurrent(&rt->ctx);
-    if (r == CUDA_SUCCESS && rt->ctx) {
-        r = cu->cuCtxGetDevice(&rt->device);
-    } else {
-        int count = 0;
-        if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-            mj_log(MJ_LOG_INFO, "no CUDA device; compile and cache only");
-            return MJ_OK;
-        }
-        r = cu->cuDeviceGet(&rt->device, 0);
-        if (r == CUDA_SUCCESS) r = cu->cuDevicePrimaryCtxRetain(&rt->ctx, rt->device);
-        if (r == CUDA_SUCCESS) rt->owns_primary_ctx = 1;
-    }
-    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "attaching to the CUDA device");
-    int major = 0, minor = 0;
-    cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rt->device);
-    cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, rt->device);
-    cu->cuDeviceGetAttribute(&rt->device_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, rt->device);
-    cu->cuDeviceGetName(rt->device_name, sizeof rt->device_name, rt->device);
-    rt->cu = cu;
-    if (!rt->arch) {
-        rt->arch = major == 9 && minor == 0    ? MJ_ARCH_SM90A
-                   : major == 10 && minor == 0 ? MJ_ARCH_SM100A
-                                               : (mj_arch)0;
-        if (!rt->arch)
-            return mj_fail(MJ_ERR_UNSUPPORTED,
-                           "device %s has compute capability %d.%d; megajit kernels target "
-                           "sm_90a and sm_100a",
-                           rt->device_name, major, minor);
-    }
-    return MJ_OK;
-}
-
-static mj_status open_cache(mj_runtime *rt, const mj_runtime_options *o, const mj_env *env) {
-    rt->cache_disabled = o->cache_disable || env->cache_disable;
-    snprintf(rt->cache_dir, sizeof rt->cache_dir, "%s",
-             o->cache_dir ? o->cache_dir : env->cache_dir);
-    const char *ro = o->cache_ro ? o->cache_ro : env->cache_ro;
-    snprintf(rt->cache_ro, sizeof rt->cache_ro, "%s", ro ? ro : "");
-    if (rt->cache_disabled) return MJ_OK;
-    mjc_open_opts co = {rt->cache_dir, ro, 0};
-    char err[1024];
-    if (mjc_open(&co, &rt->cache, err, sizeof err) != MJC_OK)
-        return mj_fail(MJ_ERR_CACHE, "%s", err);
-    snprintf(rt->cache_filesystem, sizeof rt->cache_filesystem, "%s",
-             mjc_filesystem_name(rt->cache_dir));
-    snprintf(rt->cache_journal_mode, sizeof rt->cache_journal_mode, "%s",
-             mjc_journal_mode(rt->cache));
-    mj_log(MJ_LOG_INFO, "kernel cache %s (%s, journal %s)%s%s", mjc_path(rt->cache),
-           rt->cache_filesystem, rt->cache_journal_mode, ro ? ", read-only layers " : "",
-           ro ? ro : "");
-    return MJ_OK;
+    return MJ_VERSION_STRING;
 }
 
 mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts) {
+    mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_runtime_create: out is NULL");
     *out = NULL;
-    mj_runtime_options none = {0};
-    const mj_runtime_options *o = opts ? opts : &none;
-    const mj_env *env = mj_env_get();
-    mj_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-    pthread_mutex_init(&rt->lock, NULL);
-    pthread_mutex_init(&rt->build_lock, NULL);
-    rt->check_device_inputs = o->check_device_inputs;
-    mj_status st = MJ_OK;
-    if (o->arch && !(rt->arch = mj_arch_parse(o->arch)))
-        st = mj_fail(MJ_ERR_INVALID_ARG, "unknown arch \"%s\" (expected sm_90a or sm_100a)",
-                     o->arch);
-    if (st == MJ_OK) st = attach_device(rt);
-    if (st == MJ_OK && !rt->arch) rt->arch = MJ_ARCH_SM90A;
-    snprintf(rt->arch_name, sizeof rt->arch_name, "%s", mj_arch_name(rt->arch));
-    if (st == MJ_OK && env->template_dir) {
-        st = mj_template_set_from_dir(env->template_dir, &rt->owned_templates);
-        rt->templates = rt->owned_templates;
-    } else {
-        rt->templates = mj_template_set_embedded();
-    }
-    if (st == MJ_OK) st = open_cache(rt, o, env);
-    if (st == MJ_OK && !(rt->kernels = mj_kernel_map_create()))
-        st = mj_fail(MJ_ERR_NOMEM, "out of memory");
-    if (st != MJ_OK) {
-        mj_runtime_destroy(rt);
-        return st;
-    }
-    *out = rt;
-    return MJ_OK;
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    mj_status st =
+        opts ? mj_struct_read(opts, &o, sizeof o, sizeof o, "mj_runtime_options") : MJ_OK;
+    return st != MJ_OK ? st : mj_runtime_new(&o, out);
 }
 
 void mj_runtime_destroy(mj_runtime *rt) {
-    if (!rt) return;
-    mj_kernel_map_destroy(rt->kernels, rt->cu);
-    if (rt->cache) mjc_close(rt->cache);
-    mj_template_set_free(rt->owned_templates);
-    if (rt->owns_primary_ctx) rt->cu->cuDevicePrimaryCtxRelease(rt->device);
-    pthread_mutex_destroy(&rt->build_lock);
-    pthread_mutex_destroy(&rt->lock);
-    free(rt);
+    mj_runtime_free(rt);
 }
 
 int mj_runtime_has_device(const mj_runtime *rt) {
@@ -158,102 +30,52 @@ const char *mj_runtime_arch(const mj_runtime *rt) {
     return rt ? rt->arch_name : NULL;
 }
 
-mj_status mj_runtime_bind(mj_runtime *rt) {
-    if (!rt->cu)
-        return mj_fail(MJ_ERR_NO_DEVICE, "no CUDA device: this runtime can compile and cache "
-                                         "kernels but not launch them");
-    CUcontext cur = NULL;
-    if (rt->cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == rt->ctx) return MJ_OK;
-    CUresult r = rt->cu->cuCtxSetCurrent(rt->ctx);
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "cuCtxSetCurrent");
-}
-
-static mj_status check_family(const mj_runtime *rt, mj_family family, const void *p) {
-    if (!rt || !p) return mj_fail(MJ_ERR_INVALID_ARG, "NULL runtime or output");
+static mj_status check_family(const char *fn, const mj_runtime *rt, mj_family family,
+                              const void *out) {
+    if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "%s: NULL runtime or output", fn);
     if ((unsigned)family >= MJ_FAMILY_COUNT_)
-        return mj_fail(MJ_ERR_INVALID_ARG, "unknown kernel family %d", (int)family);
+        return mj_fail(MJ_ERR_INVALID_ARG, "%s: unknown kernel family %d", fn, (int)family);
     return MJ_OK;
 }
 
 mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms) {
-    mj_status st = check_family(rt, family, rt);
-    if (st != MJ_OK) return st;
-    int max = rt->cu ? rt->device_sms : 1024;
-    if (num_sms < 0 || num_sms > max)
-        return mj_fail(MJ_ERR_INVALID_ARG, "%s: SM count %d outside 0..%d (0 = all)",
-                       mj_family_name(family), num_sms, max);
-    pthread_mutex_lock(&rt->lock);
-    rt->families[family].num_sms = num_sms;
-    pthread_mutex_unlock(&rt->lock);
-    return MJ_OK;
+    mj_clear_error();
+    mj_status st = check_family("mj_family_set_num_sms", rt, family, rt);
+    return st != MJ_OK ? st : mj_runtime_set_family_sms(rt, family, num_sms);
 }
 
 mj_status mj_family_get_num_sms(const mj_runtime *rt, mj_family family, int *num_sms) {
-    mj_status st = check_family(rt, family, num_sms);
-    if (st != MJ_OK) return st;
-    pthread_mutex_lock((pthread_mutex_t *)&rt->lock);
-    *num_sms = rt->families[family].num_sms;
-    pthread_mutex_unlock((pthread_mutex_t *)&rt->lock);
-    return MJ_OK;
+    mj_clear_error();
+    mj_status st = check_family("mj_family_get_num_sms", rt, family, num_sms);
+    if (st == MJ_OK) *num_sms = mj_runtime_family_settings(rt, family).num_sms;
+    return st;
 }
 
 mj_status mj_family_set_pdl(mj_runtime *rt, mj_family family, int enable) {
-    mj_status st = check_family(rt, family, rt);
-    if (st != MJ_OK) return st;
-    pthread_mutex_lock(&rt->lock);
-    rt->families[family].pdl = enable != 0;
-    pthread_mutex_unlock(&rt->lock);
-    return MJ_OK;
+    mj_clear_error();
+    mj_status st = check_family("mj_family_set_pdl", rt, family, rt);
+    if (st == MJ_OK) mj_runtime_set_family_pdl(rt, family, enable);
+    return st;
 }
 
 mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable) {
-    mj_status st = check_family(rt, family, enable);
-    if (st != MJ_OK) return st;
-    pthread_mutex_lock((pthread_mutex_t *)&rt->lock);
-    *enable = rt->families[family].pdl;
-    pthread_mutex_unlock((pthread_mutex_t *)&rt->lock);
-    return MJ_OK;
-}
-
-int mj_runtime_family_sms(mj_runtime *rt, mj_family family) {
-    pthread_mutex_lock(&rt->lock);
-    int n = rt->families[family].num_sms;
-    pthread_mutex_unlock(&rt->lock);
-    return n ? n : rt->device_sms;
-}
-
-int mj_runtime_family_pdl(mj_runtime *rt, mj_family family) {
-    pthread_mutex_lock(&rt->lock);
-    int pdl = rt->families[family].pdl;
-    pthread_mutex_unlock(&rt->lock);
-    return pdl;
+    mj_clear_error();
+    mj_status st = check_family("mj_family_get_pdl", rt, family, enable);
+    if (st == MJ_OK) *enable = mj_runtime_family_settings(rt, family).pdl;
+    return st;
 }
 
 mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out) {
-    if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "NULL runtime or output");
-    pthread_mutex_lock((pthread_mutex_t *)&rt->lock);
-    *out = rt->stats;
-    out->memory_hits = __atomic_load_n(&rt->stats.memory_hits, __ATOMIC_RELAXED);
-    pthread_mutex_unlock((pthread_mutex_t *)&rt->lock);
+    mj_clear_error();
+    if (!rt || !out)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_runtime_get_stats: NULL runtime or output");
+    *out = mj_runtime_read_stats(rt);
     return MJ_OK;
 }
 
 mj_status mj_runtime_info(mj_runtime *rt, mj_info *info) {
-    if (!rt || !info) return mj_fail(MJ_ERR_INVALID_ARG, "NULL runtime or output");
-    const char *nv = mj_nvrtc_version();
-    snprintf(rt->nvrtc_version, sizeof rt->nvrtc_version, "%s", nv ? nv : "");
-    *info = (mj_info){
-        .megajit_version = mj_version_string(),
-        .nvrtc_version = rt->nvrtc_version,
-        .driver_version = rt->cu ? rt->cu->driver_version : 0,
-        .device_name = rt->cu ? rt->device_name : "",
-        .device_sms = rt->cu ? rt->device_sms : 0,
-        .arch = rt->arch_name,
-        .cache_path = rt->cache ? mjc_path(rt->cache) : "",
-        .cache_filesystem = rt->cache_filesystem,
-        .cache_journal_mode = rt->cache_journal_mode,
-        .cache_ro_layers = rt->cache_ro,
-        .cache_disabled = rt->cache_disabled,
-    };
+    mj_clear_error();
+    if (!rt || !info) return mj_fail(MJ_ERR_INVALID_ARG, "mj_runtime_info: NULL runtime or output");
+    mj_runtime_describe(rt, info);
     return MJ_OK;
 }

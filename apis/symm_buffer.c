@@ -3,45 +3,11 @@
 #include <stdlib.h>
 
 #include "apis/symm_buffer_impl.h"
-#include "templates/layout/moe_layout.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/runtime_impl.h"
-
-/* Pre-dispatch runs one thread per 8 elements and needs whole warps. */
-#define MJ_HIDDEN_MULTIPLE 256
-#define MJ_HIDDEN_MAX 8192
-
-mj_status mj_symm_config_check(const mj_symm_config *c) {
-    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
-    if ((unsigned)c->dispatch_format >= MJ_FORMAT_COUNT_)
-        return mj_fail(MJ_ERR_INVALID_ARG, "unsupported dispatch format %d",
-                       (int)c->dispatch_format);
-    int group = mj_format_group((int)c->dispatch_format);
-    if (c->hidden <= 0 || c->hidden > MJ_HIDDEN_MAX || c->hidden % MJ_HIDDEN_MULTIPLE ||
-        (group && c->hidden % group))
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "hidden %d must be a multiple of %d (and of the %s group, %d) in 256..%d",
-                       c->hidden, MJ_HIDDEN_MULTIPLE, mj_format_name(c->dispatch_format), group,
-                       MJ_HIDDEN_MAX);
-    if (c->num_ranks < 1 || c->num_ranks > MJ_MAX_RANKS)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_ranks %d outside 1..%d", c->num_ranks,
-                       MJ_MAX_RANKS);
-    if (c->num_experts <= 0 || c->num_experts % c->num_ranks)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "num_experts %d must be positive and divisible by num_ranks %d",
-                       c->num_experts, c->num_ranks);
-    if (c->num_topk <= 0 || c->num_topk > c->num_experts || c->num_topk > 64)
-        return mj_fail(MJ_ERR_INVALID_ARG, "num_topk %d outside 1..min(64, num_experts %d)",
-                       c->num_topk, c->num_experts);
-    if (c->max_tokens_per_rank <= 0 || c->max_tokens_per_rank > (1 << 20))
-        return mj_fail(MJ_ERR_INVALID_ARG, "max_tokens_per_rank %d outside 1..%d",
-                       c->max_tokens_per_rank, 1 << 20);
-    if (c->intermediate < 0 || c->intermediate % 64)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "intermediate %d must be 0 (pre-dispatch only) or a positive multiple of 64",
-                       c->intermediate);
-    return MJ_OK;
-}
+#include "runtime/runtime.h"
+#include "runtime/struct_size.h"
+#include "templates/layout/moe_layout.h"
 
 size_t mj_symm_rank_bytes(const mj_symm_config *c) {
     int fmt = (int)c->dispatch_format;
@@ -63,22 +29,26 @@ mj_symm_buffer *mj_symm_buffer_new(mj_runtime *rt, const mj_symm_config *cfg, in
     return b;
 }
 
-mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out) {
+mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *config,
+                                mj_symm_buffer **out) {
+    mj_clear_error();
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_create: NULL argument");
     *out = NULL;
-    mj_status st = mj_symm_config_check(cfg);
+    mj_symm_config accepted;
+    const mj_symm_config *cfg = &accepted;
+    mj_status st = mj_symm_config_accept(config, &accepted);
     if (st != MJ_OK) return st;
     if ((st = mj_runtime_bind(rt)) != MJ_OK) return st;
     mj_symm_buffer *b = mj_symm_buffer_new(rt, cfg, -1);
     if (!b) return mj_fail(MJ_ERR_NOMEM, "out of memory");
     b->rank_bytes = mj_symm_rank_bytes(cfg);
     size_t total = b->rank_bytes * (size_t)cfg->num_ranks;
-    CUresult r = rt->cu->cuMemAlloc(&b->base, total);
-    if (r == CUDA_SUCCESS) r = rt->cu->cuMemsetD8(b->base, 0, total);
-    if (r != CUDA_SUCCESS) {
-        if (b->base) rt->cu->cuMemFree(b->base);
+    st = mj_device_alloc(rt, total, "allocating the symmetric buffer", &b->base);
+    if (st == MJ_OK) st = mj_device_zero(rt, b->base, total, "zeroing the symmetric buffer");
+    if (st != MJ_OK) {
+        mj_device_free(rt, b->base);
         free(b);
-        return mj_cuda_fail(r, "allocating the symmetric buffer");
+        return st;
     }
     *out = b;
     return MJ_OK;
@@ -86,23 +56,32 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
 
 void mj_symm_buffer_destroy(mj_symm_buffer *b) {
     if (!b) return;
+    mj_error_snapshot caller_error;
+    mj_error_save(&caller_error);
     if (b->dist)
         mj_symm_dist_destroy(b);
     else if (mj_runtime_bind(b->rt) == MJ_OK)
-        b->rt->cu->cuMemFree(b->base);
+        mj_device_free(b->rt, b->base);
     free(b);
+    mj_error_restore(&caller_error);
 }
 
 mj_status mj_symm_buffer_info(const mj_symm_buffer *b, mj_symm_config *cfg, int *num_sms,
                               size_t *bytes_per_rank) {
+    mj_clear_error();
     if (!b) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_info: buffer is NULL");
-    if (cfg) *cfg = b->cfg;
+    if (cfg) {
+        mj_status st =
+            mj_struct_write(cfg, &b->cfg, sizeof b->cfg, sizeof b->cfg, "mj_symm_config");
+        if (st != MJ_OK) return st;
+    }
     if (num_sms) *num_sms = b->num_sms;
     if (bytes_per_rank) *bytes_per_rank = b->rank_bytes;
     return MJ_OK;
 }
 
 mj_status mj_symm_buffer_view(const mj_symm_buffer *b, int rank, mj_view_id id, mj_view *out) {
+    mj_clear_error();
     if (!b || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_view: NULL argument");
     if (rank < 0 || rank >= b->cfg.num_ranks)
         return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d", rank, b->cfg.num_ranks - 1);

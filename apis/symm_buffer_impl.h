@@ -4,7 +4,8 @@
 
 #include <cuda.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/fd_exchange.h"
 #include "templates/layout/symm_layout.h"
 
@@ -22,10 +23,8 @@ struct mj_symm_buffer {
     mj_symm_dist *dist; /* NULL for emulated buffers */
 };
 
-/* Validates a config; the message names the bad field. */
-mj_status mj_symm_config_check(const mj_symm_config *c);
 /* Bytes one rank's region needs (with the MegaMoE regions when c->intermediate
- * > 0); c must pass mj_symm_config_check. */
+ * > 0); c must pass mj_symm_config_check (runtime/configs.h). */
 size_t mj_symm_rank_bytes(const mj_symm_config *c);
 /* A zeroed buffer object with the fields every kind of buffer shares (rank -1
  * for the emulated, single-process one); NULL when out of memory. */

@@ -5,10 +5,11 @@
 #include <stdlib.h>
 
 #include "apis/mega_moe_impl.h"
-#include "apis/specs.h"
 #include "heuristics/mega_moe_config.h"
+#include "runtime/device.h"
 #include "runtime/error.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/families/mega_moe.h"
+#include "runtime/runtime.h"
 
 static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
@@ -21,34 +22,39 @@ static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up
 /* UE4M3 scales are E4M3 bytes >= 0: no sign bit, and 0x7f is NaN. */
 #define UE4M3_NAN 0x7f
 
-static void free_device(const mj_cuda *cu, mj_weights *w) {
-    if (w->image) cu->cuMemFree(w->image);
-    if (w->alphas) cu->cuMemFree(w->alphas);
-    if (w->stream) cu->cuStreamDestroy(w->stream);
+static void free_device(mj_weights *w) {
+    mj_device_free(w->rt, w->image);
+    mj_device_free(w->rt, w->alphas);
+    mj_stream_destroy(w->rt, w->stream);
 }
 
-static CUresult alloc_all(const mj_cuda *cu, mj_weights *w) {
+static mj_status alloc_all(mj_weights *w) {
+    mj_runtime *rt = w->rt;
     mj_u64 e = (mj_u64)w->local_experts;
-    CUresult r = cu->cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING);
-    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->image, e * w->layout.expert_bytes);
+    const char *what = "allocating the MegaMoE weights";
+    mj_status st = mj_stream_create(rt, what, &w->stream);
+    if (st == MJ_OK) st = mj_device_alloc(rt, e * w->layout.expert_bytes, what, &w->image);
     size_t alpha_bytes = 4 * (size_t)e * sizeof(float);
-    if (r == CUDA_SUCCESS) r = cu->cuMemAlloc(&w->alphas, alpha_bytes);
-    if (r == CUDA_SUCCESS) {
+    if (st == MJ_OK) st = mj_device_alloc(rt, alpha_bytes, what, &w->alphas);
+    if (st == MJ_OK) {
         float *ones = malloc(alpha_bytes);
-        if (!ones) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (!ones) return mj_fail(MJ_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < 4 * (size_t)e; i++)
             ones[i] = 1.0f;
-        r = cu->cuMemcpyHtoD(w->alphas, ones, alpha_bytes);
+        st = mj_device_upload(rt, w->alphas, ones, alpha_bytes, what);
         free(ones);
     }
-    return r;
+    return st;
 }
 
-mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out) {
+mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weights **out) {
+    mj_clear_error();
     if (!rt || !out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_create: NULL argument");
     *out = NULL;
+    mj_moe_config accepted;
+    const mj_moe_config *cfg = &accepted;
     const mj_moe_format_row *row;
-    mj_status st = mj_moe_config_check(cfg, &row);
+    mj_status st = mj_moe_config_accept(config, &accepted, &row);
     if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
     mj_weights *w = calloc(1, sizeof *w);
     int local = cfg->num_experts / cfg->num_ranks;
@@ -63,15 +69,15 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights
     w->format = row;
     w->local_experts = local;
     w->stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
-    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, w->stage_k,
-                                      (int)cfg->weight_format);
+    w->layout =
+        mj_layout_moe_weights(cfg->hidden, cfg->intermediate, w->stage_k, (int)cfg->weight_format);
     w->loaded = loaded;
-    CUresult r = alloc_all(rt->cu, w);
-    if (r != CUDA_SUCCESS) {
-        free_device(rt->cu, w);
+    st = alloc_all(w);
+    if (st != MJ_OK) {
+        free_device(w);
         free(loaded);
         free(w);
-        return mj_cuda_fail(r, "allocating the MegaMoE weights");
+        return st;
     }
     *out = w;
     return MJ_OK;
@@ -79,7 +85,10 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights
 
 void mj_weights_destroy(mj_weights *w) {
     if (!w) return;
-    if (mj_runtime_bind(w->rt) == MJ_OK) free_device(w->rt->cu, w);
+    mj_error_snapshot caller_error;
+    mj_error_save(&caller_error);
+    if (mj_runtime_bind(w->rt) == MJ_OK) free_device(w);
+    mj_error_restore(&caller_error);
     free(w->loaded);
     free(w);
 }
@@ -90,12 +99,12 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < groups; g++) {
             unsigned b = sf[(size_t)r * (size_t)groups + (size_t)g];
-            if (fmt == MJ_FMT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
+            if (fmt == MJ_FORMAT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
                                "group %d is not a UE4M3 scale (negative or NaN)",
                                e, kProjectionNames[proj], b, r, g);
-            if (fmt != MJ_FMT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
+            if (fmt != MJ_FORMAT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
                                "group %d would make decoded weights inexact in BF16 (MX weight "
@@ -111,46 +120,44 @@ static mj_status write_image(mj_weights *w, int e, mj_projection proj, const voi
                              const void *scales, size_t data_bytes, size_t sf_bytes,
                              int from_device) {
     mj_runtime *rt = w->rt;
-    const mj_cuda *cu = rt->cu;
-    mj_kernel_spec spec;
+    const mj_symm_config buffer = mj_symm_config_of_moe(&w->cfg);
+    const mj_family_request req = {.buffer = &buffer, .layer = &w->cfg, .projection = (int)proj};
     mj_kernel *k;
-    mj_status st = mj_mega_moe_image_spec(&w->cfg, rt->arch, &spec);
-    if (st != MJ_OK || (st = mj_jit_get(rt, &spec, NULL, &k)) != MJ_OK) return st;
+    mj_launch_config lc;
+    mj_status st =
+        mj_family_prepare(rt, &mj_mega_moe_family, MJ_MOE_KERNEL_IMAGE, &req, NULL, &k, &lc);
+    if (st != MJ_OK) return st;
     CUdeviceptr staging = 0, src = (CUdeviceptr)(uintptr_t)data,
                 src_sf = (CUdeviceptr)(uintptr_t)scales;
-    CUresult r = CUDA_SUCCESS;
     if (!from_device) {
-        r = cu->cuMemAlloc(&staging, data_bytes + sf_bytes);
-        if (r == CUDA_SUCCESS) r = cu->cuMemcpyHtoD(staging, data, data_bytes);
-        if (r == CUDA_SUCCESS && sf_bytes) r = cu->cuMemcpyHtoD(staging + data_bytes, scales, sf_bytes);
+        const char *what = "mj_weights_load: staging the projection";
+        st = mj_device_alloc(rt, data_bytes + sf_bytes, what, &staging);
+        if (st == MJ_OK) st = mj_device_upload(rt, staging, data, data_bytes, what);
+        if (st == MJ_OK && sf_bytes)
+            st = mj_device_upload(rt, staging + data_bytes, scales, sf_bytes, what);
         src = staging;
         src_sf = sf_bytes ? staging + data_bytes : 0;
     } else {
         /* The caller's writes into the sources come first, on whatever stream. */
-        r = cu->cuCtxSynchronize();
+        st = mj_device_synchronize(rt, "mj_weights_load: waiting for the sources");
     }
-    if (r != CUDA_SUCCESS) {
-        if (staging) cu->cuMemFree(staging);
-        return mj_cuda_fail(r, "mj_weights_load: staging the projection");
+    if (st == MJ_OK) {
+        mj_moe_image_args args = {
+            (const unsigned char *)(uintptr_t)src, (const unsigned char *)(uintptr_t)src_sf,
+            (unsigned char *)(uintptr_t)(w->image + (CUdeviceptr)e * w->layout.expert_bytes),
+            (int)proj};
+        void *params[] = {&args};
+        st = mj_jit_launch(rt, k, &lc, w->stream, params);
+        if (st == MJ_OK)
+            st = mj_stream_synchronize(rt, w->stream, "mj_weights_load: writing the image");
     }
-    mj_moe_image_args args = {
-        (const unsigned char *)(uintptr_t)src, (const unsigned char *)(uintptr_t)src_sf,
-        (unsigned char *)(uintptr_t)(w->image + (CUdeviceptr)e * w->layout.expert_bytes),
-        (int)proj};
-    int rows = proj == MJ_PROJ_DOWN ? w->cfg.hidden : w->cfg.intermediate;
-    int k_dim = proj == MJ_PROJ_DOWN ? w->cfg.intermediate : w->cfg.hidden;
-    mj_launch_config lc = {{(unsigned)(rows / MJ_MOE_BLOCK_ROWS), (unsigned)(k_dim / w->stage_k), 1},
-                           {128, 1, 1}, 0, 0, 0};
-    void *params[] = {&args};
-    st = mj_jit_launch(rt, k, &lc, w->stream, params);
-    r = st == MJ_OK ? cu->cuStreamSynchronize(w->stream) : CUDA_SUCCESS;
-    if (staging) cu->cuMemFree(staging);
-    if (st != MJ_OK) return st;
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "mj_weights_load: writing the image");
+    mj_device_free(rt, staging);
+    return st;
 }
 
 mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
                           const void *scales, int from_device) {
+    mj_clear_error();
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
     int e = local_expert;
     if (e < 0 || e >= w->local_experts)
@@ -172,7 +179,6 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
                        kProjectionNames[proj]);
     mj_status st = mj_runtime_bind(w->rt);
     if (st != MJ_OK) return st;
-    const mj_cuda *cu = w->rt->cu;
     int hidden = w->cfg.hidden, inter = w->cfg.intermediate;
     int rows = proj == MJ_PROJ_DOWN ? hidden : inter;
     int cols = proj == MJ_PROJ_DOWN ? inter : hidden;
@@ -184,14 +190,14 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
          * leaves the previous contents intact. */
         unsigned char *host_sf = from_device ? malloc(sf_bytes) : (unsigned char *)scales;
         if (!host_sf) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-        CUresult r = from_device
-                         ? cu->cuMemcpyDtoH(host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes)
-                         : CUDA_SUCCESS;
-        if (r == CUDA_SUCCESS) st = check_scales(w, e, proj, host_sf, rows, groups);
+        if (from_device)
+            st = mj_device_download(w->rt, host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes,
+                                    "mj_weights_load: reading the scales");
+        if (st == MJ_OK) st = check_scales(w, e, proj, host_sf, rows, groups);
         if (from_device) free(host_sf);
-        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "mj_weights_load: reading the scales");
         if (st != MJ_OK) return st;
     }
+    /* Returns when the image is written: the caller may free its source. */
     if ((st = write_image(w, e, proj, data, scales, data_bytes, sf_bytes, from_device)) != MJ_OK)
         return st;
     w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj] = 1;
@@ -200,6 +206,7 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
 
 mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
                                 float l1_alpha_up, float l2_alpha, float l2_act_scale) {
+    mj_clear_error();
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: weights are NULL");
     int e = local_expert;
     if (e < 0 || e >= w->local_experts)
@@ -214,10 +221,10 @@ mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_
                            names[i], (double)values[i]);
     mj_status st = mj_runtime_bind(w->rt);
     if (st != MJ_OK) return st;
-    CUresult r = CUDA_SUCCESS;
-    for (int i = 0; i < 4 && r == CUDA_SUCCESS; i++)
-        r = w->rt->cu->cuMemcpyHtoD(
+    for (int i = 0; i < 4 && st == MJ_OK; i++)
+        st = mj_device_upload(
+            w->rt,
             w->alphas + ((CUdeviceptr)i * (CUdeviceptr)w->local_experts + (CUdeviceptr)e) * 4,
-            &values[i], sizeof(float));
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "mj_weights_set_alphas: copying");
+            &values[i], sizeof(float), "mj_weights_set_alphas: copying");
+    return st;
 }

@@ -2,11 +2,12 @@
 // copy kernel and cudaMemcpyAsync, each timed per call (CUDA events around
 // every call, as `megajit bench pre-dispatch` times pre-dispatch) at N and 2N
 // bytes. With t(n) = fixed + n / stream, fixed = 2 t(N) - t(2N): the cost that
-// a 20-35 us pre-dispatch pays on top of its bytes, and that a 512 MB copy
-// spreads thin. Then kernels that only move pre-dispatch's byte mixes (read N,
-// write N, N/2 or N/4) in one launch, as a fraction of the memcpy bandwidth,
-// and the floor with no work at all: an empty kernel, and an empty pair
-// chained by PDL (pre-dispatch's check + main kernel shape).
+// a pre-dispatch launch (its times are in bench/RESULTS.md) pays on top of its
+// bytes, and that a 512 MB copy spreads thin. Then kernels that only move
+// pre-dispatch's byte mixes (read N, write N, N/2 or N/4) in one launch, as a
+// fraction of the memcpy bandwidth, and the floor with no work at all: an
+// empty kernel, and an empty pair chained by PDL (pre-dispatch's check + main
+// kernel shape).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o build/bench/launch_probe bench/launch_probe.cu
 //   build/bench/launch_probe [N_MiB]      (N defaults to T=4096 x H=7168 BF16, 56 MiB)

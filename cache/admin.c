@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +39,12 @@ static void read_info(sqlite3_stmt *st, mjc_info *in) {
     in->compile_ms = sqlite3_column_double(st, 12);
 }
 
-/* Locks db and makes its writable database usable; unlocks again on failure. */
-static int enter(mjc_db *db, int need_write) {
+/* Locks db and makes its writable database usable; unlocks again when it
+ * returns anything but MJC_OK (MJC_ABSENT: no database yet, nothing to do). */
+static int enter(mjc_db *db, int need) {
     if (!db) return MJC_ERR_ARG;
     mjc_lock(db);
-    int rc = mjc_writable(db, need_write);
+    int rc = mjc_writable(db, need);
     if (rc != MJC_OK) mjc_unlock(db);
     return rc;
 }
@@ -64,28 +66,54 @@ static int finish(mjc_db *db, sqlite3_stmt *st, int step_rc, const char *what) {
     return mjc_sql_fail(db, step_rc, what);
 }
 
-int mjc_list(mjc_db *db, const char *family, const char *arch, mjc_info_fn fn, void *user) {
-    if (!fn) return MJC_ERR_ARG;
-    int rc = enter(db, 0);
-    if (rc != MJC_OK) return rc;
+/* Lists one database's matching entries, marked with layer; a SQLite code.
+ * *stopped when fn asked to stop. */
+static int list_in(sqlite3 *conn, const char *layer, const char *family, const char *arch,
+                   mjc_info_fn fn, void *user, int *stopped) {
     sqlite3_stmt *st;
-    rc = prepare(db,
-                 "SELECT " INFO_COLUMNS " FROM entry WHERE (?1 IS NULL OR family=?1) AND "
-                 "(?2 IS NULL OR arch=?2) ORDER BY family, kernel_name, arch, key",
-                 &st);
-    if (rc != MJC_OK) return leave(db, rc);
+    int src = sqlite3_prepare_v2(conn,
+                                 "SELECT " INFO_COLUMNS " FROM entry WHERE (?1 IS NULL OR "
+                                 "family=?1) AND (?2 IS NULL OR arch=?2) "
+                                 "ORDER BY family, kernel_name, arch, key",
+                                 -1, &st, NULL);
+    if (src != SQLITE_OK) return src;
     if (family) sqlite3_bind_text(st, 1, family, -1, SQLITE_STATIC);
     if (arch) sqlite3_bind_text(st, 2, arch, -1, SQLITE_STATIC);
-    int src;
     while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         mjc_info in;
         read_info(st, &in);
+        in.layer = layer;
         if (fn(&in, user)) {
+            *stopped = 1;
             src = SQLITE_DONE;
             break;
         }
     }
-    return leave(db, finish(db, st, src, "listing the cache"));
+    sqlite3_finalize(st);
+    return src == SQLITE_DONE ? SQLITE_OK : src;
+}
+
+int mjc_list(mjc_db *db, const char *family, const char *arch, mjc_info_fn fn, void *user) {
+    if (!fn) return MJC_ERR_ARG;
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc != MJC_OK && rc != MJC_ABSENT) return rc;
+    if (rc == MJC_ABSENT) mjc_lock(db); /* the snapshots may still hold entries */
+    int stopped = 0;
+    if (rc == MJC_OK) {
+        int src = list_in(db->conn, NULL, family, arch, fn, user, &stopped);
+        if (src != SQLITE_OK) rc = mjc_sql_fail(db, src, "listing the cache");
+    }
+    rc = rc == MJC_ABSENT ? MJC_OK : rc;
+    for (size_t i = 0; rc == MJC_OK && !stopped && i < db->num_layers; i++) {
+        const mjc_layer *l = &db->layers[i];
+        int src = list_in(l->conn, l->path, family, arch, fn, user, &stopped);
+        if (src != SQLITE_OK) {
+            /* Damage in a snapshot is the snapshot's: nothing is moved aside. */
+            mjc_set_err(db, "listing cache snapshot %s: %s", l->path, sqlite3_errstr(src));
+            rc = MJC_ERR_SQLITE;
+        }
+    }
+    return leave(db, rc);
 }
 
 /* Upper-cases a 4..32 digit hex prefix into out (as SQLite's hex() writes). */
@@ -107,6 +135,20 @@ static int parse_prefix(mjc_db *db, const char *prefix, char out[33]) {
     return MJC_OK;
 }
 
+static int no_key(mjc_db *db, const char *prefix) {
+    mjc_set_err(db, "no cache entry has a key starting with %s", prefix);
+    return MJC_ERR_NOT_FOUND;
+}
+
+/* A key looked up in a cache that does not exist yet: not found, unless the
+ * prefix itself is malformed. Takes and releases the handle's lock. */
+static int absent_key(mjc_db *db, const char *prefix) {
+    char p[33];
+    mjc_lock(db);
+    int rc = parse_prefix(db, prefix, p);
+    return leave(db, rc == MJC_OK ? no_key(db, prefix) : rc);
+}
+
 static int resolve_prefix(mjc_db *db, const char *prefix, uint8_t key[MJC_KEY_BYTES]) {
     char p[33];
     int rc = parse_prefix(db, prefix, p);
@@ -123,10 +165,7 @@ static int resolve_prefix(mjc_db *db, const char *prefix, uint8_t key[MJC_KEY_BY
     }
     rc = finish(db, st, src, "looking up a cache key");
     if (rc != MJC_OK) return rc;
-    if (found == 0) {
-        mjc_set_err(db, "no cache entry has a key starting with %s", prefix);
-        return MJC_ERR_NOT_FOUND;
-    }
+    if (found == 0) return no_key(db, prefix);
     if (found > 1) {
         mjc_set_err(db, "several cache entries have keys starting with %s; give more digits",
                     prefix);
@@ -208,7 +247,8 @@ static int load_detail(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], mjc_detail 
 int mjc_show(mjc_db *db, const char *key_prefix, mjc_detail *out) {
     if (!out) return MJC_ERR_ARG;
     memset(out, 0, sizeof *out);
-    int rc = enter(db, 0);
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc == MJC_ABSENT) return absent_key(db, key_prefix);
     if (rc != MJC_OK) return rc;
     uint8_t key[MJC_KEY_BYTES];
     rc = resolve_prefix(db, key_prefix, key);
@@ -232,7 +272,11 @@ void mjc_detail_free(mjc_detail *d) {
 int mjc_stat(mjc_db *db, mjc_stats *out) {
     if (!out) return MJC_ERR_ARG;
     memset(out, 0, sizeof *out);
-    int rc = enter(db, 0);
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc == MJC_ABSENT) {
+        snprintf(out->filesystem, sizeof out->filesystem, "%s", mjc_filesystem_name(db->dir));
+        return MJC_OK;
+    }
     if (rc != MJC_OK) return rc;
     sqlite3_stmt *st;
     rc = prepare(db,
@@ -278,8 +322,8 @@ int mjc_verify(mjc_db *db, int64_t *checked, int64_t *bad, mjc_bad_fn fn, void *
     int64_t nchecked = 0, nbad = 0;
     if (checked) *checked = 0;
     if (bad) *bad = 0;
-    int rc = enter(db, 0);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     sqlite3_stmt *st = NULL;
     int src = sqlite3_prepare_v2(db->conn, "PRAGMA quick_check", -1, &st, NULL);
     if (src == SQLITE_OK) {
@@ -334,6 +378,14 @@ static void shrink(mjc_db *db) {
     sqlite3_exec(db->conn, "PRAGMA incremental_vacuum", NULL, NULL, NULL);
 }
 
+/* The last-used time before which an entry is older than days. Computed in
+ * floating point: a cutoff before the epoch (days = 1e300) selects nothing,
+ * where converting days * 86400 to an integer would overflow. */
+static void bind_cutoff(sqlite3_stmt *st, double days) {
+    double cutoff = (double)time(NULL) - days * 86400.0;
+    sqlite3_bind_int64(st, 1, cutoff > 0 ? (int64_t)cutoff : 0);
+}
+
 int mjc_remove(mjc_db *db, mjc_select sel, const char *value, int64_t *removed) {
     static const char *const where[] = {
         [MJC_SELECT_KEY] = "key=?1",
@@ -356,14 +408,15 @@ int mjc_remove(mjc_db *db, mjc_select sel, const char *value, int64_t *removed) 
         char *end;
         errno = 0;
         days = strtod(value, &end);
-        if (end == value || *end || errno || !(days >= 0)) {
+        if (end == value || *end || errno || !isfinite(days) || !(days >= 0)) {
             mjc_lock(db);
             mjc_set_err(db, "cache remove: '%s' is not a number of days", value);
             return leave(db, MJC_ERR_ARG);
         }
     }
-    int rc = enter(db, 1);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_MODIFY);
+    if (rc == MJC_ABSENT && sel == MJC_SELECT_KEY) return absent_key(db, value);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     uint8_t key[MJC_KEY_BYTES];
     if (sel == MJC_SELECT_KEY && (rc = resolve_prefix(db, value, key)) != MJC_OK)
         return leave(db, rc);
@@ -376,7 +429,7 @@ int mjc_remove(mjc_db *db, mjc_select sel, const char *value, int64_t *removed) 
         if (sel == MJC_SELECT_KEY)
             sqlite3_bind_blob(st, 1, key, MJC_KEY_BYTES, SQLITE_STATIC);
         else if (sel == MJC_SELECT_OLDER)
-            sqlite3_bind_int64(st, 1, (int64_t)time(NULL) - (int64_t)(days * 86400.0));
+            bind_cutoff(st, days);
         else if (sel != MJC_SELECT_ALL)
             sqlite3_bind_text(st, 1, value, -1, SQLITE_STATIC);
         src = sqlite3_step(st);
@@ -439,8 +492,8 @@ int mjc_gc(mjc_db *db, int64_t max_bytes, int64_t *removed, int64_t *bytes_after
     if (removed) *removed = 0;
     if (bytes_after) *bytes_after = 0;
     if (max_bytes < 0) return MJC_ERR_ARG;
-    int rc = enter(db, 1);
-    if (rc != MJC_OK) return rc;
+    int rc = enter(db, MJC_NEED_MODIFY);
+    if (rc != MJC_OK) return rc == MJC_ABSENT ? MJC_OK : rc;
     for (int done = 0; !done && rc == MJC_OK;) {
         if ((rc = mjc_begin(db)) != MJC_OK) break;
         int src = gc_batch(db, max_bytes, &n, &done);
@@ -484,13 +537,32 @@ static int to_rollback_journal(const char *path) {
 
 int mjc_export(mjc_db *db, const char *file) {
     if (!file || !*file) return MJC_ERR_ARG;
-    int rc = enter(db, 0);
+    int rc = enter(db, MJC_NEED_READ);
+    if (rc == MJC_ABSENT) {
+        mjc_lock(db);
+        mjc_set_err(db, "no cache database at %s: nothing to export", db->path);
+        return leave(db, MJC_ERR_NOT_FOUND);
+    }
     if (rc != MJC_OK) return rc;
     char tmp[4200], dir[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", file, (int)getpid());
+    mjc_dirname(file, dir, sizeof dir);
     unlink(tmp);
-    char *uri = mjc_uri(tmp, "mode=rwc");
+    /* Made here rather than by VACUUM INTO (which takes an empty file), so a
+     * missing or unwritable directory is reported as such, not through
+     * SQLite's message quoting an internal URI. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            mjc_set_err(db, "cannot export to %s: the directory %s does not exist", file, dir);
+        else
+            mjc_set_err(db, "cannot export to %s: %s", file, strerror(errno));
+        return leave(db, MJC_ERR_IO);
+    }
+    close(fd);
+    char *uri = mjc_uri(tmp, "mode=rw");
     if (!uri) {
+        unlink(tmp);
         mjc_set_err(db, "out of memory exporting the cache");
         return leave(db, MJC_ERR_NOMEM);
     }
@@ -500,14 +572,11 @@ int mjc_export(mjc_db *db, const char *file) {
         sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
         src = sqlite3_step(st);
         src = src == SQLITE_DONE ? SQLITE_OK : src;
-        if (src != SQLITE_OK)
-            mjc_set_err(db, "exporting to %s: %s", file, sqlite3_errmsg(db->conn));
         sqlite3_finalize(st);
-    } else {
-        mjc_set_err(db, "exporting to %s: %s", file, sqlite3_errmsg(db->conn));
     }
     free(uri);
     if (src != SQLITE_OK) {
+        mjc_set_err(db, "exporting to %s: %s", file, sqlite3_errstr(src));
         unlink(tmp);
         return leave(db, MJC_ERR_SQLITE);
     }
@@ -519,12 +588,6 @@ int mjc_export(mjc_db *db, const char *file) {
         return leave(db, MJC_ERR_IO);
     }
     /* The rename itself is durable only once the directory is synced. */
-    snprintf(dir, sizeof dir, "%s", file);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        snprintf(dir, sizeof dir, ".");
     fsync_path(dir);
     return leave(db, MJC_OK);
 }
@@ -539,7 +602,7 @@ static int snapshot_fail(mjc_db *db, const char *file) {
 int mjc_import(mjc_db *db, const char *file, int64_t *imported) {
     if (imported) *imported = 0;
     if (!file || !*file) return MJC_ERR_ARG;
-    int rc = enter(db, 1);
+    int rc = enter(db, MJC_NEED_STORE);
     if (rc != MJC_OK) return rc;
     mjc_conn_info ci;
     rc = mjc_schema_open(file, 1, &ci, db->err, sizeof db->err);

@@ -1,7 +1,8 @@
 /*
  * Cache maintenance: listing, inspection, verification, removal, eviction and
  * snapshots. Operates on the writable database of a handle (possibly opened
- * read-only); snapshot layers are never modified.
+ * read-only); mjc_list also lists the snapshot layers, which are never
+ * modified.
  *
  * Callbacks run with the handle's lock held; they may call back into the same
  * handle (the lock is recursive) but must not close it.
@@ -29,9 +30,11 @@ typedef struct mjc_info {
     int64_t last_used_at;
     int64_t hits;
     double compile_ms;
+    const char *layer; /* NULL: the writable database; else the snapshot holding it */
 } mjc_info;
 
-/* fn returns non-zero to stop. family/arch NULL = any. */
+/* The writable database's entries, then each snapshot layer's. fn returns
+ * non-zero to stop. family/arch NULL = any. */
 typedef int (*mjc_info_fn)(const mjc_info *info, void *user);
 int mjc_list(mjc_db *db, const char *family, const char *arch, mjc_info_fn fn, void *user);
 

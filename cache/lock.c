@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache/internal.h"
@@ -41,6 +42,29 @@ int mjc_lock_key(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], int *fd) {
     }
     *fd = f;
     return MJC_OK;
+}
+
+int mjc_lock_file(const char *path, int timeout_ms) {
+    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    /* Polling with LOCK_NB bounds the wait, which a blocking flock() cannot.
+     * Holders keep these locks for about a millisecond, so naps of at most one
+     * let many processes opening one new cache take their turns quickly. */
+    for (long waited_us = 0, nap_us = 100;; waited_us += nap_us) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        if (waited_us >= (long)timeout_ms * 1000) {
+            errno = ETIMEDOUT;
+            break;
+        }
+        struct timespec ts = {0, nap_us * 1000};
+        nanosleep(&ts, NULL);
+        if (nap_us < 1000) nap_us *= 2;
+    }
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
 }
 
 void mjc_unlock_key(int fd) {

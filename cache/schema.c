@@ -99,15 +99,23 @@ typedef struct identity {
     int64_t app_id, version, tables;
 } identity;
 
+/* One read transaction, so the three values come from one version of the
+ * file: read one by one, a reader could see the tables of a schema another
+ * process just committed but the application id of the empty file before. */
 static int read_identity(sqlite3 *c, identity *id) {
-    int rc = pragma_int(c, "PRAGMA application_id", &id->app_id);
+    int nested = !sqlite3_get_autocommit(c);
+    int rc = nested ? SQLITE_OK : sqlite3_exec(c, "BEGIN", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = pragma_int(c, "PRAGMA application_id", &id->app_id);
     if (rc == SQLITE_OK) rc = pragma_int(c, "PRAGMA user_version", &id->version);
     if (rc == SQLITE_OK) rc = pragma_int(c, "SELECT count(*) FROM sqlite_master", &id->tables);
+    if (!nested && !sqlite3_get_autocommit(c))
+        sqlite3_exec(c, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
-/* Concurrent first opens race to create the schema; BEGIN IMMEDIATE serializes
- * them and the re-read inside the transaction lets the losers see the winner's. */
+/* Writers create the schema under the directory's open lock; BEGIN IMMEDIATE
+ * and the re-read inside the transaction still make a second creator (an
+ * older megajit, which takes no lock) see the first one's schema. */
 static int create_schema(sqlite3 *c) {
     /* Both only take effect before the first table exists. */
     int rc =
@@ -139,8 +147,10 @@ static int open_uri(const char *path, const char *query, int flags, sqlite3 **ou
 
 static int fail(mjc_conn_info *ci, int rc, int mrc, char *err, size_t errlen, const char *path) {
     ci->sqlite_rc = rc & 0xff;
+    /* A rollback after the failure may have replaced the connection's message. */
+    int described = ci->conn && sqlite3_errcode(ci->conn) != SQLITE_OK;
     snprintf(err, errlen, "cache database %s: %s", path,
-             ci->conn ? sqlite3_errmsg(ci->conn) : sqlite3_errstr(rc));
+             described ? sqlite3_errmsg(ci->conn) : sqlite3_errstr(rc));
     sqlite3_close_v2(ci->conn);
     ci->conn = NULL;
     return mrc;
@@ -207,11 +217,22 @@ int mjc_schema_open(const char *path, int read_only, mjc_conn_info *ci, char *er
     return MJC_OK;
 }
 
-int mjc_snapshot_open(const char *path, sqlite3 **out, char *err, size_t errlen) {
+int mjc_snapshot_open(const char *path, int allow_writable, sqlite3 **out, char *err,
+                      size_t errlen) {
     *out = NULL;
     if (access(path, R_OK) != 0) {
         snprintf(err, errlen, "cache snapshot %s cannot be read", path);
         return MJC_ERR_NOT_FOUND;
+    }
+    if (!allow_writable) {
+        static const char fix[] = "make it writable by its owner only (chmod go-w), or set "
+                                  "MEGAJIT_CACHE_RO_ALLOW_WRITABLE=1 to use it anyway";
+        char dir[4096];
+        mjc_dirname(path, dir, sizeof dir);
+        int rc = mjc_check_private("the cache snapshot", path, 0, 0, fix, err, errlen);
+        if (rc == MJC_OK)
+            rc = mjc_check_private("the directory of cache snapshots", dir, 0, 1, fix, err, errlen);
+        if (rc != MJC_OK) return rc;
     }
     sqlite3 *c = NULL;
     int rc = open_uri(path, "mode=ro&immutable=1", SQLITE_OPEN_READONLY, &c);

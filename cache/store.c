@@ -1,17 +1,14 @@
 /* The cache handle: opening, corruption recovery, lookup and insert. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cache/internal.h"
-#include "runtime/log.h"
 
 /* SQLite forbids carrying a connection across fork(): its per-process lock
  * bookkeeping (one record per inode, shared by every connection to the file)
@@ -79,6 +76,16 @@ void mjc_set_err(mjc_db *db, const char *fmt, ...) {
     va_end(ap);
 }
 
+void mjc_warn(const mjc_db *db, const char *fmt, ...) {
+    if (!db->warn) return;
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    db->warn(db->warn_ctx, message);
+}
+
 int mjc_is_corrupt(int rc) {
     return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
 }
@@ -97,18 +104,6 @@ static void jitter_sleep(int attempt) {
     }
 }
 
-static int lock_file(const char *path) {
-    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
-    }
-    return fd;
-}
-
 /* Another process may have already moved the same corrupt file aside and created
  * a fresh one; the inode recorded at open tells the two apart, and the recovery
  * lock keeps two processes from renaming at once. */
@@ -117,7 +112,7 @@ static void move_aside(mjc_db *db) {
     snprintf(lockpath, sizeof lockpath, "%s/locks", db->dir);
     mjc_mkdirs(lockpath);
     snprintf(lockpath, sizeof lockpath, "%s/locks/recover.lock", db->dir);
-    int fd = lock_file(lockpath);
+    int fd = mjc_lock_file(lockpath, MJC_WAIT_MS);
     struct stat st;
     if (stat(db->path, &st) == 0 && st.st_dev == db->dev && st.st_ino == db->ino) {
         snprintf(dst, sizeof dst, "%s.corrupt-%lld", db->path, (long long)time(NULL));
@@ -131,20 +126,33 @@ static void move_aside(mjc_db *db) {
                 snprintf(to, sizeof to, "%s%s", dst, sfx[i]);
                 rename(from, to);
             }
-            fprintf(stderr,
-                    "megajit: cache database %s is corrupt; moved it to %s and started "
-                    "an empty one\n",
-                    db->path, dst);
+            mjc_warn(db, "cache database %s is corrupt; moved it to %s and started an empty one",
+                     db->path, dst);
         } else {
-            fprintf(stderr, "megajit: cache database %s is corrupt and could not be moved: %s\n",
-                    db->path, strerror(errno));
+            mjc_warn(db, "cache database %s is corrupt and could not be moved: %s", db->path,
+                     strerror(errno));
         }
     }
     if (fd >= 0) close(fd);
 }
 
-/* Opens db->path into db->conn, moving a corrupt file aside once. */
+/* Opens db->path into db->conn, moving a corrupt file aside once. Writers
+ * hold the directory's open lock meanwhile: creating the schema and switching
+ * to WAL take locks SQLite's busy timeout does not always wait for, so any
+ * number of processes opening one new cache at once take turns instead. */
 static int attach(mjc_db *db) {
+    int lock = -1;
+    if (!db->read_only) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/locks", db->dir);
+        mjc_mkdirs(path); /* a manual cleanup may have removed it */
+        snprintf(path, sizeof path, "%s/locks/open.lock", db->dir);
+        lock = mjc_lock_file(path, MJC_WAIT_MS);
+        if (lock < 0) {
+            mjc_set_err(db, "cannot lock %s: %s", path, strerror(errno));
+            return MJC_ERR_IO;
+        }
+    }
     mjc_conn_info ci;
     int rc = mjc_schema_open(db->path, db->read_only, &ci, db->err, sizeof db->err);
     if (rc == MJC_ERR_SQLITE && mjc_is_corrupt(ci.sqlite_rc) && !db->read_only) {
@@ -154,6 +162,7 @@ static int attach(mjc_db *db) {
         db->err[0] = '\0';
         rc = mjc_schema_open(db->path, db->read_only, &ci, db->err, sizeof db->err);
     }
+    if (lock >= 0) close(lock);
     if (rc != MJC_OK) return rc;
     db->conn = ci.conn;
     db->dev = ci.dev;
@@ -167,27 +176,63 @@ static int attach(mjc_db *db) {
                         db->path, MJC_SCHEMA_VERSION);
         db->read_only = 1;
     } else if (!db->read_only && strcmp(db->journal, "wal") != 0) {
-        mj_log(MJ_LOG_WARN, "cache database %s stays in journal mode '%s' instead of wal", db->path,
-               db->journal);
+        mjc_warn(db, "cache database %s stays in journal mode '%s' instead of wal", db->path,
+                 db->journal);
     }
     return MJC_OK;
 }
 
-int mjc_writable(mjc_db *db, int need_write) {
-    if (!db->dir) {
-        mjc_set_err(db, "this cache has no writable directory");
-        return need_write ? MJC_ERR_READ_ONLY : MJC_ERR_NOT_FOUND;
-    }
-    if (db->reopen || !db->conn) {
-        db->reopen = 0;
-        int rc = attach(db);
-        if (rc != MJC_OK) return rc;
-    }
-    if (need_write && db->read_only) {
-        mjc_set_err(db, "cache database %s is open read-only", db->path);
-        return MJC_ERR_READ_ONLY;
+/* Refuses a directory that others could plant kernels in, or that SQLite
+ * cannot safely write (of its nearest ancestor when it does not exist yet). */
+static int check_dir(mjc_db *db) {
+    static const char fix[] = "refusing it: make it yours and private (chmod go-w), or set "
+                              "MEGAJIT_CACHE_DIR to a directory of your own";
+    int rc = mjc_check_private("the cache directory", db->dir, 1, 0, fix, db->err, sizeof db->err);
+    if (rc == MJC_OK)
+        rc = mjc_check_private("the cache database", db->path, 1, 0, fix, db->err, sizeof db->err);
+    if (rc != MJC_OK || !mjc_fs_is_network(db->dir)) return rc;
+    mjc_set_err(db,
+                "the cache directory %s is on a %s filesystem, where SQLite's locking is "
+                "unreliable; set MEGAJIT_CACHE_DIR to a local disk directory (a read-only "
+                "snapshot on shared storage can be used through MEGAJIT_CACHE_RO)",
+                db->dir, mjc_filesystem_name(db->dir));
+    return MJC_ERR_NETWORK;
+}
+
+/* Checked first, so a refused directory is left exactly as it was found. */
+static int create_dir(mjc_db *db) {
+    int rc = check_dir(db);
+    if (rc != MJC_OK) return rc;
+    char locks[4200];
+    snprintf(locks, sizeof locks, "%s/locks", db->dir);
+    if (mjc_mkdirs(locks) != 0) {
+        mjc_set_err(db, "cannot create the cache directory %s: %s", db->dir, strerror(errno));
+        return MJC_ERR_IO;
     }
     return MJC_OK;
+}
+
+static int refuse_write(mjc_db *db) {
+    mjc_set_err(db, "cache database %s is open read-only", db->path);
+    return MJC_ERR_READ_ONLY;
+}
+
+int mjc_writable(mjc_db *db, int need) {
+    if (!db->dir) {
+        mjc_set_err(db, "this cache has no writable directory");
+        return need != MJC_NEED_READ ? MJC_ERR_READ_ONLY : MJC_ERR_NOT_FOUND;
+    }
+    if (need != MJC_NEED_READ && db->read_only) return refuse_write(db);
+    if (db->reopen || !db->conn) {
+        db->reopen = 0;
+        int store = need == MJC_NEED_STORE;
+        if (!store && access(db->path, F_OK) != 0) return MJC_ABSENT;
+        int rc = store ? create_dir(db) : MJC_OK;
+        if (rc == MJC_OK) rc = attach(db);
+        if (rc != MJC_OK) return rc;
+    }
+    /* Attaching may find a newer schema, which this megajit only reads. */
+    return need != MJC_NEED_READ && db->read_only ? refuse_write(db) : MJC_OK;
 }
 
 int mjc_sql_fail(mjc_db *db, int rc, const char *what) {
@@ -233,6 +278,8 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
     }
     init_mutex(&db->mu);
     db->read_only = opts->read_only;
+    db->warn = opts->warn;
+    db->warn_ctx = opts->warn_ctx;
     int rc = MJC_OK;
     if (opts->dir && opts->dir[0]) {
         db->dir = strdup(opts->dir);
@@ -243,29 +290,13 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
             goto fail;
         }
         sprintf(db->path, "%s/%s", opts->dir, MJC_DB_FILE);
-        if (!db->read_only) {
-            char locks[4096];
-            snprintf(locks, sizeof locks, "%s/locks", opts->dir);
-            if (mjc_mkdirs(locks) != 0) {
-                rc = MJC_ERR_IO;
-                mjc_set_err(db, "cannot create the cache directory %s: %s", opts->dir,
-                            strerror(errno));
-                goto fail;
-            }
-            if (mjc_fs_is_network(opts->dir)) {
-                rc = MJC_ERR_NETWORK;
-                mjc_set_err(db,
-                            "the cache directory %s is on a %s filesystem, where SQLite's locking "
-                            "is unreliable; set MEGAJIT_CACHE_DIR to a local disk directory (a "
-                            "read-only snapshot on shared storage can be used through "
-                            "MEGAJIT_CACHE_RO)",
-                            opts->dir, mjc_filesystem_name(opts->dir));
-                goto fail;
-            }
-        }
-        rc = attach(db);
+        if (!db->read_only) rc = opts->create ? create_dir(db) : check_dir(db);
+        /* An existing database is attached now, so a foreign or damaged file is
+         * reported by the open rather than by a later lookup. */
+        if (rc == MJC_OK && ((opts->create && !db->read_only) || access(db->path, F_OK) == 0))
+            rc = attach(db);
         if (rc != MJC_OK) goto fail;
-        if (db->err[0]) mj_log(MJ_LOG_WARN, "%s", db->err);
+        if (db->err[0]) mjc_warn(db, "%s", db->err);
     } else {
         db->path = strdup("");
         if (!db->path) {
@@ -281,7 +312,7 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
             char *path = strndup(s, n);
             sqlite3 *c = NULL;
             char why[512];
-            sqlite3 **grown = realloc(db->layers, (db->num_layers + 1) * sizeof *grown);
+            mjc_layer *grown = realloc(db->layers, (db->num_layers + 1) * sizeof *grown);
             if (!path || !grown) {
                 free(path);
                 if (grown) db->layers = grown;
@@ -290,11 +321,12 @@ int mjc_open(const mjc_open_opts *opts, mjc_db **out, char *err, size_t errlen) 
                 goto fail;
             }
             db->layers = grown;
-            if (mjc_snapshot_open(path, &c, why, sizeof why) == MJC_OK)
-                db->layers[db->num_layers++] = c;
-            else
-                mj_log(MJ_LOG_WARN, "skipping cache snapshot: %s", why);
-            free(path);
+            if (mjc_snapshot_open(path, opts->ro_allow_writable, &c, why, sizeof why) == MJC_OK) {
+                db->layers[db->num_layers++] = (mjc_layer){c, path};
+            } else {
+                mjc_warn(db, "skipping cache snapshot: %s", why);
+                free(path);
+            }
         }
         s = end ? end + 1 : s + n;
     }
@@ -322,8 +354,10 @@ void mjc_close(mjc_db *db) {
     }
     pthread_mutex_unlock(&registry_mu);
     sqlite3_close_v2(db->conn);
-    for (size_t i = 0; i < db->num_layers; i++)
-        sqlite3_close_v2(db->layers[i]);
+    for (size_t i = 0; i < db->num_layers; i++) {
+        sqlite3_close_v2(db->layers[i].conn);
+        free(db->layers[i].path);
+    }
     free(db->layers);
     free(db->dir);
     free(db->path);
@@ -339,10 +373,14 @@ const char *mjc_path(const mjc_db *db) {
     return db && db->path ? db->path : "";
 }
 
+int mjc_is_read_only(const mjc_db *db) {
+    return db && db->read_only;
+}
+
 const char *mjc_journal_mode(mjc_db *db) {
     if (!db || !db->dir) return "";
     mjc_lock(db);
-    if (db->reopen) mjc_writable(db, 0);
+    if (db->reopen) mjc_writable(db, MJC_NEED_READ);
     mjc_unlock(db);
     return db->journal;
 }
@@ -426,7 +464,7 @@ static int lookup_in(mjc_db *db, sqlite3 *conn, int snapshot, const uint8_t key[
         sqlite3_finalize(st);
         if (rc == SQLITE_DONE) return MJC_ERR_NOT_FOUND;
         if (snapshot)
-            mj_log(MJ_LOG_WARN, "cache snapshot lookup failed: %s", sqlite3_errstr(rc));
+            mjc_warn(db, "cache snapshot lookup failed: %s", sqlite3_errstr(rc));
         else
             mjc_sql_fail(db, rc, "cache lookup");
         return MJC_ERR_NOT_FOUND;
@@ -460,12 +498,11 @@ static int lookup_in(mjc_db *db, sqlite3 *conn, int snapshot, const uint8_t key[
         return MJC_OK;
     }
     if (snapshot || db->read_only) {
-        mj_log(MJ_LOG_WARN, "cache entry %s in a read-only cache failed its checksum; ignored",
-               hex);
+        mjc_warn(db, "cache entry %s in a read-only cache failed its checksum; ignored", hex);
         return MJC_ERR_NOT_FOUND;
     }
     if (heal(db, id, key) != MJC_OK) return MJC_ERR_NOT_FOUND;
-    fprintf(stderr, "megajit: cache entry %s failed its checksum; deleted, recompiling\n", hex);
+    mjc_warn(db, "cache entry %s failed its checksum; deleted, recompiling", hex);
     return LOOKUP_HEALED;
 }
 
@@ -475,7 +512,7 @@ int mjc_lookup(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], mjc_found *out, int
     memset(out, 0, sizeof *out);
     mjc_lock(db);
     int rc = MJC_ERR_NOT_FOUND;
-    if (db->dir && mjc_writable(db, 0) == MJC_OK) {
+    if (db->dir && mjc_writable(db, MJC_NEED_READ) == MJC_OK) {
         rc = lookup_in(db, db->conn, 0, key, out);
         if (rc == LOOKUP_HEALED) {
             if (healed) *healed = 1;
@@ -484,7 +521,7 @@ int mjc_lookup(mjc_db *db, const uint8_t key[MJC_KEY_BYTES], mjc_found *out, int
         }
     }
     for (size_t i = 0; i < db->num_layers && rc == MJC_ERR_NOT_FOUND; i++)
-        rc = lookup_in(db, db->layers[i], 1, key, out);
+        rc = lookup_in(db, db->layers[i].conn, 1, key, out);
     mjc_unlock(db);
     return rc;
 }
@@ -564,7 +601,7 @@ int mjc_insert(mjc_db *db, const mjc_entry *e) {
     for (size_t i = 0; i < e->num_headers; i++)
         if (!e->headers[i].path) return MJC_ERR_ARG;
     mjc_lock(db);
-    int rc = mjc_writable(db, 1);
+    int rc = mjc_writable(db, MJC_NEED_STORE);
     for (int attempt = 0, recovered = 0; rc == MJC_OK; attempt++) {
         int src = insert_tx(db, e);
         if (src == SQLITE_OK) break;

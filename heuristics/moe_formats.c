@@ -40,7 +40,7 @@ const mj_moe_format_row *mj_moe_format_by_name(const char *name) {
 }
 
 int mj_moe_activation_allowed(const mj_moe_format_row *row, int act) {
-    if (!row || act < 0 || act >= MJ_ACT_COUNT_) return 0;
+    if (!row || act < 0 || act >= MJ_ACT_COUNT) return 0;
     return (row->activation_mask & MJ_ACT_BIT(act)) != 0;
 }
 
@@ -49,6 +49,6 @@ int mj_moe_activation_has_clamp(int act) {
 }
 
 const char *mj_moe_activation_name(int act) {
-    static const char *const names[MJ_ACT_COUNT_] = {"swiglu", "swigluoai", "situ"};
-    return act >= 0 && act < MJ_ACT_COUNT_ ? names[act] : NULL;
+    static const char *const names[MJ_ACT_COUNT] = {"swiglu", "swigluoai", "situ"};
+    return act >= 0 && act < MJ_ACT_COUNT ? names[act] : NULL;
 }

@@ -1,20 +1,13 @@
 /*
  * The MegaMoE format matrix: one row per supported precision combination.
  * Kernels, heuristics, the API and the tests all read this table, so adding a
- * precision is adding a row here (plus the kernel variant it names).
- * Format codes are MJ_FMT_* (equal to enum mj_format).
+ * precision is adding a row here (and the kernel path its kind names).
+ * Format and activation codes are MJ_FMT_* and MJ_ACT_* (templates/layout/codes.h).
  */
 #ifndef MJ_HEURISTICS_MOE_FORMATS_H
 #define MJ_HEURISTICS_MOE_FORMATS_H
 
 #include "templates/layout/moe_layout.h"
-
-typedef enum mj_moe_activation {
-    MJ_ACT_SWIGLU = 0,
-    MJ_ACT_SWIGLUOAI = 1,
-    MJ_ACT_SITU = 2,
-    MJ_ACT_COUNT_ = 3
-} mj_moe_activation;
 
 #define MJ_ACT_BIT(act) (1u << (unsigned)(act))
 #define MJ_ACT_ALL                                                                                 \

@@ -9,7 +9,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 #define MJ_CU_FUNCTIONS(X)                                                                         \
     X(cuInit, 2000)                                                                                \

@@ -3,13 +3,18 @@
 #define MJ_ENV_H
 
 typedef struct mj_env {
-    const char
-        *cache_dir; /* MEGAJIT_CACHE_DIR, else $XDG_CACHE_HOME/megajit, else ~/.cache/megajit */
-    const char *cache_ro;     /* MEGAJIT_CACHE_RO or NULL */
-    int cache_disable;        /* MEGAJIT_CACHE_DISABLE */
-    int log_level;            /* MEGAJIT_LOG, default 1 */
-    const char *dump_dir;     /* MEGAJIT_DUMP_DIR or NULL */
-    const char *template_dir; /* MEGAJIT_TEMPLATE_DIR or NULL */
+    /* MEGAJIT_CACHE_DIR, else $XDG_CACHE_HOME/megajit, else $HOME/.cache/megajit
+     * (relative values of either are ignored, as the XDG spec says), else the
+     * per-user ${TMPDIR:-/tmp}/megajit-cache-<uid>; never shared by users. */
+    const char *cache_dir;
+    int cache_dir_fallback;      /* cache_dir is the temporary per-user one */
+    const char *cache_ro;        /* MEGAJIT_CACHE_RO or NULL */
+    int cache_ro_allow_writable; /* MEGAJIT_CACHE_RO_ALLOW_WRITABLE */
+    int cache_disable;           /* MEGAJIT_CACHE_DISABLE */
+    int log_level;               /* MEGAJIT_LOG, default 1 */
+    const char *dump_dir;        /* MEGAJIT_DUMP_DIR or NULL */
+    const char *template_dir;    /* MEGAJIT_TEMPLATE_DIR or NULL */
+    int jit_disable;             /* MEGAJIT_JIT_DISABLE: a launch never compiles */
 } mj_env;
 
 const mj_env *mj_env_get(void);

@@ -2,11 +2,12 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "runtime/log.h"
 
 /* Per thread so concurrent callers never see each other's sentences. */
-static _Thread_local char last_error[8192];
+static _Thread_local char last_error[MJ_ERROR_CHARS];
 
 mj_status mj_fail(mj_status status, const char *fmt, ...) {
     va_list ap;
@@ -19,6 +20,14 @@ mj_status mj_fail(mj_status status, const char *fmt, ...) {
 
 void mj_clear_error(void) {
     last_error[0] = '\0';
+}
+
+void mj_error_save(mj_error_snapshot *s) {
+    memcpy(s->text, last_error, sizeof s->text);
+}
+
+void mj_error_restore(const mj_error_snapshot *s) {
+    memcpy(last_error, s->text, sizeof last_error);
 }
 
 const char *mj_last_error(void) {

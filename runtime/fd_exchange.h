@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* Collective: every rank passes bytes_per_rank bytes in send; recv receives
  * nranks * bytes_per_rank bytes, rank r's at offset r * bytes_per_rank. */

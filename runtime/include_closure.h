@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/templates.h"
 
 typedef struct mj_closure_file {

@@ -9,13 +9,16 @@
 #include <time.h>
 
 #include "runtime/cache_key.h"
-#include "runtime/error.h"
+#include "runtime/device.h"
 #include "runtime/env.h"
+#include "runtime/error.h"
+#include "runtime/families/family.h"
 #include "runtime/include_closure.h"
 #include "runtime/kernel_map.h"
 #include "runtime/log.h"
 #include "runtime/nvrtc_lib.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/pch_dir.h"
+#include "runtime/runtime.h"
 
 /* Everything a miss needs, rendered once from the spec. */
 typedef struct build_job {
@@ -35,6 +38,7 @@ typedef struct build_job {
      * in-memory headers (seen with NVRTC 13.0), so each include closure gets
      * its own PCH directory: variants of one template version share a PCH;
      * edited headers never see a stale one. */
+    char closure_hex[33];
     char program_name[64];
     char pch_dir_option[4200];
 } build_job;
@@ -43,34 +47,27 @@ static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec 
                          build_job *job) {
     memset(job, 0, sizeof *job);
     job->spec = spec;
-    const mj_family_codegen *cg = mj_family_codegen_get((mj_family)spec->family);
+    const mj_family_desc *family = mj_family_get((mj_family)spec->family);
     const char *arch = mj_arch_name((mj_arch)spec->arch);
-    job->family = mj_family_name((mj_family)spec->family);
-    if (!cg || !arch || !job->family)
-        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family or arch");
-    int n = cg->name_expression(spec, job->name_expression, sizeof job->name_expression);
-    if (n <= 0 || (size_t)n >= sizeof job->name_expression)
+    if (!family || !arch || !mj_family_kernel_of(spec))
+        return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec names an unknown family, kernel or arch");
+    job->family = family->name;
+    if (mj_family_name_expression(spec, job->name_expression, sizeof job->name_expression) <= 0)
         return mj_fail(MJ_ERR_INVALID_ARG, "kernel spec of %s renders no name", job->family);
     /* Includes first, then a non-directive token, so NVRTC's PCH prefix is the
      * same for every instantiation of a template. */
     snprintf(job->source, sizeof job->source,
              "// megajit %s kernel, instantiated through the name expression\n"
              "// %s\n#include \"%s\"\nstruct mj_pch_stop_marker;\n",
-             job->family, job->name_expression, cg->template_path);
+             job->family, job->name_expression, family->template_path);
     if (!(job->compiler = mj_nvrtc_version())) return MJ_ERR_UNSUPPORTED;
-    mj_status st = mj_closure_compute(templates, cg->template_path, &job->closure);
+    mj_status st = mj_closure_compute(templates, family->template_path, &job->closure);
     if (st != MJ_OK) return st;
-    char closure_hex[33];
-    mjc_key_hex(job->closure.hash, closure_hex);
-    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", closure_hex);
-    const char *pch_root = mj_nvrtc_pch_root();
-    snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s",
-             pch_root ? pch_root : "", closure_hex);
+    mjc_key_hex(job->closure.hash, job->closure_hex);
+    snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", job->closure_hex);
     snprintf(job->arch_option, sizeof job->arch_option, "--gpu-architecture=%s", arch);
-    const char *opts[] = {job->arch_option, "-std=c++20",        "-default-device",
-                          "--fmad=false",   job->pch_dir_option, "--pch"};
-    /* Without a private directory for the PCH, compile without one. */
-    job->num_options = (int)(sizeof opts / sizeof opts[0]) - (pch_root ? 0 : 2);
+    const char *opts[] = {job->arch_option, "-std=c++20", "-default-device", "--fmad=false"};
+    job->num_options = (int)(sizeof opts / sizeof opts[0]);
     memcpy(job->options, opts, sizeof opts);
     mj_key_normalized_flags(job->options, job->num_options, job->flags, sizeof job->flags);
     char compiler[96];
@@ -116,7 +113,11 @@ static int cubin_is_elf(const void *cubin, size_t size) {
                                4) == 0;
 }
 
-static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_output *out) {
+/* Compiles job and stores the cubin. A store that fails is an error only when
+ * the caller asked for the kernel to be stored (precompile); a serving caller
+ * has the cubin and keeps it in memory. */
+static mj_status compile_and_publish(mj_runtime *rt, build_job *job, int require_store,
+                                     mj_compile_output *out) {
     const char *names[64], *sources[64];
     if (job->closure.count > 64) return mj_fail(MJ_ERR_UNSUPPORTED, "too many headers");
     mjc_header headers[64];
@@ -125,6 +126,16 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
         sources[i] = job->closure.files[i].file->text;
         headers[i].path = names[i];
         memcpy(headers[i].content_hash, job->closure.files[i].content_hash, 16);
+    }
+    /* The PCH directory is made by the first compile, not by lookups: a process
+     * that only hits the cache makes none. PCH options are not keyed. Without a
+     * private directory for the PCH, compile without one. */
+    const char *pch_dir = mj_pch_dir();
+    if (pch_dir) {
+        snprintf(job->pch_dir_option, sizeof job->pch_dir_option, "--pch-dir=%s/%.16s", pch_dir,
+                 job->closure_hex);
+        job->options[job->num_options++] = job->pch_dir_option;
+        job->options[job->num_options++] = "--pch";
     }
     mj_compile_input in = {job->program_name,  job->source,  job->name_expression, names, sources,
                            job->closure.count, job->options, job->num_options};
@@ -140,7 +151,11 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
     pthread_mutex_unlock(&rt->lock);
     mj_log(MJ_LOG_INFO, "compiled %s for %s in %.0f ms (%zu-byte cubin)", job->name_expression,
            mj_arch_name((mj_arch)job->spec->arch), out->milliseconds, out->cubin_size);
-    if (!rt->cache) return MJ_OK;
+    if (!rt->cache) {
+        if (!require_store) return MJ_OK;
+        return mj_fail(MJ_ERR_CACHE, "compiled %s but did not store it: the cache is disabled",
+                       job->name_expression);
+    }
     char compiler[96];
     snprintf(compiler, sizeof compiler, "nvrtc %s", job->compiler);
     mjc_entry e = {.family = job->family,
@@ -157,10 +172,18 @@ static mj_status compile_and_publish(mj_runtime *rt, build_job *job, mj_compile_
                    .headers = headers,
                    .num_headers = (size_t)job->closure.count};
     memcpy(e.key, job->key, 16);
-    /* A cache that cannot take the entry does not fail the caller: it has the cubin. */
-    if (mjc_insert(rt->cache, &e) != MJC_OK)
-        mj_log(MJ_LOG_WARN, "could not store %s in the cache: %s", job->name_expression,
-               mjc_errmsg(rt->cache));
+    if (mjc_insert(rt->cache, &e) == MJC_OK) return MJ_OK;
+    if (require_store)
+        return mj_fail(MJ_ERR_CACHE, "compiled %s but could not store it in the cache: %s",
+                       job->name_expression, mjc_errmsg(rt->cache));
+    /* One warning says the cache stopped taking kernels; one per kernel would
+     * bury the rest of the log (misses run under build_lock, so no race). */
+    if (!rt->store_failed)
+        mj_log(MJ_LOG_WARN,
+               "could not store %s in the cache: %s; kernels this runtime compiles are kept in "
+               "memory only (further store failures are not logged)",
+               job->name_expression, mjc_errmsg(rt->cache));
+    rt->store_failed = 1;
     return MJ_OK;
 }
 
@@ -178,20 +201,25 @@ static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) 
 
 /* The cubin and lowered name of job, from the cache or a fresh compile under
  * the per-key lock (so concurrent processes compile each key once). */
-static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream, void **cubin,
-                        size_t *cubin_size, char **lowered, mj_build_result *result) {
+static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_stream capture_stream,
+                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result,
+                        int require_store) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
-    if (rt->cu) {
-        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-        if (rt->cu && rt->cu->cuStreamIsCapturing((CUstream)capture_stream, &cs) == CUDA_SUCCESS &&
-            cs != CU_STREAM_CAPTURE_STATUS_NONE)
-            return mj_fail(MJ_ERR_CAPTURE,
-                           "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
-                           "graph; precompile it (megajit precompile) or run it once before "
-                           "capture",
-                           job->name_expression, mj_arch_name((mj_arch)job->spec->arch));
-    }
+    const char *arch = mj_arch_name((mj_arch)job->spec->arch);
+    if (for_launch && rt->compile_disabled_by)
+        return mj_fail(MJ_ERR_NOT_FOUND,
+                       "kernel %s (%s) is not in the cache and %s forbids compiling it here; "
+                       "build it ahead of time with `megajit precompile --manifest FILE --arch "
+                       "%s --cache %s`, FILE listing this layer (docs/manifest.md)",
+                       job->name_expression, arch, rt->compile_disabled_by, arch,
+                       rt->cache_disabled ? "DIR" : rt->cache_dir);
+    if (rt->cu && mj_stream_capturing(rt, capture_stream) == 1)
+        return mj_fail(MJ_ERR_CAPTURE,
+                       "kernel %s (%s) is not compiled and the stream is capturing a CUDA "
+                       "graph; precompile it (megajit precompile) or run it once before "
+                       "capture",
+                       job->name_expression, arch);
     int lock_fd = -1;
     if (rt->cache && mjc_lock_key(rt->cache, job->key, &lock_fd) != MJC_OK)
         mj_log(MJ_LOG_WARN, "compile lock unavailable (%s); compiling anyway",
@@ -201,7 +229,7 @@ static mj_status obtain(mj_runtime *rt, build_job *job, mj_stream capture_stream
         goto hit;
     }
     mj_compile_output out;
-    mj_status st = compile_and_publish(rt, job, &out);
+    mj_status st = compile_and_publish(rt, job, require_store, &out);
     mjc_unlock_key(lock_fd);
     if (st != MJ_OK) {
         mj_compile_output_free(&out);
@@ -235,7 +263,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
-    if (st == MJ_OK) st = obtain(rt, &job, NULL, &cubin, &size, &lowered, result);
+    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result, 1);
     pthread_mutex_unlock(&rt->build_lock);
     mj_closure_free(&job.closure);
     free(cubin);
@@ -296,8 +324,8 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
             pthread_mutex_init(&fresh->load_lock, NULL);
             snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
                      job.name_expression);
-            st = obtain(rt, &job, stream, &fresh->cubin, &fresh->cubin_size, &fresh->lowered_name,
-                        NULL);
+            st = obtain(rt, &job, 1, stream, &fresh->cubin, &fresh->cubin_size,
+                        &fresh->lowered_name, NULL, 0);
             if (st == MJ_OK) {
                 k = mj_kernel_map_insert(rt->kernels, fresh);
                 if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");

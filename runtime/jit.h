@@ -8,7 +8,7 @@
 #ifndef MJ_JIT_H
 #define MJ_JIT_H
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/kernel_spec.h"
 #include "runtime/templates.h"
 
@@ -22,15 +22,19 @@ typedef struct mj_launch_config {
     int pdl;            /* programmatic dependent launch */
 } mj_launch_config;
 
-/* Loaded (or lazily loadable) kernel for spec. `stream` is checked for graph
- * capture before any compile (MJ_ERR_CAPTURE). Needs a device. */
+/* Loaded (or lazily loadable) kernel for spec: the launch path. A kernel that
+ * must be compiled is refused with MJ_ERR_NOT_FOUND when the runtime may not
+ * compile (MEGAJIT_JIT_DISABLE, allow_compile = 0), and with MJ_ERR_CAPTURE
+ * while `stream` captures a CUDA graph. Loads the module only with a device. */
 mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream stream, mj_kernel **out);
 
 /* Launches with cuLaunchKernelEx; args as for cuLaunchKernel. */
 mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg, mj_stream stream,
                         void **args);
 
-/* Ensures spec is in the on-disk cache (compiles when missing). Needs no device. */
+/* Ensures spec is in the on-disk cache (compiles when missing, whatever the
+ * runtime's compile switch: this is what precompiling is). Needs no device.
+ * A kernel compiled but not stored is MJ_ERR_CACHE. */
 mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_result *result,
                        double *seconds);
 

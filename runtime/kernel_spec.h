@@ -1,7 +1,7 @@
 /*
- * A kernel spec: the POD that names one specialization of a kernel family.
- * Its bytes are the in-memory cache key, so unused fields must be zero
- * (build specs with mj_kernel_spec_init).
+ * A kernel spec: the POD that names one specialization of a kernel of a
+ * family (runtime/families/). Its bytes are the in-memory cache key, so unused
+ * fields must be zero (build specs with mj_kernel_spec_init).
  */
 #ifndef MJ_KERNEL_SPEC_H
 #define MJ_KERNEL_SPEC_H
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 #define MJ_SPEC_MAX_PARAMS 28
 
@@ -20,29 +20,22 @@ typedef enum mj_arch {
 
 typedef struct mj_kernel_spec {
     int32_t family; /* mj_family */
+    int32_t kernel; /* index into the family's kernels */
     int32_t arch;   /* mj_arch */
     int32_t num_params;
-    int32_t params[MJ_SPEC_MAX_PARAMS];
+    int32_t params[MJ_SPEC_MAX_PARAMS]; /* in the order of the kernel's parameter list */
 } mj_kernel_spec;
 
-static inline void mj_kernel_spec_init(mj_kernel_spec *s, mj_family family, mj_arch arch) {
+static inline void mj_kernel_spec_init(mj_kernel_spec *s, mj_family family, int kernel,
+                                       mj_arch arch) {
     memset(s, 0, sizeof *s);
     s->family = (int32_t)family;
+    s->kernel = kernel;
     s->arch = (int32_t)arch;
 }
 
 /* "sm_90a" <-> MJ_ARCH_SM90A; 0 / NULL for unknown. */
 mj_arch mj_arch_parse(const char *name);
 const char *mj_arch_name(mj_arch arch);
-
-/* How a family turns a spec into NVRTC input. */
-typedef struct mj_family_codegen {
-    const char *template_path; /* root template, relative to templates/ */
-    /* Writes the C++ name expression of the kernel ("mj::k<1, 2>"); returns length or -1. */
-    int (*name_expression)(const mj_kernel_spec *spec, char *out, size_t cap);
-} mj_family_codegen;
-
-/* The codegen of a family (NULL for an unknown one). */
-const mj_family_codegen *mj_family_codegen_get(mj_family family);
 
 #endif

@@ -20,3 +20,8 @@ void mj_log(int level, const char *fmt, ...) {
     /* One fprintf per line keeps lines from concurrent threads whole. */
     fprintf(stderr, "megajit[%s]: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
 }
+
+void mj_log_cache_warning(void *ctx, const char *message) {
+    (void)ctx;
+    mj_log(MJ_LOG_WARN, "%s", message);
+}

@@ -9,7 +9,7 @@
 
 #include <nccl.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 #define MJ_NCCL_FUNCTIONS(X)                                                                       \
     X(ncclGetVersion)                                                                              \

@@ -2,7 +2,6 @@
 #include "runtime/clock.h"
 
 #include <dlfcn.h>
-#include <ftw.h>
 #include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -134,38 +133,6 @@ const char *mj_nvrtc_version(void) {
         return NULL;
     }
     return nvrtc_version;
-}
-
-static char pch_root[4096];
-static pthread_once_t pch_once = PTHREAD_ONCE_INIT;
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_pch_root(void) {
-    nftw(pch_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_pch_root(void) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(pch_root, sizeof pch_root, "%s/megajit-pch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(pch_root)) {
-        mj_log(MJ_LOG_WARN, "cannot create a PCH directory under %s; compiling without PCH",
-               tmp && *tmp ? tmp : "/tmp");
-        pch_root[0] = '\0';
-        return;
-    }
-    atexit(remove_pch_root);
-}
-
-const char *mj_nvrtc_pch_root(void) {
-    pthread_once(&pch_once, make_pch_root);
-    return pch_root[0] ? pch_root : NULL;
 }
 
 /* NVRTC writes into --pch-dir but does not create it. */

@@ -8,16 +8,12 @@
 
 #include <stddef.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* "13.0.88": major.minor from nvrtcVersion and the build number from
  * __CUDACC_VER_BUILD__, so two builds of one minor version key apart.
  * NULL (error set) when NVRTC cannot be loaded. */
 const char *mj_nvrtc_version(void);
-
-/* A private directory of this process for NVRTC's automatic PCH files,
- * removed at exit; NULL when none can be made. */
-const char *mj_nvrtc_pch_root(void);
 
 typedef struct mj_compile_input {
     const char *program_name; /* names NVRTC's automatic PCH file */

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 typedef struct mj_template_file {
     const char *path;

@@ -56,15 +56,16 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         const int blocks = g2 ? C::kBlocks2 : C::kBlocks1, stages = g2 ? C::kStages2 : C::kStages1;
         const int nblk = blocks - 4 * k.n < 4 ? blocks - 4 * k.n : 4;
         const mj_u32 bytes = (mj_u32)nblk * (C::kBlkData + C::kBlkSf);
-        const unsigned char *src = L.args->w + (mj_u64)k.local * C::kExpertBytes +
-                                   (g2 ? C::kW1Bytes + (mj_u64)k.n * C::kTaskBytes2
-                                       : (mj_u64)k.n * C::kTaskBytes1);
+        const unsigned char *src =
+            L.args->w + (mj_u64)k.local * C::kExpertBytes +
+            (g2 ? C::kW1Bytes + (mj_u64)k.n * C::kTaskBytes2 : (mj_u64)k.n * C::kTaskBytes1);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 3u);
             mbar_arrive_tx(ring.full + slot, bytes);
-            bulk_copy_hint(ring.stage(slot), src + (mj_u64)s * bytes, bytes, ring.full + slot, policy);
+            bulk_copy_hint(ring.stage(slot), src + (mj_u64)s * bytes, bytes, ring.full + slot,
+                           policy);
         }
     }
 }
@@ -122,13 +123,16 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                 mainloop_fp8<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
             else
                 mainloop_bf16<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
-            if (nb == 2) epilogue_l1(L, k, 2 * k.n + m.wg, acc0, acc1, m, reinterpret_cast<float *>(scratch));
+            if (nb == 2)
+                epilogue_l1(L, k, 2 * k.n + m.wg, acc0, acc1, m,
+                            reinterpret_cast<float *>(scratch));
         } else {
             if (C::kFp8)
                 mainloop_fp8<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
             else
                 mainloop_bf16<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
-            if (nb > 0) epilogue_l2(L, k, nb, acc0, acc1, m, reinterpret_cast<unsigned short *>(scratch));
+            if (nb > 0)
+                epilogue_l2(L, k, nb, acc0, acc1, m, reinterpret_cast<unsigned short *>(scratch));
         }
     }
 }
@@ -154,7 +158,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mj_u32 *mailbox = reinterpret_cast<mj_u32 *>(ring.sink + 1);
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
-            mbar_init(ring.full + i, 2);  // both producers
+            mbar_init(ring.full + i, 2);    // both producers
             mbar_init(ring.empty + i, 256); // every math thread
         }
         for (int i = 0; i < 2; i++) {
@@ -188,7 +192,8 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mj_u32 *banks = L.counters + MJ_MOE_CNT_FIXED;
     L.bank = banks + (L.epoch & 1u) * L.l.bank.words;
     mj_u32 *next = banks + ((L.epoch + 1u) & 1u) * L.l.bank.words;
-    for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words; i += kNumSMs * MJ_MOE_THREADS)
+    for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words;
+         i += kNumSMs * MJ_MOE_THREADS)
         next[i] = 0u;
     for (int i = tid; i < C::kLocal; i += MJ_MOE_THREADS)
         L.routing.rows[i] = 0u;
@@ -202,10 +207,12 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
             if (blockIdx.x == 0) {
                 L.counters[MJ_MOE_CNT_NTOK] = (mj_u32)args.num_tokens;
                 for (int s = 0; s < kRanks; s++)
-                    st_release<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_START + rank), L.epoch + 1u);
+                    st_release<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_START + rank),
+                                        L.epoch + 1u);
             }
             for (int s = 0; s < kRanks; s++) {
-                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_START + s, L.epoch + 1u, args.timeout_ns))
+                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_START + s, L.epoch + 1u,
+                                       args.timeout_ns))
                     L.fail(MJ_MOE_ERR_PEER_START, (mj_u32)s);
                 L.ntok[s] = (int)ld_cg(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_NTOK));
             }

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 #define SHM_GROUP_SLOT 16384
 #define SHM_GROUP_MAX_RANKS 8

@@ -14,14 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
 #include "cache/admin.h"
 #include "cache/cache.h"
+#include "include/megajit.h"
 
 #define CUBIN_BYTES 1000
 
@@ -33,7 +34,8 @@ typedef struct fixture {
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/mjc-test-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/mjc-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->db_path, sizeof f->db_path, "%s/%s", f->dir, MJC_DB_FILE);
     *state = f;
@@ -88,10 +90,18 @@ static mjc_entry make_entry(int i, const char *family, const char *arch, uint8_t
     return e;
 }
 
+/* The last warning the cache handed to its owner (every handle of open_dir). */
+static char last_warning[1024];
+
+static void keep_warning(void *ctx, const char *message) {
+    (void)ctx;
+    snprintf(last_warning, sizeof last_warning, "%s", message);
+}
+
 static mjc_db *open_dir(const char *dir, const char *layers) {
     mjc_db *db = NULL;
     char err[512] = "";
-    mjc_open_opts o = {.dir = dir, .ro_layers = layers, .read_only = 0};
+    mjc_open_opts o = {.dir = dir, .ro_layers = layers, .read_only = 0, .warn = keep_warning};
     int rc = mjc_open(&o, &db, err, sizeof err);
     if (rc != MJC_OK) fprintf(stderr, "mjc_open: %s\n", err);
     assert_int_equal(rc, MJC_OK);
@@ -271,8 +281,10 @@ static void test_flipped_byte_verify_and_heal(void **state) {
     mjc_found found;
     int healed = 0;
     make_key(0, key);
+    last_warning[0] = '\0';
     assert_int_equal(mjc_lookup(db, key, &found, &healed), MJC_ERR_NOT_FOUND);
     assert_int_equal(healed, 1);
+    assert_non_null(strstr(last_warning, "failed its checksum; deleted"));
     assert_int_equal(raw_int(f->db_path, "SELECT count(*) FROM entry"), 1);
     assert_true(lookup_ok(db, 1, NULL));
     insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
@@ -301,8 +313,10 @@ static void test_garbage_file_moved_aside(void **state) {
     assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
     close(fd);
 
+    last_warning[0] = '\0';
     db = open_dir(f->dir, NULL);
     assert_true(has_corrupt_copy(f->dir));
+    assert_non_null(strstr(last_warning, "is corrupt; moved it to"));
     assert_false(lookup_ok(db, 0, NULL));
     insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
     assert_true(lookup_ok(db, 0, NULL));
@@ -367,6 +381,17 @@ static void test_newer_schema_read_only(void **state) {
     mjc_close(db);
 }
 
+/* A cache in dir holding entries 0..n-1, exported to snap. */
+static void make_snapshot(const char *dir, int n, const char *snap) {
+    mjc_db *db = open_dir(dir, NULL);
+    insert_n(db, 0, n, "pre_dispatch", "sm_90a");
+    mjc_close(db);
+    mj_cache *c = NULL;
+    assert_int_equal(mj_cache_open(dir, 1, &c), MJ_OK);
+    assert_int_equal(mj_cache_export(c, snap), MJ_OK);
+    mj_cache_close(c);
+}
+
 static void test_export_layer_import(void **state) {
     fixture *f = *state;
     char a[128], b[128], c2[128], snap[160], layers[400];
@@ -374,15 +399,10 @@ static void test_export_layer_import(void **state) {
     snprintf(b, sizeof b, "%s/b", f->dir);
     snprintf(c2, sizeof c2, "%s/c", f->dir);
     snprintf(snap, sizeof snap, "%s/snap.mjdb", f->dir);
-    mjc_db *db = open_dir(a, NULL);
-    insert_n(db, 0, 3, "pre_dispatch", "sm_90a");
-    mjc_close(db);
-
-    mj_cache *c = NULL;
-    assert_int_equal(mj_cache_open(a, 0, &c), MJ_OK);
-    assert_int_equal(mj_cache_export(c, snap), MJ_OK);
-    mj_cache_close(c);
+    make_snapshot(a, 3, snap);
     assert_int_equal(raw_int(snap, "PRAGMA application_id"), 0x4D4A4954);
+    mjc_db *db;
+    mj_cache *c = NULL;
 
     snprintf(layers, sizeof layers, "%s/missing.mjdb:%s", f->dir, snap);
     db = open_dir(b, layers);
@@ -616,23 +636,51 @@ static void test_killed_lock_holder(void **state) {
     mjc_close(db);
 }
 
+static int list_count(const mj_cache_entry *e, void *user);
+
+/* Opening creates nothing: a cache that does not exist yet is empty to every
+ * inspection and maintenance command, and appears at its first store. */
 static void test_open_modes(void **state) {
     fixture *f = *state;
-    char missing[128];
+    char missing[128], locks[160];
     snprintf(missing, sizeof missing, "%s/nothing", f->dir);
-    mj_cache *c = NULL;
-    assert_int_equal(mj_cache_open(missing, 1, &c), MJ_ERR_NOT_FOUND);
-    assert_null(c);
+    snprintf(locks, sizeof locks, "%s/locks", missing);
+    for (int read_only = 1; read_only >= 0; read_only--) {
+        mj_cache *c = NULL;
+        assert_int_equal(mj_cache_open(missing, read_only, &c), MJ_OK);
+        int n = 0;
+        assert_int_equal(mj_cache_list(c, NULL, NULL, list_count, &n), MJ_OK);
+        assert_int_equal(n, 0);
+        mj_cache_stats st;
+        assert_int_equal(mj_cache_stat(c, &st), MJ_OK);
+        assert_int_equal(st.entries, 0);
+        assert_string_equal(st.journal_mode, "");
+        int64_t checked = -1, bad = -1, removed = -1, after = -1;
+        assert_int_equal(mj_cache_verify(c, &checked, &bad, NULL, NULL), MJ_OK);
+        assert_int_equal(checked + bad, 0);
+        if (!read_only) {
+            assert_int_equal(mj_cache_remove(c, MJ_CACHE_SELECT_ALL, NULL, &removed), MJ_OK);
+            assert_int_equal(mj_cache_gc(c, 0, &removed, &after), MJ_OK);
+            assert_int_equal(removed, 0);
+        }
+        mj_cache_detail d;
+        assert_int_equal(mj_cache_show(c, "abcd", &d), MJ_ERR_NOT_FOUND);
+        assert_non_null(strstr(mj_cache_path(c), "nothing/megajit-cache.db"));
+        mj_cache_close(c);
+        assert_int_equal(access(missing, F_OK), -1);
+    }
+    /* A writable handle creates the directory at its first store. */
+    mjc_db *db = open_dir(missing, NULL);
     assert_int_equal(access(missing, F_OK), -1);
-    /* Local sandboxes (ext4, overlay, tmpfs, 9p) must be accepted. */
-    assert_true(strlen(mjc_filesystem_name(f->dir)) > 0);
-    mjc_db *db = open_dir(f->dir, NULL);
+    assert_false(lookup_ok(db, 0, NULL));
+    insert_n(db, 0, 1, "pre_dispatch", "sm_90a");
+    assert_true(lookup_ok(db, 0, NULL));
     struct stat st;
-    char locks[128];
-    snprintf(locks, sizeof locks, "%s/locks", f->dir);
     assert_int_equal(stat(locks, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
     mjc_close(db);
+    /* Local sandboxes (ext4, overlay, tmpfs, 9p) must be accepted. */
+    assert_true(strlen(mjc_filesystem_name(f->dir)) > 0);
     mjc_open_opts none = {0};
     assert_int_equal(mjc_open(&none, &db, NULL, 0), MJC_OK);
     assert_string_equal(mjc_path(db), "");
@@ -707,6 +755,157 @@ static void test_threads_share_handle(void **state) {
     mjc_close(db);
 }
 
+/* Opens dir writable (create as given); the rc, the message in err. */
+static int open_rc(const char *dir, int create, char *err, size_t errlen) {
+    mjc_db *db = NULL;
+    mjc_open_opts o = {.dir = dir, .create = create};
+    err[0] = '\0';
+    int rc = mjc_open(&o, &db, err, errlen);
+    mjc_close(db);
+    return rc;
+}
+
+/* A writable cache others can write (or that is someone else's) is refused and
+ * left as it was; inspecting one is allowed. */
+static void test_unsafe_cache_refused(void **state) {
+    fixture *f = *state;
+    char dir[128], locks[160], err[512];
+    snprintf(dir, sizeof dir, "%s/shared", f->dir);
+    snprintf(locks, sizeof locks, "%s/locks", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    static const struct {
+        mode_t mode;
+        const char *why;
+    } modes[] = {{0777, "writable by every user (mode 0777)"},
+                 {01777, "writable by every user (mode 1777)"},
+                 {0775, "writable by its group (mode 0775)"}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(dir, modes[i].mode), 0);
+        for (int create = 0; create <= 1; create++) {
+            assert_int_equal(open_rc(dir, create, err, sizeof err), MJC_ERR_UNSAFE);
+            assert_non_null(strstr(err, modes[i].why));
+            assert_non_null(strstr(err, dir));
+            assert_non_null(strstr(err, "chmod go-w"));
+            assert_non_null(strstr(err, "MEGAJIT_CACHE_DIR"));
+        }
+        assert_int_equal(access(locks, F_OK), -1);
+        mj_cache *c = NULL;
+        assert_int_equal(mj_cache_open(dir, 1, &c), MJ_OK);
+        mj_cache_close(c);
+        assert_int_equal(mj_cache_create(dir, &c), MJ_ERR_CACHE);
+        assert_non_null(strstr(mj_last_error(), modes[i].why));
+    }
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(open_rc(dir, 1, err, sizeof err), MJC_OK);
+    /* The database file is checked too. */
+    char db[160];
+    snprintf(db, sizeof db, "%s/%s", dir, MJC_DB_FILE);
+    assert_int_equal(chmod(db, 0666), 0);
+    assert_int_equal(open_rc(dir, 0, err, sizeof err), MJC_ERR_UNSAFE);
+    assert_non_null(strstr(err, "the cache database"));
+    assert_int_equal(chmod(db, 0644), 0);
+    if (geteuid() == 0) { /* only root can give a directory away */
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        assert_int_equal(open_rc(dir, 0, err, sizeof err), MJC_ERR_UNSAFE);
+        assert_non_null(strstr(err, "belongs to another user (uid 65534"));
+    }
+}
+
+/* A snapshot others could write or replace is skipped unless the operator
+ * opts in; a sticky world-writable directory (/tmp) cannot replace it. */
+static void test_unsafe_snapshot_skipped(void **state) {
+    fixture *f = *state;
+    char a[128], shared[128], snap[160];
+    snprintf(a, sizeof a, "%s/a", f->dir);
+    snprintf(shared, sizeof shared, "%s/shared", f->dir);
+    snprintf(snap, sizeof snap, "%s/snap.mjdb", shared);
+    assert_int_equal(mkdir(shared, 0755), 0);
+    make_snapshot(a, 1, snap);
+    mjc_db *db;
+    static const struct {
+        mode_t file, dir;
+        int used;
+    } cases[] = {{0644, 0755, 1}, {0666, 0755, 0},  {0664, 0755, 0},
+                 {0644, 0777, 0}, {0644, 01777, 1}, {0444, 0775, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(chmod(snap, cases[i].file), 0);
+        assert_int_equal(chmod(shared, cases[i].dir), 0);
+        for (int allow = 0; allow <= 1; allow++) {
+            mjc_open_opts o = {.ro_layers = snap, .ro_allow_writable = allow};
+            char err[256];
+            assert_int_equal(mjc_open(&o, &db, err, sizeof err), MJC_OK);
+            if (lookup_ok(db, 0, NULL) != (cases[i].used || allow))
+                fail_msg("snapshot mode %o in a directory of mode %o: used %d, wanted %d",
+                         (unsigned)cases[i].file, (unsigned)cases[i].dir, !cases[i].used,
+                         cases[i].used || allow);
+            mjc_close(db);
+        }
+    }
+    assert_int_equal(chmod(shared, 0755), 0);
+}
+
+/* Ranks of one server starting at once on an empty cache: 16 processes open a
+ * cache directory that does not exist yet, all at the same moment, 200 times.
+ * Every open must succeed (creating the schema is serialized, not a race that
+ * "database is locked" can lose). Tiny databases, no compiles: seconds. */
+enum { OPENERS = 16, OPEN_ROUNDS = 200 };
+
+/* Shared by the openers. A blocking barrier rather than a spinning one: 16
+ * processes spinning on 2 cores starve the one doing the work. */
+typedef struct open_report {
+    pthread_barrier_t barrier;
+    int failures;
+    char first_error[512];
+} open_report;
+
+static int opener(open_report *rep, const char *base, int rank) {
+    alarm(120); /* an opener that never arrives must not hang the others */
+    for (int round = 0; round < OPEN_ROUNDS; round++) {
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s/r%d", base, round);
+        pthread_barrier_wait(&rep->barrier);
+        mjc_db *db = NULL;
+        char err[512] = "";
+        mjc_open_opts o = {.dir = dir, .create = 1};
+        if (mjc_open(&o, &db, err, sizeof err) != MJC_OK &&
+            __atomic_fetch_add(&rep->failures, 1, __ATOMIC_RELAXED) == 0)
+            snprintf(rep->first_error, sizeof rep->first_error, "round %d: %s", round, err);
+        mjc_close(db);
+        pthread_barrier_wait(&rep->barrier);
+        if (rank == 0) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    return 0;
+}
+
+static void test_many_first_openers(void **state) {
+    fixture *f = *state;
+    open_report *rep =
+        mmap(NULL, sizeof *rep, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(rep != MAP_FAILED);
+    pthread_barrierattr_t attr;
+    pthread_barrierattr_init(&attr);
+    pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    assert_int_equal(pthread_barrier_init(&rep->barrier, &attr, OPENERS), 0);
+    pthread_barrierattr_destroy(&attr);
+    pid_t pids[OPENERS];
+    for (int r = 0; r < OPENERS; r++) {
+        pids[r] = fork();
+        assert_true(pids[r] >= 0);
+        if (pids[r] == 0) _exit(opener(rep, f->dir, r));
+    }
+    int stuck = 0;
+    for (int r = 0; r < OPENERS; r++) {
+        int status = 0;
+        assert_int_equal(waitpid(pids[r], &status, 0), pids[r]);
+        stuck += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    if (rep->failures || stuck)
+        fail_msg("%d of %d opens failed, %d openers stuck; first: %s", rep->failures,
+                 OPENERS * OPEN_ROUNDS, stuck, rep->first_error);
+    pthread_barrier_destroy(&rep->barrier);
+    munmap(rep, sizeof *rep);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
@@ -726,6 +925,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_open_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_filters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_share_handle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_first_openers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsafe_cache_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsafe_snapshot_skipped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

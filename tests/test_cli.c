@@ -4,6 +4,7 @@
  * each test on a fresh cache directory. Needs NVRTC (not a GPU).
  */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -16,17 +17,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "include/megajit.h"
+#include "runtime/pch_dir.h"
+#include "runtime/utf8.h"
+
 enum { MAX_ARGS = 32 };
 
 typedef struct fixture {
     char dir[PATH_MAX];        /* scratch directory of the test */
     char cache[PATH_MAX + 32]; /* its cache directory */
+    char tmp[PATH_MAX + 32];   /* TMPDIR of every command: must be empty at the end */
     int runs;                  /* names the output files of each run */
 } fixture;
 
@@ -58,6 +67,13 @@ static const char kManifest[] =
     " \"ranks\": 4, \"max_tokens_per_rank\": 1024, \"weight_format\": \"nvfp4\","
     " \"dispatch_format\": \"nvfp4\", \"activation\": \"swigluoai\", \"clamp\": 7.0}]}";
 
+/* Two small pre-dispatch kernels (no MegaMoE kernel exists for sm_100a): the
+ * fault tests compile something real, quickly. */
+static const char kSmallManifest[] =
+    "{\"archs\": [\"sm_100a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256,"
+    " \"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 16,"
+    " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}";
+
 static const char *const kPresets[] = {"deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4",
                                        "gpt-oss-120b-ep1"};
 
@@ -68,6 +84,40 @@ static const char *cli_path(void) {
     return path;
 }
 
+/* Output buffers and parsed JSON of the running test. A failed assertion jumps
+ * out of the test past its frees; teardown frees what is left, so that
+ * LeakSanitizer reports only leaks of the code under test, never the test's
+ * own buffers (which once made a failed run look like a library leak). */
+enum { MAX_OWNED = 256 };
+static struct owned {
+    void *p;
+    int json;
+} owned[MAX_OWNED];
+static int num_owned;
+
+static void *own(void *p, int json) {
+    assert_true(num_owned < MAX_OWNED);
+    owned[num_owned++] = (struct owned){p, json};
+    return p;
+}
+
+static void release(void *p) {
+    for (int i = 0; i < num_owned; i++) {
+        if (owned[i].p != p) continue;
+        if (owned[i].json)
+            cJSON_Delete(p);
+        else
+            free(p);
+        owned[i] = owned[--num_owned];
+        return;
+    }
+}
+
+static void release_all(void) {
+    while (num_owned)
+        release(owned[0].p);
+}
+
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
@@ -75,8 +125,26 @@ static int setup(void **state) {
     snprintf(f->dir, sizeof f->dir, "%s/megajit-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->cache, sizeof f->cache, "%s/cache", f->dir);
+    snprintf(f->tmp, sizeof f->tmp, "%s/tmp", f->dir);
+    assert_int_equal(mkdir(f->tmp, 0700), 0);
     *state = f;
     return 0;
+}
+
+/* Entries in dir whose names start with prefix ("" = all). */
+static int count_entries(const char *dir, const char *prefix, int print) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (print) fprintf(stderr, "left behind in TMPDIR: %s\n", e->d_name);
+        n++;
+    }
+    closedir(d);
+    return n;
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -86,11 +154,14 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
+/* Fails the test when a command left something in its TMPDIR. */
 static int teardown(void **state) {
     fixture *f = *state;
+    release_all();
+    int left = count_entries(f->tmp, "", 1);
     nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(f);
-    return 0;
+    return left == 0 ? 0 : -1;
 }
 
 static char *slurp(const char *path) {
@@ -110,7 +181,7 @@ static char *slurp(const char *path) {
     }
     fclose(fp);
     buf[len] = '\0';
-    return buf;
+    return own(buf, 0);
 }
 
 static void write_text(const char *path, const char *text) {
@@ -120,8 +191,18 @@ static void write_text(const char *path, const char *text) {
     assert_int_equal(fclose(fp), 0);
 }
 
-/* Starts the CLI with args (NULL-terminated); ro sets MEGAJIT_CACHE_RO when non-NULL. */
-static void spawn(fixture *f, proc *p, const char *ro, const char *const *args) {
+/* How a command runs, beyond the defaults (MEGAJIT_CACHE_DIR = the fixture's
+ * cache, no MEGAJIT_CACHE_RO, no MEGAJIT_CACHE_DISABLE). */
+typedef struct how {
+    const char *ro;         /* MEGAJIT_CACHE_RO, or NULL */
+    const char *const *env; /* NULL-terminated "NAME=value" (set) or "NAME" (unset) */
+    /* Runs in the child just before exec (with the fixture); non-zero fails the
+     * command with status 125 and what it printed to stderr. */
+    int (*prepare)(const fixture *f);
+} how;
+
+/* Starts the CLI with args (NULL-terminated); h may be NULL. */
+static void spawn(fixture *f, proc *p, const how *h, const char *const *args) {
     int run = f->runs++;
     snprintf(p->out_path, sizeof p->out_path, "%s/run%d.out", f->dir, run);
     snprintf(p->err_path, sizeof p->err_path, "%s/run%d.err", f->dir, run);
@@ -140,12 +221,23 @@ static void spawn(fixture *f, proc *p, const char *ro, const char *const *args) 
         int out = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int err = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-        if (ro)
-            setenv("MEGAJIT_CACHE_RO", ro, 1);
+        if (h && h->ro)
+            setenv("MEGAJIT_CACHE_RO", h->ro, 1);
         else
             unsetenv("MEGAJIT_CACHE_RO");
         unsetenv("MEGAJIT_CACHE_DISABLE");
         setenv("MEGAJIT_CACHE_DIR", f->cache, 1);
+        setenv("TMPDIR", f->tmp, 1);
+        for (const char *const *e = h && h->env ? h->env : NULL; e && *e; e++) {
+            const char *eq = strchr(*e, '=');
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - *e) : (int)strlen(*e), *e);
+            if (eq)
+                setenv(name, eq + 1, 1);
+            else
+                unsetenv(name);
+        }
+        if (h && h->prepare && h->prepare(f) != 0) _exit(125);
         execv(argv[0], argv);
         _exit(127);
     }
@@ -162,10 +254,10 @@ static result finish(proc *p) {
     return r;
 }
 
-static result run_ro(fixture *f, const char *ro, ...) {
+static result run_with(fixture *f, const how *h, ...) {
     const char *args[MAX_ARGS + 1];
     va_list ap;
-    va_start(ap, ro);
+    va_start(ap, h);
     int n = 0;
     while ((args[n] = va_arg(ap, const char *)) != NULL) {
         n++;
@@ -173,15 +265,16 @@ static result run_ro(fixture *f, const char *ro, ...) {
     }
     va_end(ap);
     proc p;
-    spawn(f, &p, ro, args);
+    spawn(f, &p, h, args);
     return finish(&p);
 }
 
-#define run(f, ...) run_ro(f, NULL, __VA_ARGS__, (const char *)NULL)
+#define run(f, ...) run_with(f, NULL, __VA_ARGS__, (const char *)NULL)
+#define run_how(f, h, ...) run_with(f, h, __VA_ARGS__, (const char *)NULL)
 
 static void result_free(result *r) {
-    free(r->out);
-    free(r->err);
+    release(r->out);
+    release(r->err);
 }
 
 static void expect_status(const result *r, int status) {
@@ -197,7 +290,7 @@ static void expect_in(const char *haystack, const char *needle) {
 static cJSON *parse_json(const result *r) {
     cJSON *j = cJSON_Parse(r->out);
     if (!j) fail_msg("not JSON:\n%s\nstderr:\n%s", r->out, r->err);
-    return j;
+    return own(j, 1);
 }
 
 static double num(const cJSON *obj, const char *key) {
@@ -219,7 +312,7 @@ static counts precompile_ro(fixture *f, const char *ro, const char *cache,
         args[n++] = *extra;
     args[n] = NULL;
     proc p;
-    spawn(f, &p, ro, args);
+    spawn(f, &p, &(how){.ro = ro}, args);
     result r = finish(&p);
     expect_status(&r, 0);
     cJSON *j = parse_json(&r);
@@ -228,7 +321,7 @@ static counts precompile_ro(fixture *f, const char *ro, const char *cache,
     assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "archs")));
     num(j, "seconds");
     num(j, "jobs");
-    cJSON_Delete(j);
+    release(j);
     result_free(&r);
     return c;
 }
@@ -240,12 +333,23 @@ static const char *manifest_path(fixture *f) {
     return path;
 }
 
+static const char *small_manifest_path(fixture *f) {
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/small.json", f->dir);
+    write_text(path, kSmallManifest);
+    return path;
+}
+
+static int exists(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
 static int cache_entries(fixture *f, const char *cache) {
     result r = run(f, "cache", "stat", "--json", "--cache", cache);
     expect_status(&r, 0);
     cJSON *j = parse_json(&r);
     int n = (int)num(j, "entries");
-    cJSON_Delete(j);
+    release(j);
     result_free(&r);
     return n;
 }
@@ -301,6 +405,9 @@ static void test_bad_flags(void **state) {
         {{"cache", "rm"}, "--family"},
         {{"cache", "rm", "--all", "--family", "pre_dispatch"}, "exactly one"},
         {{"cache", "gc", "--max-bytes", "lots"}, "lots"},
+        {{"cache", "rm", "--older-than", "1e400"}, "1e400"},
+        {{"cache", "rm", "--older-than", "inf"}, "inf"},
+        {{"cache", "rm", "--older-than", "-1"}, "-1"},
         {{"cache", "show", "xyz"}, "xyz"},
         {{"cache", "frobnicate"}, "frobnicate"},
         {{"cache", "ls", "--json", "--cache"}, "--cache"},
@@ -355,7 +462,8 @@ static void test_bad_manifests(void **state) {
         const char *text;
         const char *message;
     } whole[] = {
-        {"{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 100}]}", "layers[0].hidden"},
+        {"{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1.5}]}",
+         "layers[0].hidden: must be an integer"},
         {"{\"archs\": [\"sm_90a\"], \"layers\": [], \"extra\": 1}", "extra"},
         {"{\"archs\": [\"sm_75\"], \"layers\": []}", "archs[0]"},
         {"{\"archs\": [\"sm_90a\"]}", "layers"},
@@ -377,8 +485,32 @@ static void test_bad_manifests(void **state) {
     write_text(path, text);
     result r = run(f, "precompile", "--manifest", path, "--cache", f->cache);
     expect_status(&r, 2);
-    expect_in(r.err, "layers[1].hidden: must be a positive multiple of 128 (got 100)");
+    expect_in(r.err, "layers[1].hidden: must be a multiple of 256 in 256..8192 (got 100)");
     result_free(&r);
+    /* Absurd values are refused while parsing: nothing was compiled or created. */
+    static const struct {
+        const char *fields;
+        const char *message;
+    } absurd[] = {
+        {"\"intermediate\": 2147483520, \"experts\": 256, \"ranks\": 8", "layers[0].intermediate"},
+        {"\"intermediate\": 2048, \"experts\": 2147483647, \"ranks\": 1", "layers[0].experts"},
+        {"\"intermediate\": 2048, \"experts\": 256, \"ranks\": 73", "layers[0].ranks"},
+    };
+    for (size_t i = 0; i < sizeof absurd / sizeof absurd[0]; i++) {
+        snprintf(text, sizeof text,
+                 "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 7168, \"topk\": 8,"
+                 " \"max_tokens_per_rank\": 4096, \"weight_format\": \"mxfp4\","
+                 " \"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\", \"num_sms\": 1,"
+                 " %s}]}",
+                 absurd[i].fields);
+        write_text(path, text);
+        r = run(f, "precompile", "--manifest", path, "--json", "--cache", f->cache);
+        expect_status(&r, 2);
+        expect_in(r.err, absurd[i].message);
+        assert_string_equal(r.out, "");
+        assert_false(exists(f->cache));
+        result_free(&r);
+    }
 }
 
 /* NVRTC compiles every kernel of every preset for sm_90a and sm_100a. */
@@ -421,7 +553,7 @@ static void test_concurrent_precompile(void **state) {
         assert_int_equal((int)num(j, "failed"), 0);
         assert_int_equal((int)num(j, "compiled") + (int)num(j, "cached"), kernels);
         compiled += (int)num(j, "compiled");
-        cJSON_Delete(j);
+        release(j);
         result_free(&r);
     }
     assert_true(kernels >= 4);
@@ -450,7 +582,7 @@ static void test_concurrent_precompile(void **state) {
         expect_in(shown.err, "nvdisasm");
     }
     result_free(&shown);
-    cJSON_Delete(list);
+    release(list);
     result_free(&r);
 
     r = run(f, "cache", "ls", "--cache", f->cache);
@@ -462,7 +594,7 @@ static void test_concurrent_precompile(void **state) {
     expect_status(&r, 0);
     list = parse_json(&r);
     assert_int_equal(cJSON_GetArraySize(list), 0);
-    cJSON_Delete(list);
+    release(list);
     result_free(&r);
 }
 
@@ -512,7 +644,7 @@ static void test_verify_and_heal(void **state) {
     cJSON *j = parse_json(&r);
     assert_int_equal((int)num(j, "bad"), 1);
     assert_int_equal((int)num(j, "checked"), c.kernels);
-    cJSON_Delete(j);
+    release(j);
     result_free(&r);
 
     c = precompile_ro(f, NULL, f->cache, extra);
@@ -542,7 +674,7 @@ static void test_rm_gc_stat(void **state) {
     expect_status(&r, 0);
     cJSON *j = parse_json(&r);
     assert_int_equal((int)num(j, "cubin_bytes"), 0);
-    cJSON_Delete(j);
+    release(j);
     result_free(&r);
     assert_int_equal(cache_entries(f, f->cache), 0);
 
@@ -583,9 +715,49 @@ static void test_export_snapshot(void **state) {
     expect_in(r.out, "imported");
     result_free(&r);
     assert_int_equal(cache_entries(f, imported), c.kernels);
+
+    /* cache ls shows what the snapshot serves, marked with its layer. */
+    const how layered = {.ro = snapshot};
+    r = run_how(f, &layered, "cache", "ls", "--json", "--cache", fresh);
+    expect_status(&r, 0);
+    cJSON *list = parse_json(&r);
+    assert_int_equal(cJSON_GetArraySize(list), c.kernels);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list) {
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(e, "layer")->valuestring, snapshot);
+    }
+    release(list);
+    result_free(&r);
+    r = run_how(f, &layered, "cache", "ls", "--cache", f->cache);
+    expect_status(&r, 0);
+    expect_in(r.out, "LAYER");
+    expect_in(r.out, " cache ");
+    expect_in(r.out, snapshot);
+    result_free(&r);
+
+    /* Into a directory that does not exist: said so, no SQLite URI. */
+    char missing[PATH_MAX + 64];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/snap.db", f->dir);
+    r = run(f, "cache", "export", missing, "--cache", f->cache);
+    expect_status(&r, 1);
+    expect_in(r.err, "does not exist");
+    if (strstr(r.err, "file:")) fail_msg("an internal URI in: %s", r.err);
+    result_free(&r);
 }
 
-/* A precompile killed mid-way leaves a cache the next run completes. */
+/* Waits (at most a minute) until a worker of p has made its PCH directory:
+ * a compile is then under way. */
+static void wait_for_compile(fixture *f, const proc *p) {
+    for (int i = 0; i < 6000 && count_entries(f->tmp, MJ_PCH_DIR_PREFIX, 0) < 1; i++) {
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        if (waitpid(p->pid, NULL, WNOHANG) != 0) fail_msg("the precompile ended before compiling");
+    }
+    assert_true(count_entries(f->tmp, MJ_PCH_DIR_PREFIX, 0) >= 1);
+}
+
+/* A precompile killed mid-way leaves a cache the next run completes, and the
+ * PCH directory its worker could not remove is removed by the next run. */
 static void test_killed_precompile(void **state) {
     fixture *f = *state;
     const char *manifest = manifest_path(f);
@@ -595,18 +767,43 @@ static void test_killed_precompile(void **state) {
                                 "--cache",        f->cache,     NULL};
     proc p;
     spawn(f, &p, NULL, args);
-    struct timespec delay = {0, 300 * 1000 * 1000};
-    nanosleep(&delay, NULL);
+    wait_for_compile(f, &p);
     kill(p.pid, SIGKILL);
     result r = finish(&p);
     result_free(&r);
+    /* The worker dies with its parent (SIGKILL): nothing of it runs at exit. */
+    assert_int_equal(count_entries(f->tmp, MJ_PCH_DIR_PREFIX, 0), 1);
 
     counts c = precompile_ro(f, NULL, f->cache, args + 1);
     assert_true(c.kernels >= 8);
     assert_int_equal(c.failed, 0);
+    assert_true(c.compiled >= 1);
     assert_int_equal(c.compiled + c.cached, c.kernels);
     assert_int_equal(verify_status(f), 0);
     assert_int_equal(cache_entries(f, f->cache), c.kernels);
+    assert_int_equal(count_entries(f->tmp, "", 1), 0);
+}
+
+/* Ctrl-C: the workers finish the kernel at hand and exit cleanly, the
+ * precompile reports what it did and dies of the signal, nothing is left. */
+static void test_interrupted_precompile(void **state) {
+    fixture *f = *state;
+    const char *const args[] = {"precompile", "--manifest", manifest_path(f), "--jobs", "1",
+                                "--json",     "--cache",    f->cache,         NULL};
+    proc p;
+    spawn(f, &p, NULL, args);
+    wait_for_compile(f, &p);
+    kill(p.pid, SIGINT);
+    result r = finish(&p);
+    expect_status(&r, 128 + SIGINT);
+    cJSON *j = parse_json(&r);
+    int kernels = (int)num(j, "kernels"), failed = (int)num(j, "failed");
+    assert_true(failed >= 1 && failed < kernels);
+    expect_in(r.out, "interrupted");
+    assert_int_equal(count_entries(f->tmp, "", 1), 0);
+    assert_int_equal(verify_status(f), 0);
+    assert_int_equal(cache_entries(f, f->cache), kernels - failed);
+    result_free(&r);
 }
 
 static void test_info(void **state) {
@@ -617,12 +814,253 @@ static void test_info(void **state) {
     const cJSON *path = cJSON_GetObjectItemCaseSensitive(j, "cache_path");
     assert_true(cJSON_IsString(path));
     expect_in(path->valuestring, f->cache);
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "cache_ro_layers");
+    assert_true(cJSON_IsArray(layers));
+    assert_int_equal(cJSON_GetArraySize(layers), 0);
     assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "megajit_version")));
-    cJSON_Delete(j);
+    release(j);
     result_free(&r);
     r = run(f, "info", "--cache", f->cache);
     expect_status(&r, 0);
     expect_in(r.out, "journal mode");
+    result_free(&r);
+    /* MEGAJIT_CACHE_RO is a list: an array in JSON, one row each in the table. */
+    const how two = {.ro = "/snapshots/a.db::/snapshots/b c.db"};
+    r = run_how(f, &two, "info", "--json", "--cache", f->cache);
+    expect_status(&r, 0);
+    j = parse_json(&r);
+    layers = cJSON_GetObjectItemCaseSensitive(j, "cache_ro_layers");
+    assert_int_equal(cJSON_GetArraySize(layers), 2);
+    assert_string_equal(cJSON_GetArrayItem(layers, 0)->valuestring, "/snapshots/a.db");
+    assert_string_equal(cJSON_GetArrayItem(layers, 1)->valuestring, "/snapshots/b c.db");
+    release(j);
+    result_free(&r);
+}
+
+/* A precompile with no writable cache is refused before it compiles anything
+ * (exit 2), instead of compiling everything and storing nothing. */
+static void test_no_writable_cache_refused(void **state) {
+    fixture *f = *state;
+    const char *manifest = small_manifest_path(f);
+    result r = run(f, "precompile", "--manifest", manifest, "--json", "--cache", "");
+    expect_status(&r, 2);
+    expect_in(r.err, "no writable cache: the cache directory is \"\"");
+    assert_string_equal(r.out, "");
+    result_free(&r);
+
+    const how disabled = {.env = (const char *const[]){"MEGAJIT_CACHE_DISABLE=1", NULL}};
+    r = run_how(f, &disabled, "precompile", "--manifest", manifest, "--json");
+    expect_status(&r, 2);
+    expect_in(r.err, "MEGAJIT_CACHE_DISABLE=1");
+    assert_string_equal(r.out, "");
+    assert_false(exists(f->cache));
+    result_free(&r);
+
+    /* A database written by a newer megajit is read-only to this one. */
+    char db[PATH_MAX + 64];
+    snprintf(db, sizeof db, "%s/megajit-cache.db", f->cache);
+    assert_int_equal(mkdir(f->cache, 0700), 0);
+    sqlite3 *c = NULL;
+    assert_int_equal(sqlite3_open(db, &c), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(c,
+                                  "PRAGMA application_id=0x4D4A4954; PRAGMA user_version=99;"
+                                  "CREATE TABLE entry(x)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(c);
+    r = run(f, "precompile", "--manifest", manifest, "--cache", f->cache);
+    expect_status(&r, 2);
+    expect_in(r.err, "newer megajit");
+    result_free(&r);
+}
+
+/* Runs in the child before it execs the precompile: a private mount namespace
+ * whose cache directory is a 4 MiB tmpfs, the cache created on it, then the
+ * filesystem filled up. A process that forks off here keeps a connection to the
+ * cache open while the precompile runs (and then exits with its status): with
+ * one connection alive SQLite reuses the allocated shared-memory file instead of
+ * creating it anew, so the precompile can open the cache, and storing a kernel
+ * needs space the filesystem no longer has. */
+static int fill_cache_filesystem(const fixture *f) {
+    mj_cache *c = NULL;
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mkdir(f->cache, 0700) != 0 ||
+        mount("tmpfs", f->cache, "tmpfs", 0, "size=4m,mode=0700") != 0) {
+        perror("private tmpfs");
+        return 1;
+    }
+    if (mj_cache_create(f->cache, &c) != MJ_OK) {
+        fprintf(stderr, "%s\n", mj_last_error());
+        return 1;
+    }
+    mj_cache_close(c);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/megajit-cache.db", f->cache);
+    sqlite3 *holder = NULL;
+    if (sqlite3_open(path, &holder) != SQLITE_OK ||
+        sqlite3_exec(holder, "SELECT count(*) FROM entry", NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "holding %s: %s\n", path, sqlite3_errmsg(holder));
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/filler", f->cache);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    static const char block[4096];
+    while (fd >= 0 && write(fd, block, sizeof block) > 0) {
+    }
+    if (fd < 0 || errno != ENOSPC) {
+        perror("filling the tmpfs");
+        return 1;
+    }
+    close(fd);
+    pid_t pid = fork();
+    if (pid == 0) return 0;
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    _exit(pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
+/* 1 when this process may mount a private tmpfs (root, or CAP_SYS_ADMIN). */
+static int can_mount_tmpfs(const fixture *f) {
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/probe", f->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+                      mount("tmpfs", dir, "tmpfs", 0, "size=64k") == 0
+                  ? 0
+                  : 1);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    rmdir(dir);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A kernel compiled but not stored (the cache's filesystem is full) is a failed
+ * kernel: exit 1, counted, and its reason given. */
+static void test_full_filesystem_fails(void **state) {
+    fixture *f = *state;
+    if (!can_mount_tmpfs(f)) {
+        print_message("skipped: mounting a private tmpfs needs root (CAP_SYS_ADMIN)\n");
+        skip();
+    }
+    const how full = {.prepare = fill_cache_filesystem};
+    result r = run_how(f, &full, "precompile", "--manifest", small_manifest_path(f), "--json");
+    expect_status(&r, 1);
+    cJSON *j = parse_json(&r);
+    int kernels = (int)num(j, "kernels");
+    assert_true(kernels >= 2);
+    assert_int_equal((int)num(j, "failed"), kernels);
+    assert_int_equal((int)num(j, "compiled"), 0);
+    const cJSON *failures = cJSON_GetObjectItemCaseSensitive(j, "failures");
+    assert_int_equal(cJSON_GetArraySize(failures), kernels);
+    const cJSON *fl;
+    cJSON_ArrayForEach(fl, failures) {
+        const char *why = cJSON_GetObjectItemCaseSensitive(fl, "error")->valuestring;
+        expect_in(why, "could not store it in the cache");
+        expect_in(why, "full");
+    }
+    release(j);
+    result_free(&r);
+}
+
+/* Commands that only look, or find nothing to do, leave no cache behind. */
+static void test_read_only_commands_create_nothing(void **state) {
+    fixture *f = *state;
+    char snapshot[PATH_MAX + 32];
+    snprintf(snapshot, sizeof snapshot, "%s/snap.db", f->dir);
+    static const struct {
+        const char *args[6];
+        int status;
+        const char *out;
+    } cases[] = {
+        {{"info"}, 0, "(no database yet)"},
+        {{"info", "--json"}, 0, "cache_path"},
+        {{"cache", "ls"}, 0, "KEY"},
+        {{"cache", "ls", "--json"}, 0, "[]"},
+        {{"cache", "stat"}, 0, "(no database yet)"},
+        {{"cache", "stat", "--json"}, 0, "\"entries\":\t0"},
+        {{"cache", "verify"}, 0, "0 entries checked, 0 bad"},
+        {{"cache", "rm", "--all"}, 0, "removed 0 entries"},
+        {{"cache", "gc", "--max-bytes", "0"}, 0, "removed 0 entries"},
+        {{"cache", "show", "abcd"}, 1, ""},
+        {{"bench", "pre-dispatch", "--iters", "1"}, 1, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proc p;
+        spawn(f, &p, NULL, cases[i].args);
+        result r = finish(&p);
+        expect_status(&r, cases[i].status);
+        expect_in(r.out, cases[i].out);
+        if (exists(f->cache))
+            fail_msg("'%s %s' created %s", cases[i].args[0], cases[i].args[1], f->cache);
+        result_free(&r);
+    }
+    result r = run(f, "cache", "export", snapshot);
+    expect_status(&r, 1);
+    expect_in(r.err, "nothing to export");
+    assert_false(exists(snapshot));
+    assert_false(exists(f->cache));
+    result_free(&r);
+}
+
+/* A cache directory others can write is refused, saying how to fix it. */
+static void test_unsafe_cache_refused(void **state) {
+    fixture *f = *state;
+    assert_int_equal(mkdir(f->cache, 0700), 0);
+    assert_int_equal(chmod(f->cache, 01777), 0);
+    result r = run(f, "precompile", "--manifest", small_manifest_path(f), "--cache", f->cache);
+    expect_status(&r, 2);
+    expect_in(r.err, "writable by every user (mode 1777)");
+    expect_in(r.err, "chmod go-w");
+    result_free(&r);
+    assert_int_equal(count_entries(f->cache, "", 0), 0);
+}
+
+/* The default cache directory: XDG_CACHE_HOME, then HOME (relative values of
+ * either ignored), then a per-user directory in TMPDIR, never one every user
+ * shares. */
+static void test_default_cache_dir(void **state) {
+    fixture *f = *state;
+    char home[PATH_MAX + 64], xdg[PATH_MAX + 64], want[PATH_MAX + 128];
+    snprintf(home, sizeof home, "HOME=%s/home", f->dir);
+    snprintf(xdg, sizeof xdg, "XDG_CACHE_HOME=%s/xdg", f->dir);
+    const struct {
+        const char *home, *xdg; /* environment entries */
+        const char *under;      /* the cache path, after the fixture directory */
+    } cases[] = {
+        {home, xdg, "/xdg/megajit/"},
+        {home, "XDG_CACHE_HOME=relative/cache", "/home/.cache/megajit/"},
+        {"HOME", "XDG_CACHE_HOME", "/tmp/megajit-cache-"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const how h = {
+            .env = (const char *const[]){"MEGAJIT_CACHE_DIR", cases[i].home, cases[i].xdg, NULL}};
+        result r = run_how(f, &h, "info", "--json");
+        expect_status(&r, 0);
+        cJSON *j = parse_json(&r);
+        snprintf(want, sizeof want, "%s%s", f->dir, cases[i].under);
+        expect_in(cJSON_GetObjectItemCaseSensitive(j, "cache_path")->valuestring, want);
+        /* The temporary one is named in a warning that says how to choose. */
+        if (strcmp(cases[i].home, "HOME") == 0) expect_in(r.err, "set MEGAJIT_CACHE_DIR");
+        release(j);
+        result_free(&r);
+    }
+}
+
+/* JSON output is valid UTF-8 even when a path in it is not. */
+static void test_json_output_is_utf8(void **state) {
+    fixture *f = *state;
+    char cache[PATH_MAX + 32];
+    snprintf(cache, sizeof cache, "%s/caf\xe9", f->dir); /* Latin-1, not UTF-8 */
+    result r = run(f, "info", "--json", "--cache", cache);
+    expect_status(&r, 0);
+    assert_int_equal(mj_utf8_valid_prefix(r.out, strlen(r.out)), strlen(r.out));
+    cJSON *j = parse_json(&r);
+    expect_in(cJSON_GetObjectItemCaseSensitive(j, "cache_path")->valuestring, "caf\xef\xbf\xbd");
+    release(j);
     result_free(&r);
 }
 
@@ -642,7 +1080,14 @@ int main(void) {
         T(test_rm_gc_stat),
         T(test_export_snapshot),
         T(test_killed_precompile),
+        T(test_interrupted_precompile),
         T(test_info),
+        T(test_no_writable_cache_refused),
+        T(test_full_filesystem_fails),
+        T(test_read_only_commands_create_nothing),
+        T(test_unsafe_cache_refused),
+        T(test_default_cache_dir),
+        T(test_json_output_is_utf8),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

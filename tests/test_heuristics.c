@@ -90,7 +90,7 @@ static void test_activations(void **state) {
         assert_true(mj_moe_activation_allowed(r, MJ_ACT_SWIGLUOAI));
         assert_true(mj_moe_activation_allowed(r, MJ_ACT_SITU));
         assert_false(mj_moe_activation_allowed(r, -1));
-        assert_false(mj_moe_activation_allowed(r, MJ_ACT_COUNT_));
+        assert_false(mj_moe_activation_allowed(r, MJ_ACT_COUNT));
         assert_false(mj_moe_activation_allowed(r, 31));
     }
     assert_false(mj_moe_activation_allowed(NULL, MJ_ACT_SWIGLU));
@@ -103,12 +103,12 @@ static void test_activations(void **state) {
     assert_true(mj_moe_activation_has_clamp(MJ_ACT_SWIGLUOAI));
     assert_false(mj_moe_activation_has_clamp(MJ_ACT_SITU));
     assert_false(mj_moe_activation_has_clamp(-1));
-    assert_false(mj_moe_activation_has_clamp(MJ_ACT_COUNT_));
+    assert_false(mj_moe_activation_has_clamp(MJ_ACT_COUNT));
 
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLU), "swiglu");
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLUOAI), "swigluoai");
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SITU), "situ");
-    assert_null(mj_moe_activation_name(MJ_ACT_COUNT_));
+    assert_null(mj_moe_activation_name(MJ_ACT_COUNT));
     assert_null(mj_moe_activation_name(-1));
 }
 
@@ -247,7 +247,8 @@ static void test_config_all_rows(void **state) {
             assert_int_equal(mj_moe_kernel_config_for(&p, r, 0, &b), 0);
             assert_memory_equal(&a, &b, sizeof a);
             int want = mj_moe_block_m(t, 8, 256, 8);
-            assert_int_equal(a.block_m, want < mj_moe_max_block_m(r) ? want : mj_moe_max_block_m(r));
+            assert_int_equal(a.block_m,
+                             want < mj_moe_max_block_m(r) ? want : mj_moe_max_block_m(r));
             assert_int_equal(a.stage_k, mj_moe_stage_k(7168, 2048, r));
             assert_true(a.stages >= 2 && a.stages <= 8);
             assert_true(a.smem_bytes <= 232448);

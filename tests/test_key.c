@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apis/specs.h"
 #include "runtime/cache_key.h"
+#include "runtime/families/pre_dispatch.h"
 #include "runtime/include_closure.h"
 #include "runtime/jit.h"
 #include "runtime/templates.h"
@@ -157,7 +157,14 @@ static void keys_of_all_variants(const mj_template_set *set, uint8_t keys[][16],
     for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++)
         for (int arch = 0; arch < 2; arch++) {
             mj_kernel_spec spec;
-            assert_int_equal(mj_pre_dispatch_spec(7168, (mj_format)fmt, 8, MJ_PD_ROLE_MAIN,
+            const mj_symm_config buffer = {.struct_size = sizeof(mj_symm_config),
+                                           .hidden = 7168,
+                                           .num_experts = 256,
+                                           .num_topk = 8,
+                                           .max_tokens_per_rank = 128,
+                                           .dispatch_format = (mj_format)fmt,
+                                           .num_ranks = 1};
+            assert_int_equal(mj_pre_dispatch_spec(&buffer, MJ_PD_KERNEL_MAIN,
                                                   arch ? MJ_ARCH_SM100A : MJ_ARCH_SM90A, &spec),
                              MJ_OK);
             assert_int_equal(mj_jit_cache_key(set, &spec, keys[(*n)++]), MJ_OK);

@@ -10,15 +10,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/limits.h"
 #include "apis/mega_moe_impl.h"
-#include "apis/megajit.h"
-#include "apis/specs.h"
 #include "apis/symm_buffer_impl.h"
-#include "runtime/family_codegen.h"
+#include "heuristics/mega_moe_config.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
+#include "runtime/families/mega_moe.h"
 
 /* Kimi-K2-like: mxfp4 weights, mxfp8 dispatch. */
 static mj_moe_config good(void) {
-    return (mj_moe_config){.hidden = 7168,
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = 7168,
                            .intermediate = 2048,
                            .num_experts = 256,
                            .num_topk = 8,
@@ -43,23 +46,21 @@ static mj_status spec_of(const mj_moe_config *c, mj_kernel_spec *s) {
 
 static const char *name_of(const mj_kernel_spec *s) {
     static char name[256];
-    const mj_family_codegen *cg = mj_family_codegen_get(MJ_FAMILY_MEGA_MOE);
-    assert_non_null(cg);
-    assert_string_equal(cg->template_path, "mega_moe.cuh");
-    int n = cg->name_expression(s, name, sizeof name);
+    assert_ptr_equal(mj_family_get(MJ_FAMILY_MEGA_MOE), &mj_mega_moe_family);
+    assert_string_equal(mj_mega_moe_family.template_path, "mega_moe.cuh");
+    int n = mj_family_name_expression(s, name, sizeof name);
     assert_true(n > 0 && n < (int)sizeof name);
     return name;
 }
 
-static void test_spec_rejects_bad_configs(void **state) {
+static void test_config_rejects_bad_values(void **state) {
     (void)state;
-    mj_kernel_spec s;
     mj_moe_config c;
 #define REJECT(assign, needle)                                                                     \
     do {                                                                                           \
         c = good();                                                                                \
         assign;                                                                                    \
-        expect_error(spec_of(&c, &s), MJ_ERR_INVALID_ARG, needle);                                 \
+        expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, needle);                   \
         expect_error(mj_mega_moe_block_m(&c, 1, &(int){0}), MJ_ERR_INVALID_ARG, needle);           \
     } while (0)
     REJECT(c.hidden = 7200, "hidden 7200");
@@ -83,7 +84,7 @@ static void test_spec_rejects_bad_configs(void **state) {
     REJECT((c.weight_format = MJ_FORMAT_BF16, c.dispatch_format = MJ_FORMAT_MXFP8),
            "not a MegaMoE format pair");
     REJECT(c.weight_format = (mj_format)7, "dispatch_format mxfp8)");
-    REJECT(c.dispatch_format = (mj_format)9, "unsupported dispatch format 9");
+    REJECT(c.dispatch_format = (mj_format)9, "dispatch_format 9 must be one of");
     REJECT(c.activation = (mj_activation)3, "unknown activation 3");
     REJECT(c.activation = (mj_activation)-1, "unknown activation -1");
     REJECT((c.activation = MJ_ACTIVATION_SITU, c.clamp = 7.0f), "clamp 7: only swiglu");
@@ -94,7 +95,7 @@ static void test_spec_rejects_bad_configs(void **state) {
     REJECT(c.block_m = 128, "block_m 128");
     REJECT(c.block_m = -8, "block_m -8");
 #undef REJECT
-    expect_error(spec_of(NULL, &s), MJ_ERR_INVALID_ARG, "config is NULL");
+    expect_error(mj_moe_config_check(NULL, NULL), MJ_ERR_INVALID_ARG, "config is NULL");
     expect_error(mj_mega_moe_block_m(NULL, 1, &(int){0}), MJ_ERR_INVALID_ARG, "config is NULL");
 }
 
@@ -106,8 +107,10 @@ static void test_spec_rejects_bad_launch_shape(void **state) {
                  "block_m 12");
     expect_error(mj_mega_moe_spec(&c, 128, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
                  "block_m 128");
-    expect_error(mj_mega_moe_spec(&c, 0, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "block_m 0");
-    expect_error(mj_mega_moe_spec(&c, 16, 0, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG, "num_sms 0");
+    expect_error(mj_mega_moe_spec(&c, 0, 132, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+                 "block_m 0");
+    expect_error(mj_mega_moe_spec(&c, 16, 0, 0, MJ_ARCH_SM90A, &s), MJ_ERR_INVALID_ARG,
+                 "num_sms 0");
     expect_error(mj_mega_moe_spec(&c, 16, 132, 0, (mj_arch)80, &s), MJ_ERR_INVALID_ARG,
                  "unknown arch 80");
     expect_error(mj_mega_moe_spec(&c, 16, 132, 0, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
@@ -125,7 +128,7 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 17);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 16);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
                         "16, 256, 5, 132, 0>");
@@ -155,7 +158,8 @@ static void test_spec_and_name(void **state) {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 64, 6, 66, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, "
+         "0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
@@ -164,11 +168,110 @@ static void test_spec_and_name(void **state) {
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        mj_moe_config r = {4096,      1536,        128,           4, 2, 1, 64, rows[i].w,
-                           rows[i].d, rows[i].act, rows[i].clamp, 0};
+        mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
+                           rows[i].w, rows[i].d, rows[i].act, rows[i].clamp, 0};
         assert_int_equal(mj_mega_moe_spec(&r, 8, 66, 0, MJ_ARCH_SM90A, &s), MJ_OK);
         assert_string_equal(name_of(&s), rows[i].name);
     }
+
+    /* system scope only for real peers, and never for one rank */
+    c = good();
+    assert_int_equal(mj_mega_moe_spec(&c, 16, 132, 1, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_SYS_SCOPE], 1);
+    c.num_ranks = 1;
+    c.rank = 0;
+    assert_int_equal(mj_mega_moe_spec(&c, 16, 132, 1, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_SYS_SCOPE], 0);
+}
+
+static void test_image_spec(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    mj_kernel_spec s, other;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
+    assert_int_equal(s.kernel, MJ_MOE_KERNEL_IMAGE);
+    assert_int_equal(s.num_params, MJ_MOE_IMAGE_NUM_PARAMS);
+    assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256>");
+    /* the image's stage K is the main kernel's */
+    mj_kernel_spec main_spec;
+    assert_int_equal(spec_of(&c, &main_spec), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_IMAGE_PARAM_STAGE_K], main_spec.params[MJ_MOE_PARAM_STAGE_K]);
+    /* only the kind shapes the image: rows of one kind share the kernel */
+    c.weight_format = MJ_FORMAT_NVFP4;
+    c.dispatch_format = MJ_FORMAT_NVFP4;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    c.dispatch_format = MJ_FORMAT_BF16;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    assert_int_equal(s.params[MJ_MOE_IMAGE_PARAM_KIND], MJ_MOE_KIND_BF16);
+    expect_error(mj_mega_moe_image_spec(&c, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
+                 "no kernel for sm_100a");
+
+    /* one CTA per (64-row block, stage) of the projection it writes */
+    c = good();
+    const mj_symm_config buffer = mj_symm_config_of_moe(&c);
+    mj_family_request req = {.buffer = &buffer, .layer = &c, .projection = MJ_PROJ_UP};
+    mj_launch_config lc;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    mj_mega_moe_family.launch_shape(&s, &req, &lc);
+    assert_int_equal(lc.grid[0], 2048 / 64);
+    assert_int_equal(lc.grid[1], 7168 / 256);
+    assert_int_equal(lc.block[0], 128);
+    req.projection = MJ_PROJ_DOWN;
+    mj_mega_moe_family.launch_shape(&s, &req, &lc);
+    assert_int_equal(lc.grid[0], 7168 / 64);
+    assert_int_equal(lc.grid[1], 2048 / 256);
+
+    /* the main kernel: a CTA of MJ_MOE_THREADS per SM, the shared memory the
+     * heuristic sized its pipeline for */
+    req.pdl = 1;
+    mj_mega_moe_family.launch_shape(&main_spec, &req, &lc);
+    const mj_moe_problem prob = {
+        0, c.num_ranks, c.num_experts, c.num_topk, c.hidden, c.intermediate, 132};
+    mj_moe_kernel_config kc;
+    assert_int_equal(mj_moe_kernel_config_for(
+                         &prob, mj_moe_format_find(c.weight_format, c.dispatch_format), 16, &kc),
+                     0);
+    assert_int_equal(lc.grid[0], 132);
+    assert_int_equal(lc.block[0], MJ_MOE_THREADS);
+    assert_int_equal(lc.smem_bytes, kc.smem_bytes);
+    assert_int_equal(lc.pdl, 1);
+}
+
+/* Every shape within runtime/limits.h has a kernel: at the extremes of
+ * hidden, intermediate and local experts, every format row's kernel fits its
+ * pipeline at every tile size the row takes. */
+static void test_limits_have_kernels(void **state) {
+    (void)state;
+    static const struct {
+        int hidden, inter, experts;
+    } shapes[] = {
+        {MJ_LIMIT_HIDDEN_MULTIPLE, MJ_LIMIT_INTERMEDIATE_MULTIPLE, 1},
+        {MJ_LIMIT_HIDDEN_MAX, MJ_LIMIT_INTERMEDIATE_MAX, MJ_LIMIT_EXPERTS_MAX},
+        {MJ_LIMIT_HIDDEN_MAX, MJ_LIMIT_INTERMEDIATE_MULTIPLE, MJ_LIMIT_EXPERTS_MAX},
+        {MJ_LIMIT_HIDDEN_MULTIPLE, MJ_LIMIT_INTERMEDIATE_MAX, MJ_LIMIT_EXPERTS_MAX},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int r = 0; r < mj_moe_format_count(); r++) {
+            const mj_moe_format_row *row = mj_moe_format_at(r);
+            mj_moe_config c = MJ_MOE_CONFIG_INIT;
+            c.hidden = shapes[i].hidden;
+            c.intermediate = shapes[i].inter;
+            c.num_experts = shapes[i].experts;
+            c.num_topk = 1;
+            c.num_ranks = 1;
+            c.max_tokens_per_rank = 1;
+            c.weight_format = (mj_format)row->weight_fmt;
+            c.dispatch_format = (mj_format)row->dispatch_fmt;
+            if (mj_moe_config_check(&c, NULL) != MJ_OK) fail_msg("%s", mj_last_error());
+            mj_kernel_spec s;
+            for (int bm = 8; bm <= mj_moe_max_block_m(row); bm *= 2)
+                if (mj_mega_moe_spec(&c, bm, MJ_LIMIT_NUM_SMS_MAX, 1, MJ_ARCH_SM90A, &s) != MJ_OK)
+                    fail_msg("%s H=%d I=%d E=%d bm=%d: %s", row->name, c.hidden, c.intermediate,
+                             c.num_experts, bm, mj_last_error());
+            assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+        }
 }
 
 static void test_block_m(void **state) {
@@ -204,7 +307,7 @@ static void expect_kernels(mj_manifest *m, size_t count, size_t mega, const char
     const char *first = NULL;
     for (size_t i = 0; i < count; i++) {
         const char *d = mj_manifest_kernel_describe(m, i);
-        if (strncmp(d, "mega_moe<", 9) != 0) continue;
+        if (strncmp(d, "mega_moe.main<", 14) != 0) continue;
         if (!first) first = d;
         assert_non_null(strstr(d, "> sm_90a"));
         n++;
@@ -221,14 +324,20 @@ static void test_manifest_presets(void **state) {
         size_t mega; /* BLOCK_M 8 .. 64 for the FP8 rows, .. 128 for the BF16 ones */
     } want[] = {
         {"deepseek-v3-ep8",
-         "mega_moe<H=7168,I=2048,E=256,K=8,R=8,T=4096,mxfp8,swiglu,bm=8,sms=132> sm_90a", 4},
+         "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=6,sms=132,sys=1> sm_90a",
+         4},
         {"kimi-k2-ep8",
-         "mega_moe<H=7168,I=2048,E=384,K=8,R=8,T=4096,mxfp4-a8,swiglu,bm=8,sms=132> sm_90a", 4},
+         "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=6,sms=132,sys=1> sm_90a",
+         4},
         {"qwen3-235b-ep4",
-         "mega_moe<H=4096,I=1536,E=128,K=8,R=4,T=4096,nvfp4,swiglu,bm=8,sms=132> sm_90a", 5},
+         "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
+         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1> sm_90a",
+         5},
         {"gpt-oss-120b-ep1",
-         "mega_moe<H=3072,I=3072,E=128,K=4,R=1,T=8192,mxfp4-a16,swigluoai,clamp=7,bm=8,sms=132> "
-         "sm_90a",
+         "mega_moe.main<H=3072,I=3072,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
+         "act=swigluoai,clamp=7,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a",
          5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -263,15 +372,18 @@ static void test_manifest_block_m_set(void **state) {
         "\"experts\": 16, \"topk\": 16, \"ranks\": 16, \"max_tokens_per_rank\": 2,"
         " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\","
         " \"num_sms\": 66");
-    expect_kernels(m, 6, 3,
-                   "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=8,sms=66> sm_90a");
-    assert_string_equal(mj_manifest_kernel_describe(m, 2), "mega_moe_image<H=1024,I=256,bf16> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 4),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=32,sms=66> sm_90a");
-    assert_string_equal(
-        mj_manifest_kernel_describe(m, 5),
-        "mega_moe<H=1024,I=256,E=16,K=16,R=16,T=2,bf16,swiglu,bm=64,sms=66> sm_90a");
+#define BF16_LAYER                                                                                 \
+    "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
+    "clamp=0,"
+    expect_kernels(m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1> sm_90a");
+    /* the weight loader's image kernel comes first; rows of one kind share it */
+    assert_string_equal(mj_manifest_kernel_describe(m, 2),
+                        "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 4),
+                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 5),
+                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1> sm_90a");
+#undef BF16_LAYER
     mj_manifest_destroy(m);
 
     /* one token: only the smallest tile */
@@ -279,8 +391,8 @@ static void test_manifest_block_m_set(void **state) {
                     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
                     " \"activation\": \"swigluoai\", \"clamp\": 0.5");
     expect_kernels(m, 4, 1,
-                   "mega_moe<H=1024,I=256,E=64,K=2,R=1,T=1,nvfp4-a16,swigluoai,clamp=0.5,bm=8,sms="
-                   "132> sm_90a");
+                   "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
+                   "act=swigluoai,clamp=0.5,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -292,7 +404,8 @@ static void test_manifest_block_m_set(void **state) {
 }
 
 static mj_symm_config symm(int intermediate) {
-    return (mj_symm_config){.hidden = 7168,
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = 7168,
                             .num_experts = 256,
                             .num_topk = 8,
                             .max_tokens_per_rank = 4096,
@@ -339,7 +452,7 @@ static void test_symm_sizes(void **state) {
     assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
 
     /* the smallest buffer still takes one whole rank stride */
-    c = (mj_symm_config){256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
+    c = (mj_symm_config){sizeof c, 256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
     assert_int_equal(mj_symm_config_check(&c), MJ_OK);
     assert_int_equal(mj_symm_rank_bytes(&c), MJ_RANK_ALIGN);
 
@@ -351,7 +464,9 @@ static void test_symm_sizes(void **state) {
 
 static void test_weights_without_device(void **state) {
     (void)state;
-    mj_runtime_options o = {.cache_disable = 1, .arch = "sm_90a"};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
+    o.arch = "sm_90a";
     mj_runtime *rt = NULL;
     assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
     mj_moe_config c = good();
@@ -396,14 +511,131 @@ static void test_weights_without_device(void **state) {
     mj_runtime_destroy(rt);
 }
 
+/* The manifest accepts exactly the shapes the API accepts, and a rejection
+ * names a field: each field in turn takes values at and past every limit. */
+static void test_manifest_accepts_what_the_api_accepts(void **state) {
+    (void)state;
+    static const char *const fields[] = {"hidden", "intermediate", "experts",
+                                         "topk",   "ranks",        "max_tokens_per_rank"};
+    static const long long values[] = {
+        -64,  0,     1,     2,       8,       32,         33,         64,         65,
+        72,   73,    128,   2880,    2944,    3072,       4096,       4097,       8192,
+        8448, 32768, 32832, 1048576, 1048577, 2147483520, 2147483647, 4294967296, 1LL << 50};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+            long long shape[6] = {1024, 256, 16, 2, 2, 64};
+            shape[f] = values[i];
+            mj_moe_config c = good();
+            c.rank = 0;
+            c.hidden = (int)shape[0];
+            c.intermediate = (int)shape[1];
+            c.num_experts = (int)shape[2];
+            c.num_topk = (int)shape[3];
+            c.num_ranks = (int)shape[4];
+            c.max_tokens_per_rank = (int)shape[5];
+            int fits_int = values[i] == (int)values[i];
+            int api_ok = fits_int && mj_moe_config_check(&c, NULL) == MJ_OK;
+            char json[1024];
+            snprintf(json, sizeof json,
+                     "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": %lld, "
+                     "\"intermediate\": %lld, \"experts\": %lld, \"topk\": %lld, \"ranks\": "
+                     "%lld, \"max_tokens_per_rank\": %lld, \"weight_format\": \"mxfp4\", "
+                     "\"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\"}]}",
+                     shape[0], shape[1], shape[2], shape[3], shape[4], shape[5]);
+            mj_manifest *m = NULL;
+            int manifest_ok = mj_manifest_parse(json, &m) == MJ_OK;
+            /* The field changed, or the one it now contradicts (ranks 32: experts). */
+            int named = 0;
+            for (size_t g = 0; g < sizeof fields / sizeof fields[0]; g++) {
+                char prefix[64];
+                snprintf(prefix, sizeof prefix, "manifest: layers[0].%s: ", fields[g]);
+                named |= strstr(mj_last_error(), prefix) != NULL;
+            }
+            if (manifest_ok != api_ok)
+                fail_msg("%s = %lld: the API %s it, the manifest %s it (%s)", fields[f], values[i],
+                         api_ok ? "accepts" : "rejects", manifest_ok ? "accepts" : "rejects",
+                         mj_last_error());
+            if (!manifest_ok && !named)
+                fail_msg("%s = %lld: \"%s\" does not name the field", fields[f], values[i],
+                         mj_last_error());
+            mj_manifest_destroy(m);
+        }
+    }
+}
+
+/* A layout too big for any device, and values no int holds, are rejected
+ * while parsing, before any kernel is enumerated or compiled. */
+static void test_manifest_bounds(void **state) {
+    (void)state;
+    static const struct {
+        const char *fields;
+        const char *message;
+    } cases[] = {
+        {"\"hidden\": 8192, \"intermediate\": 32768, \"experts\": 4096, \"topk\": 64, "
+         "\"ranks\": 64, \"max_tokens_per_rank\": 1048576",
+         "layers[0].max_tokens_per_rank: must be smaller: one rank's symmetric buffer"},
+        {"\"hidden\": 1e300, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16",
+         "layers[0].hidden: must be an integer"},
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16, \"num_sms\": 2147483647",
+         "layers[0].num_sms: must be in 0..1024"},
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 64, \"topk\": 64, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16",
+         "layers[0].topk: must be at most 32 at hidden 1024"},
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16, \"clamp\": 1e300",
+         "layers[0].clamp: must be a positive number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"archs\": [\"sm_90a\"], \"layers\": [{%s, \"weight_format\": \"bf16\", "
+                 "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}",
+                 cases[i].fields);
+        mj_manifest *m = NULL;
+        expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG, cases[i].message);
+        assert_null(m);
+    }
+}
+
+/* situ is an activation the API has, so a manifest has it too; it takes no clamp. */
+static void test_manifest_situ(void **state) {
+    (void)state;
+    static const char head[] =
+        "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256, "
+        "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 16, "
+        "\"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"situ\"";
+    char json[1024];
+    snprintf(json, sizeof json, "%s}]}", head);
+    mj_manifest *m = NULL;
+    assert_int_equal(mj_manifest_parse(json, &m), MJ_OK);
+    int situ = 0;
+    for (size_t i = 0; i < mj_manifest_kernel_count(m); i++)
+        situ += strstr(mj_manifest_kernel_describe(m, i), ",act=situ,") != NULL;
+    assert_true(situ >= 1);
+    mj_manifest_destroy(m);
+    snprintf(json, sizeof json, "%s, \"clamp\": 7.0}]}", head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "layers[0].clamp: only swiglu and swigluoai take a clamp (activation is situ)");
+    snprintf(json, sizeof json, "%s, \"name\": \"bad\xff\"}]}", head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].name: is not valid UTF-8");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_rejects_bad_configs),
+        cmocka_unit_test(test_config_rejects_bad_values),
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
         cmocka_unit_test(test_spec_and_name),
+        cmocka_unit_test(test_image_spec),
+        cmocka_unit_test(test_limits_have_kernels),
         cmocka_unit_test(test_block_m),
         cmocka_unit_test(test_manifest_presets),
         cmocka_unit_test(test_manifest_block_m_set),
+        cmocka_unit_test(test_manifest_accepts_what_the_api_accepts),
+        cmocka_unit_test(test_manifest_bounds),
+        cmocka_unit_test(test_manifest_situ),
         cmocka_unit_test(test_symm_sizes),
         cmocka_unit_test(test_weights_without_device),
     };

@@ -521,7 +521,7 @@ static void test_invalid(void **state) {
     bad[3].ranks = 2;
     bad[4].max_tokens = 0; /* fewer than the rank's num_tokens */
     bad[5].l2_fmt = 4;
-    bad[6].activation = MJ_ACT_COUNT_;
+    bad[6].activation = MJ_ACT_COUNT;
     bad[7].dispatch_fmt = MJ_FMT_MXFP8; /* x_sf missing */
     for (int i = 0; i < 8; i++)
         if (mjr_moe_forward(&bad[i], ew, &in, ys, stats) != -1)

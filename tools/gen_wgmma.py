@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Writes templates/common/wgmma_ops.cuh: the register-A wgmma instructions
+r"""Writes templates/common/wgmma_ops.cuh: the register-A wgmma instructions
 the MegaMoE kernel issues, one specialization per (type, N). Inline asm needs
-every accumulator register spelled out, so they are generated.
+every accumulator register spelled out, so they are generated. The output
+goes through clang-format (the repo's .clang-format), so that the file in
+the tree is both generated and formatted (make format-check):
 
-    python3 tools/gen_wgmma.py > templates/common/wgmma_ops.cuh
+    python3 tools/gen_wgmma.py | clang-format --assume-filename=templates/common/wgmma_ops.cuh \
+        > templates/common/wgmma_ops.cuh
 """
 
 TYPES = {  # name: (ptx shape suffix, k)

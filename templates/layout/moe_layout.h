@@ -45,12 +45,12 @@ static inline int mj_moe_token_bytes(int kind) {
 /* ------------------------------------------------------------ counters */
 
 /* Monotonic u32 words (index into the counter region). */
-#define MJ_MOE_CNT_EPOCH 0      /* launches finished on this rank */
-#define MJ_MOE_CNT_DONE 1       /* CTAs finished, over all launches */
-#define MJ_MOE_CNT_NTOK 2       /* this launch's num_tokens, published to the peers */
-#define MJ_MOE_CNT_END 3        /* end-of-launch arrivals of all ranks */
-#define MJ_MOE_CNT_ERROR 4      /* first device-side error (mj_moe_error_code), 0 = none */
-#define MJ_MOE_CNT_START 8      /* [R]: epoch + 1 once rank r's inputs are ready */
+#define MJ_MOE_CNT_EPOCH 0 /* launches finished on this rank */
+#define MJ_MOE_CNT_DONE 1  /* CTAs finished, over all launches */
+#define MJ_MOE_CNT_NTOK 2  /* this launch's num_tokens, published to the peers */
+#define MJ_MOE_CNT_END 3   /* end-of-launch arrivals of all ranks */
+#define MJ_MOE_CNT_ERROR 4 /* first device-side error (mj_moe_error_code), 0 = none */
+#define MJ_MOE_CNT_START 8 /* [R]: epoch + 1 once rank r's inputs are ready */
 #define MJ_MOE_CNT_FIXED (MJ_MOE_CNT_START + MJ_MAX_RANKS)
 
 /* Device-side error word: code in the high byte, a rank or index below. */
@@ -99,8 +99,8 @@ static inline int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int m
 typedef struct mj_moe_wimage {
     int rows, k, stage_k;
     int blocks, tasks, stages;
-    mj_u32 blk_data; /* bytes of one block's stage data */
-    mj_u32 blk_sf;   /* bytes of one block's stage scales (0 for BF16) */
+    mj_u32 blk_data;   /* bytes of one block's stage data */
+    mj_u32 blk_sf;     /* bytes of one block's stage scales (0 for BF16) */
     mj_u64 task_bytes; /* a full task (4 blocks), all stages */
     mj_u64 bytes;      /* the whole expert GEMM */
 } mj_moe_wimage;
@@ -178,8 +178,8 @@ static inline mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
  * prefix per rank) and the mbarriers. */
 #define MJ_MOE_RING_STAGE(wstage, bstage) (((wstage) + (bstage) + 127u) / 128u * 128u)
 #define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
-#define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                          \
-    ((stages) * MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m) * 272u +                         \
+#define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
+    ((stages)*MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m)*272u +                            \
      MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + 16u)
 
 /* Rows the pools hold: every (token, slot) pair of every rank, plus a partly
@@ -250,8 +250,8 @@ static inline mj_u64 mj_layout_moe_rank_bytes(int hidden, int inter, int experts
 
 /* Runtime arguments of the mega_moe kernel, passed by value (__grid_constant__). */
 typedef struct mj_moe_args {
-    mj_peers peers;            /* region bases: own + per-rank offsets */
-    const unsigned char *w;    /* this rank's local experts, mj_moe_weight_layout */
+    mj_peers peers;             /* region bases: own + per-rank offsets */
+    const unsigned char *w;     /* this rank's local experts, mj_moe_weight_layout */
     const float *l1_alpha_gate; /* [E_local] device arrays, default 1 */
     const float *l1_alpha_up;
     const float *l2_alpha;

@@ -16,6 +16,8 @@
 #ifndef MJ_SYMM_LAYOUT_H
 #define MJ_SYMM_LAYOUT_H
 
+#include "layout/codes.h"
+
 #ifdef __CUDACC_RTC__
 typedef unsigned long long mj_u64;
 typedef long long mj_i64;
@@ -31,12 +33,6 @@ typedef uint32_t mj_u32;
 #define MJ_RANK_ALIGN (2ull << 20)
 #define MJ_MAX_RANKS 72
 #define MJ_WORKSPACE_BYTES 4096ull
-
-/* Format codes; equal to enum mj_format in megajit.h. */
-#define MJ_FMT_BF16 0
-#define MJ_FMT_MXFP8 1
-#define MJ_FMT_MXFP4 2
-#define MJ_FMT_NVFP4 3
 
 /* Workspace words (u32 index), MJ_WORKSPACE_BYTES / 4 of them: check CTA b of
  * the pre-dispatch check kernel stores the number of invalid top-k ids it saw

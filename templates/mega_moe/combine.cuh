@@ -25,8 +25,8 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
         int valid = 0;
         for (int k = 0; k < C::kTopk; k++)
             valid += ids[t * C::kTopk + k] >= 0;
-        if (lane == 0 && !wait_geq<C::kSys>(L.arrive() + t, (mj_u32)(valid * C::kUnits2),
-                                           L.args->timeout_ns))
+        if (lane == 0 &&
+            !wait_geq<C::kSys>(L.arrive() + t, (mj_u32)(valid * C::kUnits2), L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_COMBINE, (mj_u32)t);
         __syncwarp();
         if (h >= C::kHidden) continue;
@@ -45,8 +45,10 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
         mj_u32 o[4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            o[i] = (mj_u32)bf16_from_f32(acc[2 * i]) | ((mj_u32)bf16_from_f32(acc[2 * i + 1]) << 16);
-        *reinterpret_cast<uint4 *>(L.args->y + (mj_u64)t * C::kHidden + h) = make_uint4(o[0], o[1], o[2], o[3]);
+            o[i] =
+                (mj_u32)bf16_from_f32(acc[2 * i]) | ((mj_u32)bf16_from_f32(acc[2 * i + 1]) << 16);
+        *reinterpret_cast<uint4 *>(L.args->y + (mj_u64)t * C::kHidden + h) =
+            make_uint4(o[0], o[1], o[2], o[3]);
     }
 }
 

@@ -33,7 +33,8 @@ template <class C> __device__ __forceinline__ void route_count(const Launch<C> &
             const int e[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                if (e[j] >= first && e[j] < first + C::kLocal) atomicAdd(L.routing.rows + (e[j] - first), 1u);
+                if (e[j] >= first && e[j] < first + C::kLocal)
+                    atomicAdd(L.routing.rows + (e[j] - first), 1u);
         }
         for (int i = 4 * n4 + tid; i < n; i += MJ_MOE_THREADS) {
             const int e = ids[i];
@@ -79,8 +80,8 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
     } else {
         for (int k = 8 * lane; k < C::kHidden; k += 8 * 32) {
             unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
-            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, r,
-                                                                   k % C::kStageK)) =
+            *reinterpret_cast<uint4 *>(
+                stage + mj_moe_token_offset(C::kKind, C::kBlockM, r, k % C::kStageK)) =
                 bf16x8_of<C::kDispatchFmt>(x_row, sf_row, k);
         }
     }
@@ -88,7 +89,8 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
 
 /* The pairs of this CTA (ordinals blockIdx.x + j * kNumSMs over all ranks'
  * pairs), j = slot, slot + slots, ...: one warp of `slots` pulling warps. */
-template <class C> __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, int lane) {
+template <class C>
+__device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, int lane) {
     const int total = L.pair_base[C::kRanks];
     const int first = (int)L.peers().rank * C::kLocal;
     for (int o = (int)blockIdx.x + slot * C::kNumSMs; o < total; o += slots * C::kNumSMs) {
@@ -102,7 +104,8 @@ template <class C> __device__ __forceinline__ void pull(const Launch<C> &L, int 
         mj_u32 pos = 0;
         if (lane == 0) pos = claim(L.fill() + le);
         pos = __shfl_sync(0xffffffffu, pos, 0);
-        const int tile = (int)L.routing.tiles[le] + (int)pos / C::kBlockM, r = (int)pos % C::kBlockM;
+        const int tile = (int)L.routing.tiles[le] + (int)pos / C::kBlockM,
+                  r = (int)pos % C::kBlockM;
         if (tile >= (int)L.routing.tiles[le + 1]) { // more pairs than counted: a kernel bug
             if (lane == 0) L.fail(MJ_MOE_ERR_OVERFLOW, (mj_u32)le);
             continue;

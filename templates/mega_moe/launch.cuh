@@ -27,11 +27,21 @@ template <class C> struct Launch {
     int *pair_base; // [R + 1] prefix of ntok * K: the pairs of all ranks, concatenated
     unsigned char *smem;
 
-    __device__ __forceinline__ const mj_peers &peers() const { return args->peers; }
-    __device__ __forceinline__ mj_u32 *fill() const { return bank + l.bank.fill; }
-    __device__ __forceinline__ mj_u32 *ready() const { return bank + l.bank.ready; }
-    __device__ __forceinline__ mj_u32 *l1_done() const { return bank + l.bank.l1_done; }
-    __device__ __forceinline__ mj_u32 *arrive() const { return bank + l.bank.arrive; }
+    __device__ __forceinline__ const mj_peers &peers() const {
+        return args->peers;
+    }
+    __device__ __forceinline__ mj_u32 *fill() const {
+        return bank + l.bank.fill;
+    }
+    __device__ __forceinline__ mj_u32 *ready() const {
+        return bank + l.bank.ready;
+    }
+    __device__ __forceinline__ mj_u32 *l1_done() const {
+        return bank + l.bank.l1_done;
+    }
+    __device__ __forceinline__ mj_u32 *arrive() const {
+        return bank + l.bank.arrive;
+    }
     __device__ __forceinline__ unsigned char *tile1(int tile) const {
         return pool + (mj_u64)tile * C::kTile1;
     }

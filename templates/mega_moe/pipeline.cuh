@@ -33,11 +33,10 @@ __device__ __forceinline__ void mbar_arrive(mj_u64 *bar) {
 
 /* One arrival that also announces `bytes` of bulk-copy data to come. */
 __device__ __forceinline__ void mbar_arrive_tx(mj_u64 *bar, mj_u32 bytes) {
-    asm volatile(
-        "{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(
-            smem_u32(bar)),
-        "r"(bytes)
-        : "memory");
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(
+                     smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
 }
 
 __device__ __forceinline__ bool mbar_try_wait(mj_u64 *bar, mj_u32 parity) {

@@ -34,7 +34,9 @@ template <class C> struct Routing {
     mj_u32 *rows;
     mj_u32 *tiles;
 
-    __device__ __forceinline__ int num_tiles() const { return (int)tiles[C::kLocal]; }
+    __device__ __forceinline__ int num_tiles() const {
+        return (int)tiles[C::kLocal];
+    }
     __device__ __forceinline__ int num_tasks() const {
         return num_tiles() * (C::kTasks1 + C::kTasks2);
     }

@@ -1,151 +1,49 @@
 /*
- * Pass/fail bookkeeping shared by the GPU test programs (one translation unit
- * each). The last line a program prints is "N passed, N failed".
+ * Pass/fail bookkeeping shared by the GPU test programs and their parts
+ * (tests/gpu/check.c). The last line a program prints is "N passed, N failed".
  */
 #ifndef MJ_GPU_CHECK_H
 #define MJ_GPU_CHECK_H
 
 #include <cuda.h>
-#include <inttypes.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
-static int g_passed, g_failed, g_skipped;
-static char g_case[384] = "setup";
+extern int g_passed, g_failed, g_skipped;
+/* The case being checked, as set_case named it. */
+extern char g_case[384];
+/* xorshift64* state: fresh data every run, reproducible from the printed seed. */
+extern uint64_t g_rng;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
+double now_s(void);
 /* One line of the runtime's compile and cache counters, after `label`. */
-static void print_runtime_stats(const char *label, const mj_runtime *rt) {
-    mj_runtime_stats st;
-    if (mj_runtime_get_stats(rt, &st) == MJ_OK)
-        printf("%s: %" PRIu64 " compiles (%.1f s), %" PRIu64 " disk hits, %" PRIu64
-               " memory hits\n",
-               label, st.compiles, st.compile_seconds, st.disk_hits, st.memory_hits);
-}
-
-static void finish(void) {
-    if (g_skipped) printf("%d skipped (past the time budget)\n", g_skipped);
-    printf("%d passed, %d failed\n", g_passed, g_failed);
-    fflush(stdout);
-    exit(g_failed ? 1 : 0);
-}
+void print_runtime_stats(const char *label, const mj_runtime *rt);
+/* Prints the counts and exits (non-zero on any failure). */
+_Noreturn void finish(void);
 
 /* A failed driver call leaves nothing sensible to test (a kernel fault poisons
  * the context), so it ends the run. */
 #define CU(call) cu_check((call), #call, __FILE__, __LINE__)
-static void cu_check(CUresult r, const char *what, const char *file, int line) {
-    if (r == CUDA_SUCCESS) return;
-    const char *name = "?", *msg = "?";
-    cuGetErrorName(r, &name);
-    cuGetErrorString(r, &msg);
-    printf("FATAL %s:%d during [%s]: %s -> %d %s (%s)\n", file, line, g_case, what, (int)r, name,
-           msg);
-    g_failed++;
-    finish();
-}
+void cu_check(CUresult r, const char *what, const char *file, int line);
 
-static void set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_case(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_case, sizeof g_case, fmt, ap);
-    va_end(ap);
-}
-
+void set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Counts one check under the current case name. */
-static void record(int ok) {
-    if (ok)
-        g_passed++;
-    else
-        g_failed++;
-    printf("%s %s\n", ok ? "PASS" : "FAIL", g_case);
-    fflush(stdout);
-}
-
-static int expect_ok(mj_status st, const char *what) {
-    if (st == MJ_OK) return 1;
-    printf("  %s -> %s: %s\n", what, mj_status_name(st), mj_last_error());
-    return 0;
-}
+void record(int ok);
+int expect_ok(mj_status st, const char *what);
 
 /* A runtime on the current device, or the end of the run (recorded). */
-static mj_runtime *open_runtime(const mj_runtime_options *opts, const char *what) {
-    mj_runtime *rt = NULL;
-    if (!expect_ok(mj_runtime_create(&rt, opts), what)) {
-        record(0);
-        finish();
-    }
-    if (!mj_runtime_has_device(rt)) {
-        printf("  the runtime sees no device: %s\n", mj_last_error());
-        record(0);
-        finish();
-    }
-    return rt;
-}
-
+mj_runtime *open_runtime(const mj_runtime_options *opts, const char *what);
 /* Makes device `index`'s primary context current and prints its name and SM
  * count; a machine without a usable driver fails the run. */
-static CUdevice attach_device(int index, int *sms) {
-    CUresult r = cuInit(0);
-    if (r != CUDA_SUCCESS) {
-        const char *name = "?";
-        cuGetErrorName(r, &name);
-        printf("FATAL no usable CUDA driver/device: cuInit -> %d %s\n", (int)r, name);
-        g_failed++;
-        finish();
-    }
-    CUdevice dev;
-    CUcontext ctx;
-    char name[128];
-    CU(cuDeviceGet(&dev, index));
-    CU(cuDeviceGetName(name, sizeof name, dev));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-    printf("device %d: %s, %d SMs\n", index, name, *sms);
-    return dev;
-}
-
+CUdevice attach_device(int index, int *sms);
 /* Ends the run: nothing sensible follows an exhausted host. Zeroed memory. */
-static void *xmalloc(size_t n) {
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
-        printf("FATAL out of host memory (%zu bytes) during [%s]\n", n, g_case);
-        g_failed++;
-        finish();
-    }
-    return p;
-}
+void *xmalloc(size_t n);
 
-/* xorshift64*: fresh data every run, reproducible from the printed seed. */
-static uint64_t g_rng = 1;
-
-static uint64_t rnd(void) {
-    uint64_t x = g_rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    g_rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static uint32_t rnd_below(uint32_t n) {
-    return (uint32_t)(((rnd() >> 32) * (uint64_t)n) >> 32);
-}
-
+uint64_t rnd(void);
+uint32_t rnd_below(uint32_t n);
 /* [0, 1) */
-static float rnd_unit(void) {
-    return (float)(rnd() >> 40) * (1.0f / 16777216.0f);
-}
+float rnd_unit(void);
 
 #endif /* MJ_GPU_CHECK_H */

@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
-#include "tests/gpu/device_words.h"
-#include "apis/bench_impl.h"
+#include "include/megajit.h"
 #include "runtime/nccl_lib.h"
+#include "tests/gpu/device_words.h"
+#include "tools/bench/launcher.h"
 
 #define MAX_GPUS 72
 /* How long the other ranks may still finish once one has failed. */
@@ -54,10 +54,12 @@ static int selftest_rank(void) {
     if (!mj_launcher_env(&rank, &world)) FAIL("MEGAJIT_RANK/MEGAJIT_WORLD/MEGAJIT_NCCL_ID missing");
     void *comm;
     if (mj_launcher_join(rank, world, &comm) != MJ_OK) FAIL("joining the communicator");
-    mj_runtime_options o = {.cache_disable = 1};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
     mj_runtime *rt;
     if (mj_runtime_create(&rt, &o) != MJ_OK) FAIL("mj_runtime_create");
-    mj_symm_config cfg = {.hidden = 1024,
+    mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),
+                          .hidden = 1024,
                           .num_experts = 8 * world,
                           .num_topk = 2,
                           .max_tokens_per_rank = 128,

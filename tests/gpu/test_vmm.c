@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "apis/megajit.h"
-#include "tests/gpu/device_words.h"
 #include "apis/symm_buffer_impl.h"
+#include "include/megajit.h"
 #include "runtime/nccl_lib.h"
+#include "tests/gpu/device_words.h"
 #include "tests/shm_group.h"
 
 static int passed, failed;
@@ -36,7 +36,8 @@ static void report(const char *name, int rc) {
 }
 
 static mj_symm_config config(int num_ranks, int max_tokens) {
-    return (mj_symm_config){.hidden = 1024,
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = 1024,
                             .num_experts = 8,
                             .num_topk = 2,
                             .max_tokens_per_rank = max_tokens,
@@ -51,7 +52,8 @@ static mj_runtime *open_runtime(void) {
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
         cuCtxSetCurrent(ctx))
         return NULL;
-    mj_runtime_options o = {.cache_disable = 1};
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
     mj_runtime *rt = NULL;
     return mj_runtime_create(&rt, &o) == MJ_OK ? rt : NULL;
 }

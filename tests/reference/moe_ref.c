@@ -193,7 +193,7 @@ static int shape_ok(const mjr_moe_shape *s) {
         s->experts < s->ranks || s->experts % s->ranks || s->topk < 1 || s->max_tokens < 0)
         return 0;
     if (!fmt_ok(s->weight_fmt) || !fmt_ok(s->dispatch_fmt) || !fmt_ok(s->l2_fmt)) return 0;
-    if (s->activation < 0 || s->activation >= MJ_ACT_COUNT_) return 0;
+    if (s->activation < 0 || s->activation >= MJ_ACT_COUNT) return 0;
     if (s->has_clamp && (s->activation == MJ_ACT_SITU || !isfinite(s->clamp) || s->clamp < 0.0f))
         return 0;
     return 1;

@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apis/bench_impl.h"
 #include "heuristics/moe_formats.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/launcher.h"
 #include "tools/megajit/cli.h"
 
 static const char kUsage[] =
@@ -55,8 +56,7 @@ int cmd_bench(int argc, char **argv) {
     size_t nformats = MJ_FORMAT_COUNT_;
     long hidden = 7168, tokens = 4096, topk = 8, iters = 100;
     int json = 0, c;
-    mj_runtime_options opts;
-    memset(&opts, 0, sizeof opts);
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -218,8 +218,7 @@ static int cmd_bench_mega_moe(int argc, char **argv) {
     const mj_moe_format_row *only = NULL;
     long tokens[MAX_TOKEN_COUNTS] = {8, 64, 256}, ranks = 0, iters = 100;
     int ntokens = 3, json = 0, c;
-    mj_runtime_options opts;
-    memset(&opts, 0, sizeof opts);
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {

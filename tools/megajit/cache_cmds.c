@@ -1,5 +1,7 @@
 /* megajit cache ls | show | stat | verify | rm | gc | export | import */
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -11,7 +13,8 @@ static const char kUsage[] =
     "usage: megajit cache <subcommand> [options] [--cache DIR]\n"
     "\n"
     "subcommands:\n"
-    "  ls [--family F] [--arch A] [--json]    list entries\n"
+    "  ls [--family F] [--arch A] [--json]    list entries, the cache's own and those of the\n"
+    "                                         MEGAJIT_CACHE_RO snapshots (column LAYER)\n"
     "  show KEY-PREFIX [--source] [--log] [--sass]\n"
     "                                         one entry (key prefix: >= 4 hex digits)\n"
     "  stat [--json]                          totals, file size, journal mode, filesystem\n"
@@ -24,7 +27,8 @@ static const char kUsage[] =
     "                                         (usable as a MEGAJIT_CACHE_RO layer)\n"
     "  import FILE                            copy a snapshot's entries in (existing keys win)\n"
     "\n"
-    "every subcommand takes --cache DIR (default: MEGAJIT_CACHE_DIR or ~/.cache/megajit)\n"
+    "every subcommand takes --cache DIR (default: MEGAJIT_CACHE_DIR, else\n"
+    "$XDG_CACHE_HOME/megajit, else ~/.cache/megajit; `megajit info` shows it)\n"
     "and -h/--help.\n";
 
 /* Options every subcommand accepts, plus those only some use. */
@@ -136,6 +140,7 @@ static cJSON *entry_json(const mj_cache_entry *e) {
     cJSON_AddNumberToObject(o, "last_used_at", (double)e->last_used_at);
     cJSON_AddNumberToObject(o, "hits", (double)e->hits);
     cJSON_AddNumberToObject(o, "compile_ms", e->compile_ms);
+    cJSON_AddStringToObject(o, "layer", e->layer);
     return o;
 }
 
@@ -153,13 +158,14 @@ static int ls_entry(const mj_cache_entry *e, void *user) {
     cli_table_cell(s->table, "%.0f", e->compile_ms);
     cli_table_cell(s->table, "%lld", (long long)e->hits);
     cli_table_cell(s->table, "%s", cli_format_time(e->last_used_at, used, sizeof used));
+    cli_table_cell(s->table, "%s", *e->layer ? e->layer : "cache");
     cli_table_cell(s->table, "%s", e->kernel_name);
     return 0;
 }
 
 static int run_ls(const char *name, options *o) {
-    static const char *const headers[] = {"KEY",        "FAMILY", "ARCH",      "CUBIN",
-                                          "COMPILE MS", "HITS",   "LAST USED", "KERNEL"};
+    static const char *const headers[] = {"KEY",  "FAMILY",    "ARCH",  "CUBIN", "COMPILE MS",
+                                          "HITS", "LAST USED", "LAYER", "KERNEL"};
     mj_cache *c;
     int rc = open_cache(name, o, 1, &c);
     if (rc) return rc;
@@ -167,7 +173,7 @@ static int run_ls(const char *name, options *o) {
     if (o->json)
         s.json = cJSON_CreateArray();
     else
-        s.table = cli_table_new("lllrrrll", headers);
+        s.table = cli_table_new("lllrrrlll", headers);
     if (mj_cache_list(c, o->family, o->arch, ls_entry, &s) != MJ_OK) {
         rc = fail(name, "cannot list the cache");
         cJSON_Delete(s.json);
@@ -348,7 +354,8 @@ static int run_stat(const char *name, options *o) {
         cli_table_cell(t, "compile time");
         cli_table_cell(t, "%.1f s total, %.0f ms max", s.compile_ms_total / 1000, s.compile_ms_max);
         cli_table_cell(t, "journal mode");
-        cli_table_cell(t, "%s", s.journal_mode ? s.journal_mode : "");
+        cli_table_cell(t, "%s",
+                       s.journal_mode && *s.journal_mode ? s.journal_mode : "(no database yet)");
         cli_table_cell(t, "filesystem");
         cli_table_cell(t, "%s", s.filesystem ? s.filesystem : "");
         cli_table_print(t, stdout);
@@ -411,8 +418,9 @@ static int run_rm(const char *name, options *o) {
                                "--arch, --older-than, --all");
     if (o->selector == MJ_CACHE_SELECT_OLDER) {
         char *end;
+        errno = 0;
         double days = strtod(o->value, &end);
-        if (!*o->value || *end || !(days >= 0))
+        if (!*o->value || *end || errno || !isfinite(days) || !(days >= 0))
             return cli_usage_error("cache rm", kUsage,
                                    "--older-than: expected a number of days, got '%s'", o->value);
     }
@@ -493,7 +501,10 @@ static int run_import(const char *name, options *o) {
 }
 
 static const subcommand kSubcommands[] = {
-    {"ls", run_ls, "usage: megajit cache ls [--family F] [--arch A] [--json] [--cache DIR]\n",
+    {"ls", run_ls,
+     "usage: megajit cache ls [--family F] [--arch A] [--json] [--cache DIR]\n"
+     "  entries of the cache, then of each MEGAJIT_CACHE_RO snapshot (LAYER: cache or the\n"
+     "  snapshot's path; JSON: \"layer\", \"\" for the cache)\n",
      kLsOpts, 0},
     {"show", run_show,
      "usage: megajit cache show KEY-PREFIX [--source] [--log] [--sass] [--cache DIR]\n"

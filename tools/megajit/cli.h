@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "apis/megajit.h"
+#include "include/megajit.h"
 
 /* Exit statuses: 1 = the operation failed, 2 = the command line is wrong. */
 enum { CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };

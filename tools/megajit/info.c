@@ -1,4 +1,5 @@
 /* megajit info: what this build and machine would use. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/megajit/cli.h"
@@ -9,13 +10,38 @@ static const char kUsage[] =
     "Prints the megajit and NVRTC versions, the CUDA driver and device, the cache\n"
     "database path, its filesystem and journal mode (WAL), and read-only snapshot layers.\n";
 
+/* Calls fn for each path of a colon-separated snapshot list (MEGAJIT_CACHE_RO). */
+static void for_each_layer(const char *list, void (*fn)(const char *path, int first, void *user),
+                           void *user) {
+    int first = 1;
+    for (const char *s = list; *s;) {
+        size_t n = strcspn(s, ":");
+        if (n) {
+            char *path = strndup(s, n);
+            if (path) fn(path, first, user);
+            free(path);
+            first = 0;
+        }
+        s += n + (s[n] == ':');
+    }
+}
+
+static void add_layer(const char *path, int first, void *user) {
+    (void)first;
+    cJSON_AddItemToArray(user, cJSON_CreateString(path));
+}
+
+static void add_row(const char *path, int first, void *user) {
+    cli_table_cell(user, "%s", first ? "snapshots" : "");
+    cli_table_cell(user, "%s", path);
+}
+
 int cmd_info(int argc, char **argv) {
     static const struct option longopts[] = {{"cache", required_argument, NULL, 'c'},
                                              {"json", no_argument, NULL, 'J'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    mj_runtime_options opts;
-    memset(&opts, 0, sizeof opts);
+    mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
     int json = 0, c;
     optind = 0;
     opterr = 0;
@@ -58,7 +84,8 @@ int cmd_info(int argc, char **argv) {
         cJSON_AddStringToObject(j, "cache_path", STR(info.cache_path));
         cJSON_AddStringToObject(j, "cache_filesystem", STR(info.cache_filesystem));
         cJSON_AddStringToObject(j, "cache_journal_mode", STR(info.cache_journal_mode));
-        cJSON_AddStringToObject(j, "cache_ro_layers", STR(info.cache_ro_layers));
+        cJSON *layers = cJSON_AddArrayToObject(j, "cache_ro_layers");
+        for_each_layer(STR(info.cache_ro_layers), add_layer, layers);
         cJSON_AddBoolToObject(j, "cache_disabled", info.cache_disabled);
         rc = cli_print_json(j);
     } else {
@@ -83,9 +110,16 @@ int cmd_info(int argc, char **argv) {
         cli_table_cell(t, "filesystem");
         cli_table_cell(t, "%s", STR(info.cache_filesystem));
         cli_table_cell(t, "journal mode");
-        cli_table_cell(t, "%s", STR(info.cache_journal_mode));
-        cli_table_cell(t, "snapshots");
-        cli_table_cell(t, "%s", *STR(info.cache_ro_layers) ? info.cache_ro_layers : "(none)");
+        cli_table_cell(t, "%s",
+                       info.cache_disabled || *STR(info.cache_journal_mode)
+                           ? STR(info.cache_journal_mode)
+                           : "(no database yet)");
+        if (*STR(info.cache_ro_layers)) {
+            for_each_layer(info.cache_ro_layers, add_row, t);
+        } else {
+            cli_table_cell(t, "snapshots");
+            cli_table_cell(t, "(none)");
+        }
         cli_table_print(t, stdout);
         cli_table_free(t);
     }

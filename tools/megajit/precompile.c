@@ -1,29 +1,18 @@
 /*
- * megajit precompile: compiles every kernel of a manifest that the cache lacks.
- *
- * Work is spread over long-lived fork()ed workers rather than one process per
- * kernel: NVRTC's precompiled-header state lives in the process, so a worker
- * that compiles many kernels pays for it once. Workers claim kernel indices
- * from an atomic counter in shared memory (so a slow kernel never holds up a
- * queue) and report each result over one pipe; a report is smaller than
- * PIPE_BUF, so reports of different workers never interleave.
- *
- * Workers open their own runtime after fork(): neither SQLite connections nor
- * CUDA state may cross a fork. They die with the parent (PR_SET_PDEATHSIG) so a
- * killed precompile leaves no orphan writing into the cache.
+ * megajit precompile: compiles every kernel of a manifest that the cache lacks,
+ * with the library's pool of worker processes (runtime/build_pool.h), after
+ * making sure the cache can store them at all. Interrupted (SIGINT, SIGTERM,
+ * SIGHUP), it reports what was built and what was not, then dies of the
+ * signal.
  */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/build_pool.h"
 #include "tools/megajit/cli.h"
 
 static const char kUsage[] =
@@ -38,26 +27,14 @@ static const char kUsage[] =
     "  --manifest FILE    a manifest JSON file (docs/manifest.md); '-' reads stdin\n"
     "  --arch LIST        replace the manifest's architectures (sm_90a,sm_100a)\n"
     "  --jobs N           worker processes (default: available CPUs)\n"
-    "  --cache DIR        cache directory (default: MEGAJIT_CACHE_DIR or ~/.cache/megajit)\n"
+    "  --cache DIR        cache directory (default: MEGAJIT_CACHE_DIR, else\n"
+    "                     $XDG_CACHE_HOME/megajit, else ~/.cache/megajit)\n"
     "  --json             print one JSON object: kernels, compiled, cached, failed,\n"
     "                     seconds, jobs, cache, archs, failures\n"
     "  -h, --help         this text\n"
     "\n"
-    "exit status: 0 all kernels cached or compiled, 1 a kernel failed, 2 bad arguments\n";
-
-enum { MAX_JOBS = 256, ERROR_CHARS = 400 };
-
-typedef struct report {
-    uint64_t index;
-    int32_t result; /* mj_build_result */
-    double seconds;
-    char error[ERROR_CHARS];
-} report;
-_Static_assert(sizeof(report) <= 512, "a report must be written atomically to a pipe");
-
-typedef struct shared_state {
-    atomic_size_t next_index;
-} shared_state;
+    "exit status: 0 every kernel is in the cache, 1 a kernel failed (to compile, or to be\n"
+    "stored), 2 bad arguments or manifest, or no writable cache\n";
 
 typedef struct options {
     const char *preset;
@@ -125,9 +102,9 @@ static int parse_options(int argc, char **argv, options *o) {
             o->json = 1;
             break;
         case 'j':
-            if (cli_parse_long(optarg, 1, MAX_JOBS, &o->jobs) != 0)
+            if (cli_parse_long(optarg, 1, MJ_BUILD_POOL_MAX_JOBS, &o->jobs) != 0)
                 return cli_usage_error("precompile", kUsage, "--jobs: expected 1..%d, got '%s'",
-                                       MAX_JOBS, optarg);
+                                       MJ_BUILD_POOL_MAX_JOBS, optarg);
             break;
         case 'h':
             fputs(kUsage, stdout);
@@ -171,56 +148,6 @@ static int load_manifest(const options *o, mj_manifest **m) {
     return 0;
 }
 
-static long default_jobs(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? n : 1;
-}
-
-static int write_all(int fd, const void *buf, size_t len) {
-    const char *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static _Noreturn void worker(const mj_manifest *m, shared_state *shared, int fd,
-                             const mj_runtime_options *rt_opts, pid_t parent) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(CLI_EXIT_FAIL);
-    size_t n = mj_manifest_kernel_count(m);
-    mj_runtime *rt = NULL;
-    char rt_error[ERROR_CHARS] = "";
-    if (mj_runtime_create(&rt, rt_opts) != MJ_OK)
-        snprintf(rt_error, sizeof rt_error, "cannot open the runtime: %s", mj_last_error());
-    for (;;) {
-        size_t i = atomic_fetch_add(&shared->next_index, 1);
-        if (i >= n) break;
-        report r;
-        memset(&r, 0, sizeof r);
-        r.index = i;
-        r.result = MJ_BUILD_FAILED;
-        if (!rt) {
-            snprintf(r.error, sizeof r.error, "%s", rt_error);
-        } else {
-            mj_build_result result;
-            if (mj_manifest_build_kernel(rt, m, i, &result, &r.seconds) == MJ_OK)
-                r.result = result;
-            else
-                snprintf(r.error, sizeof r.error, "%s", mj_last_error());
-        }
-        if (write_all(fd, &r, sizeof r) != 0) break;
-    }
-    mj_runtime_destroy(rt);
-    _exit(0);
-}
-
 typedef struct tally {
     size_t total;
     size_t done;
@@ -228,6 +155,14 @@ typedef struct tally {
     size_t cached;
     size_t failed;
 } tally;
+
+/* What the build pool's reports update and print. */
+typedef struct progress {
+    const mj_manifest *manifest;
+    tally t;
+    cJSON *failures;
+    int json, bar, lines;
+} progress;
 
 static void show_progress(const tally *t, const char *what, int bar) {
     if (bar) {
@@ -242,6 +177,38 @@ static void show_progress(const tally *t, const char *what, int bar) {
         if (t->done == t->total) fputc('\n', stderr);
     }
     fflush(stderr);
+}
+
+static void on_report(const mj_build_report *r, void *ctx) {
+    progress *p = ctx;
+    tally *t = &p->t;
+    t->done++;
+    const char *what = mj_manifest_kernel_describe(p->manifest, r->index);
+    const char *label = "failed";
+    if (r->result == MJ_BUILD_COMPILED) {
+        t->compiled++;
+        label = "compiled";
+    } else if (r->result == MJ_BUILD_CACHED) {
+        t->cached++;
+        label = "cached";
+    } else {
+        t->failed++;
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "kernel", what);
+        cJSON_AddStringToObject(f, "error", r->error);
+        cJSON_AddItemToArray(p->failures, f);
+        if (p->bar) fputs("\r\033[K", stderr);
+        if (!p->json) fprintf(stderr, "megajit precompile: %s: %s\n", what, r->error);
+    }
+    if (p->lines)
+        fprintf(stderr, "[%*zu/%zu] %-8s %6.2f s  %s\n", (int)snprintf(NULL, 0, "%zu", t->total),
+                t->done, t->total, label, r->seconds, what);
+    show_progress(t, what, p->bar);
+}
+
+static mj_status build_kernel(mj_runtime *rt, size_t index, void *ctx, mj_build_result *result,
+                              double *seconds) {
+    return mj_manifest_build_kernel(rt, ctx, index, result, seconds);
 }
 
 static void archs_of(const mj_manifest *m, cJSON *out) {
@@ -265,117 +232,52 @@ int cmd_precompile(int argc, char **argv) {
     rc = load_manifest(&o, &m);
     if (rc) return rc;
 
+    /* A precompile that could store nothing is refused before any compile, and
+     * creating the cache here spares the workers creating it at once. */
+    mj_cache *cache = NULL;
+    if (mj_cache_create(o.cache, &cache) != MJ_OK) {
+        fprintf(stderr, "megajit precompile: no writable cache: %s\n", mj_last_error());
+        mj_manifest_destroy(m);
+        return CLI_EXIT_USAGE;
+    }
+    char cache_path[4200];
+    snprintf(cache_path, sizeof cache_path, "%s", mj_cache_path(cache));
+    mj_cache_close(cache);
+
     size_t n = mj_manifest_kernel_count(m);
-    long jobs = o.jobs ? o.jobs : default_jobs();
+    long jobs = o.jobs ? o.jobs : mj_build_pool_default_jobs();
     if ((size_t)jobs > n) jobs = n ? (long)n : 1;
     cJSON *archs = cJSON_CreateArray();
     archs_of(m, archs);
-    mj_runtime_options rt_opts = {.cache_dir = o.cache};
+    mj_runtime_options rt_opts = MJ_RUNTIME_OPTIONS_INIT;
+    rt_opts.cache_dir = o.cache;
     if (cJSON_GetArraySize(archs) > 0) rt_opts.arch = cJSON_GetArrayItem(archs, 0)->valuestring;
 
-    shared_state *shared =
-        mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    int fds[2] = {-1, -1};
-    if (shared == MAP_FAILED || pipe(fds) != 0) {
-        fprintf(stderr, "megajit precompile: cannot set up workers: %s\n", strerror(errno));
+    progress p = {.manifest = m,
+                  .t = {.total = n},
+                  .failures = cJSON_CreateArray(),
+                  .json = o.json,
+                  .bar = !o.json && isatty(STDERR_FILENO)};
+    p.lines = !o.json && !p.bar;
+    mj_build_pool pool = {.count = n,
+                          .jobs = (int)jobs,
+                          .runtime = &rt_opts,
+                          .build = build_kernel,
+                          .build_ctx = m,
+                          .report = on_report,
+                          .report_ctx = &p};
+    double start = now_seconds();
+    int workers = 0, stop_signal = 0;
+    if (mj_build_pool_run(&pool, &workers, &stop_signal) != MJ_OK) {
+        fprintf(stderr, "megajit precompile: %s\n", mj_last_error());
         cJSON_Delete(archs);
+        cJSON_Delete(p.failures);
         mj_manifest_destroy(m);
         return CLI_EXIT_FAIL;
     }
-    atomic_init(&shared->next_index, 0);
-    /* Creating the database here spares the workers racing to create it; when this
-     * fails, each worker reports why it cannot open the cache. */
-    mj_cache *cache = NULL;
-    if (n > 0 && mj_cache_open(o.cache, 0, &cache) == MJ_OK) mj_cache_close(cache);
-    cache = NULL;
-    fflush(NULL);
-
-    double start = now_seconds();
-    pid_t parent = getpid();
-    pid_t pids[MAX_JOBS];
-    long started = 0;
-    for (; n > 0 && started < jobs; started++) {
-        pid_t pid = fork();
-        if (pid < 0) break;
-        if (pid == 0) {
-            close(fds[0]);
-            worker(m, shared, fds[1], &rt_opts, parent);
-        }
-        pids[started] = pid;
-    }
-    close(fds[1]);
-    if (n > 0 && started == 0)
-        fprintf(stderr, "megajit precompile: cannot start a worker: %s\n", strerror(errno));
-
-    int bar = !o.json && isatty(STDERR_FILENO);
-    int lines = !o.json && !bar;
-    tally t = {.total = n};
-    unsigned char *reported = calloc(n ? n : 1, 1);
-    if (!reported) {
-        fputs("megajit precompile: out of memory\n", stderr);
-        return CLI_EXIT_FAIL;
-    }
-    cJSON *failures = cJSON_CreateArray();
-    report r;
-    size_t got = 0;
-    for (;;) {
-        ssize_t k = read(fds[0], (char *)&r + got, sizeof r - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-        if (got < sizeof r) continue;
-        got = 0;
-        if (r.index >= n || reported[r.index]) continue;
-        reported[r.index] = 1;
-        t.done++;
-        const char *what = mj_manifest_kernel_describe(m, r.index);
-        const char *label = "failed";
-        if (r.result == MJ_BUILD_COMPILED) {
-            t.compiled++;
-            label = "compiled";
-        } else if (r.result == MJ_BUILD_CACHED) {
-            t.cached++;
-            label = "cached";
-        } else {
-            t.failed++;
-            r.error[sizeof r.error - 1] = '\0';
-            cJSON *f = cJSON_CreateObject();
-            cJSON_AddStringToObject(f, "kernel", what);
-            cJSON_AddStringToObject(f, "error", r.error);
-            cJSON_AddItemToArray(failures, f);
-            if (bar) fputs("\r\033[K", stderr);
-            if (!o.json) fprintf(stderr, "megajit precompile: %s: %s\n", what, r.error);
-        }
-        if (lines)
-            fprintf(stderr, "[%*zu/%zu] %-8s %6.2f s  %s\n", (int)snprintf(NULL, 0, "%zu", n),
-                    t.done, n, label, r.seconds, what);
-        show_progress(&t, what, bar);
-    }
-    close(fds[0]);
-    int crashed = 0;
-    for (long i = 0; i < started; i++) {
-        int status;
-        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
-        }
-        crashed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (reported[i]) continue;
-        t.failed++;
-        const char *why = crashed ? "its worker process died" : "no worker could build it";
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "kernel", mj_manifest_kernel_describe(m, i));
-        cJSON_AddStringToObject(f, "error", why);
-        cJSON_AddItemToArray(failures, f);
-        if (!o.json)
-            fprintf(stderr, "megajit precompile: %s: %s\n", mj_manifest_kernel_describe(m, i), why);
-    }
-    free(reported);
-    munmap(shared, sizeof *shared);
     double seconds = now_seconds() - start;
-
-    const char *cache_path = NULL;
-    if (mj_cache_open(o.cache, 1, &cache) == MJ_OK) cache_path = mj_cache_path(cache);
+    const tally t = p.t;
+    cJSON *failures = p.failures;
 
     if (o.json) {
         cJSON *out = cJSON_CreateObject();
@@ -385,10 +287,7 @@ int cmd_precompile(int argc, char **argv) {
         cJSON_AddNumberToObject(out, "failed", (double)t.failed);
         cJSON_AddNumberToObject(out, "seconds", seconds);
         cJSON_AddNumberToObject(out, "jobs", (double)jobs);
-        if (cache_path)
-            cJSON_AddStringToObject(out, "cache", cache_path);
-        else
-            cJSON_AddNullToObject(out, "cache");
+        cJSON_AddStringToObject(out, "cache", cache_path);
         cJSON_AddItemToObject(out, "archs", archs);
         cJSON_AddItemToObject(out, "failures", failures);
         archs = failures = NULL;
@@ -396,12 +295,17 @@ int cmd_precompile(int argc, char **argv) {
     } else {
         printf("%zu kernels: %zu compiled, %zu cached, %zu failed in %.1f s with %ld job%s\n", n,
                t.compiled, t.cached, t.failed, seconds, jobs, jobs == 1 ? "" : "s");
-        if (cache_path) printf("cache: %s\n", cache_path);
+        printf("cache: %s\n", cache_path);
     }
     cJSON_Delete(archs);
     cJSON_Delete(failures);
-    mj_cache_close(cache);
     mj_manifest_destroy(m);
+    if (stop_signal) {
+        /* Dying of the signal tells the caller (a shell, make) what happened. */
+        fflush(NULL);
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     if (rc) return rc;
     return t.failed ? CLI_EXIT_FAIL : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/utf8.h"
 #include "tools/megajit/cli.h"
 
 /* A CLI has nothing sensible to do without memory but to say so and stop. */
@@ -44,6 +45,24 @@ int cli_fail(const char *cmd, const char *what) {
     return CLI_EXIT_FAIL;
 }
 
+/* cJSON copies the bytes of a string as they are, and a path (file names are
+ * bytes) or a message quoting one may not be UTF-8, which JSON text must be.
+ * Such bytes only occur inside strings (cJSON writes everything else in
+ * ASCII), so each becomes the escape \ufffd and the output stays valid. */
+static void put_utf8(const char *text) {
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n;) {
+        size_t ok = mj_utf8_valid_prefix(text + i, n - i);
+        fwrite(text + i, 1, ok, stdout);
+        i += ok;
+        if (i < n) {
+            fputs("\\ufffd", stdout);
+            i++;
+        }
+    }
+    putchar('\n');
+}
+
 int cli_print_json(cJSON *obj) {
     char *text = obj ? cJSON_Print(obj) : NULL;
     cJSON_Delete(obj);
@@ -51,7 +70,7 @@ int cli_print_json(cJSON *obj) {
         fputs("megajit: out of memory\n", stderr);
         return CLI_EXIT_FAIL;
     }
-    puts(text);
+    put_utf8(text);
     cJSON_free(text);
     return 0;
 }

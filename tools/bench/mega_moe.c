@@ -10,12 +10,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "apis/bench_impl.h"
-#include "apis/megajit.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/error.h"
 #include "runtime/nccl_lib.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 #include "templates/layout/symm_layout.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/launcher.h"
 
 #define MOE_DEFAULT_ITERS 100
 #define MOE_MAX_ITERS 100000
@@ -142,18 +144,24 @@ static mj_status make_rank_inputs(moe_bench *b, int lr, const mj_bench_mega_moe_
     return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "bench mega-moe: y");
 }
 
+/* The benchmarked layer as rank `rank` sees it; its buffer config derives from it. */
+static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
+    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
+                           .hidden = o->hidden,
+                           .intermediate = o->intermediate,
+                           .num_experts = o->num_experts,
+                           .num_topk = o->num_topk,
+                           .num_ranks = o->num_ranks,
+                           .rank = rank,
+                           .max_tokens_per_rank = o->num_tokens,
+                           .weight_format = o->weight_format,
+                           .dispatch_format = o->dispatch_format,
+                           .activation = MJ_ACTIVATION_SWIGLU};
+}
+
 static mj_status load_rank_weights(moe_bench *b, mj_runtime *rt, int lr,
                                    const mj_bench_mega_moe_options *o) {
-    mj_moe_config mc = {.hidden = o->hidden,
-                        .intermediate = o->intermediate,
-                        .num_experts = o->num_experts,
-                        .num_topk = o->num_topk,
-                        .num_ranks = o->num_ranks,
-                        .rank = b->local_ranks > 1 ? lr : b->own_rank,
-                        .max_tokens_per_rank = o->num_tokens,
-                        .weight_format = o->weight_format,
-                        .dispatch_format = o->dispatch_format,
-                        .activation = MJ_ACTIVATION_SWIGLU};
+    mj_moe_config mc = layer_of(o, b->local_ranks > 1 ? lr : b->own_rank);
     mj_status st = mj_weights_create(rt, &mc, &b->w[lr]);
     const void *data = (const void *)(uintptr_t)b->wdata;
     const void *sf = b->wscales ? (const void *)(uintptr_t)b->wscales : NULL;
@@ -207,13 +215,8 @@ static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_o
         if ((st = mj_family_set_num_sms(rt, MJ_FAMILY_MEGA_MOE, sms < 1 ? 1 : sms)) != MJ_OK)
             return st;
     }
-    mj_symm_config cfg = {.hidden = o->hidden,
-                          .num_experts = o->num_experts,
-                          .num_topk = o->num_topk,
-                          .max_tokens_per_rank = o->num_tokens,
-                          .dispatch_format = o->dispatch_format,
-                          .num_ranks = o->num_ranks,
-                          .intermediate = o->intermediate};
+    const mj_moe_config layer = layer_of(o, b->own_rank);
+    const mj_symm_config cfg = mj_symm_config_of_moe(&layer);
     st = o->nccl_comm ? mj_symm_buffer_create_nccl(rt, &cfg, o->nccl_comm, &b->buf)
                       : mj_symm_buffer_create(rt, &cfg, &b->buf);
     int run_sms = 0;
@@ -284,15 +287,7 @@ static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_o
     out->floor_us = out->rank_floor_us * b->local_ranks;
     out->fraction_of_floor = out->floor_us / out->kernel_us;
     out->num_sms = run_sms;
-    mj_moe_config mc = {.hidden = o->hidden,
-                        .intermediate = o->intermediate,
-                        .num_experts = o->num_experts,
-                        .num_topk = o->num_topk,
-                        .num_ranks = o->num_ranks,
-                        .max_tokens_per_rank = o->num_tokens,
-                        .weight_format = o->weight_format,
-                        .dispatch_format = o->dispatch_format};
-    return mj_mega_moe_block_m(&mc, o->num_tokens, &out->block_m);
+    return mj_mega_moe_block_m(&layer, o->num_tokens, &out->block_m);
 }
 
 mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
@@ -334,83 +329,4 @@ mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
     if (st == MJ_OK) return MJ_OK;
     memset(out, 0, sizeof *out);
     return mj_fail(st, "%s", why);
-}
-
-/* ------------------------------------------------------------ launcher */
-
-static int hex_decode(const char *s, void *p, size_t n) {
-    if (!s || strlen(s) != 2 * n) return -1;
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1) return -1;
-        ((unsigned char *)p)[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
-int mj_launcher_env(int *rank, int *world) {
-    const char *rs = getenv("MEGAJIT_RANK"), *ws = getenv("MEGAJIT_WORLD");
-    *rank = rs ? atoi(rs) : 0;
-    *world = ws ? atoi(ws) : 1;
-    if (*world >= 1 && *rank >= 0 && *rank < *world && getenv("MEGAJIT_NCCL_ID")) return 1;
-    *rank = 0;
-    *world = 1;
-    return 0;
-}
-
-mj_status mj_launcher_join(int rank, int world, void **comm) {
-    *comm = NULL;
-    ncclUniqueId id;
-    if (hex_decode(getenv("MEGAJIT_NCCL_ID"), &id, sizeof id))
-        return mj_fail(MJ_ERR_INVALID_ARG, "MEGAJIT_NCCL_ID is not the hex of an NCCL unique id");
-    const mj_cuda *cu = mj_cuda_get();
-    if (!cu) return MJ_ERR_NO_DEVICE;
-    const mj_nccl *n = mj_nccl_get();
-    if (!n) return MJ_ERR_UNSUPPORTED;
-    CUdevice dev;
-    CUcontext ctx;
-    int count = 0;
-    CUresult r = cu->cuDeviceGetCount(&count);
-    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "launcher rank: cuDeviceGetCount");
-    if (rank >= count)
-        return mj_fail(MJ_ERR_NO_DEVICE, "rank %d needs device %d but only %d are visible", rank,
-                       rank, count);
-    if ((r = cu->cuDeviceGet(&dev, rank)) != CUDA_SUCCESS ||
-        (r = cu->cuDevicePrimaryCtxRetain(&ctx, dev)) != CUDA_SUCCESS ||
-        (r = cu->cuCtxSetCurrent(ctx)) != CUDA_SUCCESS)
-        return mj_cuda_fail(r, "launcher rank: device context");
-    ncclComm_t c;
-    ncclResult_t nr = n->ncclCommInitRank(&c, world, id, rank);
-    if (nr != ncclSuccess) return mj_nccl_fail(n, nr, "ncclCommInitRank");
-    *comm = c;
-    return MJ_OK;
-}
-
-void mj_launcher_leave(void *comm) {
-    const mj_nccl *n = mj_nccl_get();
-    if (n && comm) n->ncclCommDestroy((ncclComm_t)comm);
-}
-
-mj_status mj_launcher_barrier(void *comm, int world) {
-    const mj_cuda *cu = mj_cuda_get();
-    const mj_nccl *n = mj_nccl_get();
-    if (!cu || !n) return MJ_ERR_UNSUPPORTED;
-    CUdeviceptr buf;
-    CUstream s;
-    /* Each rank sends from the slot past the gathered ones: in-place gathers
-     * must send from their own slot, which this avoids computing. */
-    CUresult r = cu->cuMemAlloc(&buf, 4 * (size_t)world + 4);
-    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "barrier: cuMemAlloc");
-    if ((r = cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
-        cu->cuMemFree(buf);
-        return mj_cuda_fail(r, "barrier: cuStreamCreate");
-    }
-    ncclResult_t nr =
-        n->ncclAllGather((void *)(uintptr_t)(buf + 4 * (size_t)world), (void *)(uintptr_t)buf, 1,
-                         ncclInt32, (ncclComm_t)comm, (cudaStream_t)s);
-    r = nr == ncclSuccess ? cu->cuStreamSynchronize(s) : CUDA_SUCCESS;
-    cu->cuStreamDestroy(s);
-    cu->cuMemFree(buf);
-    if (nr != ncclSuccess) return mj_nccl_fail(n, nr, "barrier: ncclAllGather");
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "barrier: cuStreamSynchronize");
 }

@@ -1,20 +1,9 @@
-/* Pieces the benchmarks share (apis/bench.c, apis/bench_mega_moe.c, the CLI). */
-#ifndef MJ_BENCH_IMPL_H
-#define MJ_BENCH_IMPL_H
+/* The rank side of tests/gpu/launch_ranks (benchmarks and GPU tests, not the
+ * library): each rank process joins the NCCL communicator the launcher set up. */
+#ifndef MJ_TOOLS_LAUNCHER_H
+#define MJ_TOOLS_LAUNCHER_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#include "apis/megajit.h"
-
-/* xorshift64*: fast enough to fill gigabytes of random weights. */
-uint64_t mj_bench_rng(uint64_t *state);
-/* Sorts v and returns its median. */
-float mj_bench_median_ms(float *v, int n);
-/* The device's copy bandwidth (bytes read + written per second / 1e9): median
- * of iters cuMemcpyDtoD of at least min_bytes (and at least 256 MiB, so the L2
- * cannot serve it) on the runtime's device. */
-mj_status mj_bench_copy_gbps(mj_runtime *rt, size_t min_bytes, int iters, double *gbps);
+#include "include/megajit.h"
 
 /* tests/gpu/launch_ranks starts each rank with MEGAJIT_RANK, MEGAJIT_WORLD and
  * MEGAJIT_NCCL_ID. Returns 1 and the rank and world when they are set (a

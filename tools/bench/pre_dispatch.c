@@ -8,12 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "apis/bench_impl.h"
-#include "apis/megajit.h"
+#include "include/megajit.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
-#include "runtime/runtime_impl.h"
+#include "runtime/runtime.h"
 #include "templates/layout/symm_layout.h"
+#include "tools/bench/bench.h"
 
 #define BENCH_EXPERTS 256
 #define BENCH_DEFAULT_ITERS 100
@@ -28,8 +28,8 @@
 #define BENCH_COPY_MIN_BYTES (256ull << 20)
 #define BENCH_COPY_CHUNK (16ull << 20)
 /* GPU work queued ahead of the zero-token launches, per timed launch: more than
- * the host needs to enqueue one (10.6-12 us measured on the H200 machine), so
- * the events time the GPU rather than the host. */
+ * the host needs to enqueue one (bench/RESULTS.md has the measured enqueue
+ * time), so the events time the GPU rather than the host. */
 #define BENCH_LEAD_US_PER_LAUNCH 25.0
 
 typedef struct bench {
@@ -262,7 +262,8 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
                b->num_sets, set_bytes, l2);
 
     /* Each input set writes its own emulated rank's region, so outputs rotate too. */
-    mj_symm_config cfg = {.hidden = hidden,
+    mj_symm_config cfg = {.struct_size = sizeof(mj_symm_config),
+                          .hidden = hidden,
                           .num_experts = BENCH_EXPERTS,
                           .num_topk = topk,
                           .max_tokens_per_rank = num_tokens,

@@ -1,9 +1,23 @@
 /*
  * megajit: a JIT kernel-generation runtime for fused MoE kernels.
  *
- * This is the only header users include. Every function returns an mj_status;
- * on failure mj_last_error() returns a sentence describing the problem for the
- * calling thread. No function aborts the process on bad input or a missing GPU.
+ * This is the only header users include. Every function that can fail returns
+ * an mj_status; on failure mj_last_error() returns a sentence describing the
+ * problem for the calling thread. Such a function clears that sentence on
+ * entry, so after it succeeds mj_last_error() is "". Functions that return no
+ * status (destroy, close, names, counts) leave the sentence as they found it,
+ * so they may be called while reporting or cleaning up after an error. Every
+ * output pointer is checked: NULL gives MJ_ERR_INVALID_ARG, or is skipped
+ * where the documentation says an output may be NULL. No function aborts the
+ * process on bad input or a missing GPU.
+ *
+ * Option and config structs begin with struct_size: initialize each with its
+ * MJ_*_INIT macro, then set its fields, e.g.
+ *     mj_symm_config cfg = MJ_SYMM_CONFIG_INIT;
+ *     cfg.hidden = 7168;
+ * Fields are only ever added at the end, so a program built against this
+ * header keeps working with a later libmegajit.so.0; a struct_size of 0 (a
+ * struct not initialized so) is refused with MJ_ERR_INVALID_ARG.
  *
  * Threading: a runtime may be shared by threads. Settings (SM count, PDL) are
  * per kernel family and guarded by the runtime's lock. Streams are always
@@ -19,6 +33,7 @@
  *   MEGAJIT_DUMP_DIR       write source, PTX and SASS-ready cubins of every compile here
  *   MEGAJIT_TEMPLATE_DIR   read kernel templates from this directory instead of the
  *                          copies embedded at build time (development)
+ *   MEGAJIT_JIT_DISABLE    1: as allow_compile = 0 for every runtime (production)
  */
 #ifndef MEGAJIT_H
 #define MEGAJIT_H
@@ -30,9 +45,37 @@
 extern "C" {
 #endif
 
+/* Marks what libmegajit.so exports: the library is built with
+ * -fvisibility=hidden, so no other symbol of it reaches the dynamic table
+ * (.ci/check-exports compares the two lists). */
+#if defined(__GNUC__)
+#define MJ_API __attribute__((visibility("default")))
+#else
+#define MJ_API
+#endif
+
+/* MJ_*_INIT: a struct with struct_size set and every other field zero, but
+ * for the defaults named. C++ before C++20 has no designated initializers,
+ * so it gets a value-initialized struct from a lambda. */
+#ifdef __cplusplus
+#define MJ_INIT_(type, ...)                                                                        \
+    ([] {                                                                                          \
+        type s_{};                                                                                 \
+        s_.struct_size = sizeof(type);                                                             \
+        __VA_ARGS__;                                                                               \
+        return s_;                                                                                 \
+    }())
+#define MJ_DEFAULT_(field, value) s_.field = value
+#else
+#define MJ_INIT_(type, ...)                                                                        \
+    { .struct_size = sizeof(type), __VA_ARGS__ }
+#define MJ_DEFAULT_(field, value) .field = value
+#endif
+
 #define MJ_VERSION_MAJOR 0
 #define MJ_VERSION_MINOR 1
 #define MJ_VERSION_PATCH 0
+#define MJ_VERSION_STRING "0.1.0"
 
 typedef enum mj_status {
     MJ_OK = 0,
@@ -48,12 +91,13 @@ typedef enum mj_status {
     MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset) does not exist */
 } mj_status;
 
-/* The calling thread's last error sentence ("" when none). Valid until the next call. */
-const char *mj_last_error(void);
+/* The calling thread's last error sentence ("" when none). Valid until the
+ * thread's next call that returns a status. */
+MJ_API const char *mj_last_error(void);
 /* A short constant name for a status ("MJ_ERR_COMPILE"). */
-const char *mj_status_name(mj_status status);
+MJ_API const char *mj_status_name(mj_status status);
 /* "0.1.0" */
-const char *mj_version_string(void);
+MJ_API const char *mj_version_string(void);
 
 /* CUstream and cudaStream_t are both pointers to this incomplete type. */
 typedef struct CUstream_st *mj_stream;
@@ -63,6 +107,7 @@ typedef struct CUstream_st *mj_stream;
 typedef struct mj_runtime mj_runtime;
 
 typedef struct mj_runtime_options {
+    size_t struct_size; /* sizeof(mj_runtime_options), from MJ_RUNTIME_OPTIONS_INIT */
     /* Writable cache directory; NULL = environment / default. */
     const char *cache_dir;
     /* Colon-separated read-only snapshots; NULL = environment. */
@@ -76,19 +121,25 @@ typedef struct mj_runtime_options {
      * The kernels never write output for bad input either way; this only makes
      * the error visible synchronously (tests, debugging). Ignored while capturing. */
     int check_device_inputs;
+    /* 1 (the default) = a launch or warm-up that needs a kernel neither loaded
+     * nor cached compiles it; 0 = it fails with MJ_ERR_NOT_FOUND naming the
+     * kernel and the `megajit precompile` command that builds it, so a server
+     * never compiles on a request. mj_manifest_build_kernel always compiles. */
+    int allow_compile;
 } mj_runtime_options;
+#define MJ_RUNTIME_OPTIONS_INIT MJ_INIT_(mj_runtime_options, MJ_DEFAULT_(allow_compile, 1))
 
-/* Zero-initialized options mean: everything from the environment. opts may be NULL.
+/* Options at MJ_RUNTIME_OPTIONS_INIT, or opts NULL, mean: everything from the environment.
  * Without a CUDA driver the runtime still opens (cache, precompile work); launches
  * then return MJ_ERR_NO_DEVICE. With a driver, the runtime uses the context current
  * on the calling thread, or retains device 0's primary context when none is. */
-mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts);
-void mj_runtime_destroy(mj_runtime *rt);
+MJ_API mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts);
+MJ_API void mj_runtime_destroy(mj_runtime *rt);
 
 /* Whether this runtime can launch kernels (driver + device present). */
-int mj_runtime_has_device(const mj_runtime *rt);
+MJ_API int mj_runtime_has_device(const mj_runtime *rt);
 /* The architecture this runtime compiles for ("sm_90a"). */
-const char *mj_runtime_arch(const mj_runtime *rt);
+MJ_API const char *mj_runtime_arch(const mj_runtime *rt);
 
 typedef enum mj_family {
     MJ_FAMILY_PRE_DISPATCH = 0,
@@ -97,14 +148,14 @@ typedef enum mj_family {
 } mj_family;
 
 /* Name of a family ("pre_dispatch"); NULL for an unknown one. */
-const char *mj_family_name(mj_family family);
+MJ_API const char *mj_family_name(mj_family family);
 
 /* Per-family settings; setting one family never changes another.
  * num_sms: 0 = all SMs of the device; otherwise 1..device SM count. */
-mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms);
-mj_status mj_family_get_num_sms(const mj_runtime *rt, mj_family family, int *num_sms);
-mj_status mj_family_set_pdl(mj_runtime *rt, mj_family family, int enable);
-mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable);
+MJ_API mj_status mj_family_set_num_sms(mj_runtime *rt, mj_family family, int num_sms);
+MJ_API mj_status mj_family_get_num_sms(const mj_runtime *rt, mj_family family, int *num_sms);
+MJ_API mj_status mj_family_set_pdl(mj_runtime *rt, mj_family family, int enable);
+MJ_API mj_status mj_family_get_pdl(const mj_runtime *rt, mj_family family, int *enable);
 
 /* Counters of this runtime's in-memory and on-disk cache since creation. */
 typedef struct mj_runtime_stats {
@@ -114,7 +165,7 @@ typedef struct mj_runtime_stats {
     uint64_t healed;      /* entries found corrupt, deleted and rebuilt */
     double compile_seconds;
 } mj_runtime_stats;
-mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out);
+MJ_API mj_status mj_runtime_get_stats(const mj_runtime *rt, mj_runtime_stats *out);
 
 /* ---------------------------------------------------------------- formats */
 
@@ -126,8 +177,8 @@ typedef enum mj_format {
     MJ_FORMAT_COUNT_ = 4
 } mj_format;
 
-const char *mj_format_name(mj_format format);                   /* "nvfp4" */
-mj_status mj_format_parse(const char *name, mj_format *format); /* inverse */
+MJ_API const char *mj_format_name(mj_format format);                   /* "nvfp4" */
+MJ_API mj_status mj_format_parse(const char *name, mj_format *format); /* inverse */
 
 typedef enum mj_dtype {
     MJ_DTYPE_U8 = 0, /* packed FP4 pairs, scale bytes */
@@ -142,6 +193,7 @@ typedef enum mj_dtype {
 typedef struct mj_symm_buffer mj_symm_buffer;
 
 typedef struct mj_symm_config {
+    size_t struct_size;      /* sizeof(mj_symm_config), from MJ_SYMM_CONFIG_INIT */
     int hidden;              /* H */
     int num_experts;         /* global expert count */
     int num_topk;            /* K */
@@ -153,11 +205,13 @@ typedef struct mj_symm_config {
      * experts, top-k and max tokens). */
     int intermediate;
 } mj_symm_config;
+#define MJ_SYMM_CONFIG_INIT MJ_INIT_(mj_symm_config, )
 
 /* One device allocation holding num_ranks rank regions (base + per-rank offsets).
  * Records the MegaMoE family's SM count at creation; a later launch with another
  * count is refused. The buffer is zeroed once here. */
-mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_symm_buffer **out);
+MJ_API mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg,
+                                       mj_symm_buffer **out);
 /* One process per GPU: cfg->num_ranks must equal the size of nccl_comm (an
  * ncclComm_t whose device is the runtime's); this process is its rank. Each rank's
  * region is allocated with CUDA VMM, shared with FABRIC handles or file descriptors
@@ -167,9 +221,9 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *cfg, mj_sy
  * NCCL (libnccl.so.2) is loaded at run time; MJ_ERR_UNSUPPORTED without it or
  * without peer-to-peer access between the GPUs. Keep the communicator alive
  * until the buffer is destroyed: destroying such a buffer is collective as well. */
-mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *cfg, void *nccl_comm,
-                                     mj_symm_buffer **out);
-void mj_symm_buffer_destroy(mj_symm_buffer *buf);
+MJ_API mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config *cfg,
+                                            void *nccl_comm, mj_symm_buffer **out);
+MJ_API void mj_symm_buffer_destroy(mj_symm_buffer *buf);
 
 typedef enum mj_view_id {
     MJ_VIEW_X = 0,            /* [P, H * bits / 8] tokens in the dispatch format */
@@ -190,9 +244,13 @@ typedef struct mj_view {
 } mj_view;
 
 /* A view of one rank's region. MJ_ERR_NOT_FOUND when the format has no such view. */
-mj_status mj_symm_buffer_view(const mj_symm_buffer *buf, int rank, mj_view_id id, mj_view *out);
-mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, int *num_sms,
-                              size_t *bytes_per_rank);
+MJ_API mj_status mj_symm_buffer_view(const mj_symm_buffer *buf, int rank, mj_view_id id,
+                                     mj_view *out);
+/* The buffer's config, SM count and bytes per rank; any output may be NULL.
+ * cfg must be initialized with MJ_SYMM_CONFIG_INIT: it gets as many fields as
+ * its struct_size holds. */
+MJ_API mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, int *num_sms,
+                                     size_t *bytes_per_rank);
 
 /* ---------------------------------------------------------- pre-dispatch */
 
@@ -208,9 +266,9 @@ mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *cfg, in
  * previous work when the family's PDL flag is set) and the persistent main
  * kernel on the pre-dispatch family's SM count, which starts loading at once
  * and writes nothing if any id lies outside [-1, num_experts). */
-mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
-                          const int32_t *topk_ids, const float *topk_weights,
-                          const float *expert_scales, int num_tokens, mj_stream stream);
+MJ_API mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
+                                 const int32_t *topk_ids, const float *topk_weights,
+                                 const float *expert_scales, int num_tokens, mj_stream stream);
 
 /* ---------------------------------------------------------------- MegaMoE */
 
@@ -218,12 +276,14 @@ typedef enum mj_activation {
     MJ_ACTIVATION_SWIGLU = 0,    /* h = g * sigmoid(g), v = u */
     MJ_ACTIVATION_SWIGLUOAI = 1, /* h = g * sigmoid(1.702 g), v = u + 1 */
     MJ_ACTIVATION_SITU = 2,      /* h = 4 tanh(g / 4) sigmoid(g), v = 25 tanh(u / 25) */
+    MJ_ACTIVATION_COUNT_ = 3
 } mj_activation;
 
 /* One MoE layer as one rank sees it. Supported (weight, dispatch) pairs and the
  * GEMM 2 input format they imply: bf16/bf16, mxfp8/mxfp8, mxfp4/mxfp8,
  * mxfp4/bf16, nvfp4/nvfp4, nvfp4/bf16. */
 typedef struct mj_moe_config {
+    size_t struct_size;      /* sizeof(mj_moe_config), from MJ_MOE_CONFIG_INIT */
     int hidden;              /* H, a multiple of 256, <= 8192 */
     int intermediate;        /* I, a multiple of 64 */
     int num_experts;         /* global; a multiple of num_ranks */
@@ -235,14 +295,16 @@ typedef struct mj_moe_config {
     mj_format dispatch_format;
     mj_activation activation;
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
-    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64: forced */
+    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 for the rows
+                  * whose tokens are not MXFP8): forced */
 } mj_moe_config;
+#define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
 /* Local expert weights of one rank, in the kernel's private device layout. */
 typedef struct mj_weights mj_weights;
 
-mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out);
-void mj_weights_destroy(mj_weights *w);
+MJ_API mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *cfg, mj_weights **out);
+MJ_API void mj_weights_destroy(mj_weights *w);
 
 typedef enum mj_projection {
     MJ_PROJ_GATE = 0, /* [I][H] */
@@ -254,26 +316,31 @@ typedef enum mj_projection {
  * layout: row-major [out][in] in the weight format (BF16 values, E4M3 bytes,
  * or E2M1 packed two per byte with the even element in the low nibble) and
  * scales [out][in / group] (UE8M0 bytes for MX formats, UE4M3 for NVFP4; NULL
- * for BF16). from_device: both pointers are device memory. Synchronous.
- * MX weight scales must keep every decoded weight exact in BF16 (bytes 3..246). */
-mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
-                          const void *scales, int from_device);
+ * for BF16). from_device: both pointers are device memory, read after the
+ * context's pending work (the caller's writes) completes. Synchronous: the
+ * sources may be freed on return. The projection is written into the
+ * kernel's layout by the MegaMoE weight-image kernel, on a stream of the
+ * weights' own; like the main kernels it comes from the cache or a compile
+ * (a manifest lists it). MX weight scales must keep every decoded weight
+ * exact in BF16 (bytes 3..246). */
+MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
+                                 const void *data, const void *scales, int from_device);
 
 /* Per-expert fp32 scalars (default 1), kept in device arrays so a reload needs
  * no recompile and no CUDA-graph recapture: GEMM 1 gate/up alphas (NVFP4 global
  * scales), GEMM 2 alpha, and the GEMM 2 input scale (NUMERICS.md steps 2, 5, 7). */
-mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
-                                float l1_alpha_up, float l2_alpha, float l2_act_scale);
+MJ_API mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
+                                       float l1_alpha_up, float l2_alpha, float l2_act_scale);
 
 /* The BLOCK_M (tokens per tile) a launch with num_tokens per rank uses. */
-mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m);
+MJ_API mj_status mj_mega_moe_block_m(const mj_moe_config *cfg, int num_tokens, int *block_m);
 
 /* Compiles (or reads from the cache) and loads the kernel that mj_mega_moe
  * with num_tokens would launch; nothing runs on the device. A server calls it
  * at start-up; emulated ranks must call it for every rank before launching
  * any, since a rank's kernel waits inside for the others. */
-mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
-                             int num_tokens);
+MJ_API mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                                    int num_tokens);
 
 /* One MoE layer for rank weights->rank: dispatch of the tokens pre-dispatched
  * into buf across ranks, expert GEMM 1, activation, GEMM 2 and combine, in one
@@ -283,48 +350,60 @@ mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const mj_weigh
  * every rank's call must be in flight together (one stream each, the family SM
  * count divided among them, after mj_mega_moe_warmup of every rank): the ranks
  * wait for each other inside the kernel. */
-mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights, void *y,
-                      int num_tokens, int32_t *recv_stats, mj_stream stream);
+MJ_API mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                             void *y, int num_tokens, int32_t *recv_stats, mj_stream stream);
 
 /* ------------------------------------------------------ offline precompile */
 
 typedef struct mj_manifest mj_manifest;
 
 /* Parses a deployment manifest (JSON text). On error the message names the field. */
-mj_status mj_manifest_parse(const char *json, mj_manifest **out);
+MJ_API mj_status mj_manifest_parse(const char *json, mj_manifest **out);
 /* An embedded preset ("deepseek-v3-ep8"). */
-mj_status mj_manifest_preset(const char *name, mj_manifest **out);
+MJ_API mj_status mj_manifest_preset(const char *name, mj_manifest **out);
 /* Names of the embedded presets, NULL-terminated. */
-const char *const *mj_manifest_preset_names(void);
+MJ_API const char *const *mj_manifest_preset_names(void);
 /* Replaces the manifest's architecture list ("sm_90a,sm_100a"). */
-mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated);
-void mj_manifest_destroy(mj_manifest *m);
+MJ_API mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated);
+MJ_API void mj_manifest_destroy(mj_manifest *m);
 
 /* Kernels a manifest needs, as the runtime would request them. */
-size_t mj_manifest_kernel_count(const mj_manifest *m);
-/* A short human description of kernel i ("pre_dispatch<hidden=7168,nvfp4,topk=8> sm_90a"). */
-const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
+MJ_API size_t mj_manifest_kernel_count(const mj_manifest *m);
+/* A short human description of kernel i ("pre_dispatch.main<H=7168,fmt=nvfp4,K=8> sm_90a"). */
+MJ_API const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i);
 
 typedef enum mj_build_result {
     MJ_BUILD_CACHED = 0,   /* already in the cache */
-    MJ_BUILD_COMPILED = 1, /* compiled and inserted by this call */
+    MJ_BUILD_COMPILED = 1, /* compiled and stored in the cache by this call */
     MJ_BUILD_FAILED = 2,
 } mj_build_result;
 
 /* Ensures kernel i of the manifest is in rt's cache (compiling when missing);
- * needs no GPU. */
-mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
-                                   mj_build_result *result, double *seconds);
+ * needs no GPU. result and seconds may be NULL. A kernel compiled but not
+ * stored (no writable cache, a full disk) is a failure: MJ_ERR_CACHE, the
+ * message says why. */
+MJ_API mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
+                                          mj_build_result *result, double *seconds);
 
 /* ------------------------------------------------------- cache inspection */
 
 typedef struct mj_cache mj_cache;
 
-/* Opens the cache directory (NULL = the runtime default rules) for inspection.
- * read_only = 1 never writes. */
-mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
-void mj_cache_close(mj_cache *c);
-const char *mj_cache_path(const mj_cache *c); /* the database file */
+/* Opens the cache directory (NULL = the runtime default rules) for inspection
+ * and maintenance; creates nothing. A cache that does not exist yet is empty:
+ * it lists nothing and removes nothing. read_only = 1 never writes; with 0,
+ * mj_cache_import creates the cache when it is missing. The MEGAJIT_CACHE_RO
+ * snapshots a runtime would use are opened too: mj_cache_list lists their
+ * entries after the cache's own; nothing else touches them. */
+MJ_API mj_status mj_cache_open(const char *dir, int read_only, mj_cache **out);
+/* Opens the cache for storing kernels into (precompile), creating its
+ * directory and database now. MJ_ERR_CACHE when nothing could be stored
+ * there: the cache is disabled (MEGAJIT_CACHE_DISABLE), dir is "", the
+ * database was written by a newer megajit (read-only to this one), or the
+ * directory is refused (network filesystem, cannot be created). */
+MJ_API mj_status mj_cache_create(const char *dir, mj_cache **out);
+MJ_API void mj_cache_close(mj_cache *c);
+MJ_API const char *mj_cache_path(const mj_cache *c); /* the database file */
 
 typedef struct mj_cache_entry {
     char key_hex[33];
@@ -340,12 +419,13 @@ typedef struct mj_cache_entry {
     int64_t last_used_at; /* unix seconds */
     int64_t hits;
     double compile_ms;
+    const char *layer; /* "": the cache itself; else the MEGAJIT_CACHE_RO snapshot holding it */
 } mj_cache_entry;
 
 /* Calls fn for every entry matching the filters (NULL = any); stops when fn returns non-zero. */
 typedef int (*mj_cache_entry_fn)(const mj_cache_entry *e, void *user);
-mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch, mj_cache_entry_fn fn,
-                        void *user);
+MJ_API mj_status mj_cache_list(mj_cache *c, const char *family, const char *arch,
+                               mj_cache_entry_fn fn, void *user);
 
 /* Looks up one entry by key prefix (hex, >= 4 chars). MJ_ERR_NOT_FOUND / MJ_ERR_INVALID_ARG
  * when none / several match. The strings stay valid until the next call on c. */
@@ -357,7 +437,7 @@ typedef struct mj_cache_detail {
     const void *cubin;
     size_t cubin_size;
 } mj_cache_detail;
-mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out);
+MJ_API mj_status mj_cache_show(mj_cache *c, const char *key_prefix, mj_cache_detail *out);
 
 typedef struct mj_cache_stats {
     int64_t entries;
@@ -369,13 +449,14 @@ typedef struct mj_cache_stats {
     const char *journal_mode;
     const char *filesystem;
 } mj_cache_stats;
-mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out);
+MJ_API mj_status mj_cache_stat(mj_cache *c, mj_cache_stats *out);
 
 /* Checks the database and every entry's cubin hash. *bad = number of bad entries;
- * fn (may be NULL) is called for each bad one with a reason. */
+ * fn (may be NULL) is called for each bad one with a reason. checked and bad
+ * may be NULL. */
 typedef void (*mj_cache_bad_fn)(const char *key_hex, const char *reason, void *user);
-mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
-                          void *user);
+MJ_API mj_status mj_cache_verify(mj_cache *c, int64_t *checked, int64_t *bad, mj_cache_bad_fn fn,
+                                 void *user);
 
 typedef enum mj_cache_selector {
     MJ_CACHE_SELECT_KEY = 0,      /* value: key hex prefix */
@@ -386,69 +467,16 @@ typedef enum mj_cache_selector {
     MJ_CACHE_SELECT_OLDER = 5,    /* value: days since last use, decimal */
     MJ_CACHE_SELECT_ALL = 6,      /* value ignored */
 } mj_cache_selector;
-mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value, int64_t *removed);
-/* Evicts least-recently-used entries until the cubin bytes fit max_bytes. */
-mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed, int64_t *bytes_after);
+MJ_API mj_status mj_cache_remove(mj_cache *c, mj_cache_selector sel, const char *value,
+                                 int64_t *removed);
+/* Evicts least-recently-used entries until the cubin bytes fit max_bytes.
+ * removed and bytes_after may be NULL; so may remove's and import's counts. */
+MJ_API mj_status mj_cache_gc(mj_cache *c, int64_t max_bytes, int64_t *removed,
+                             int64_t *bytes_after);
 /* A consistent, compact snapshot file (usable as a MEGAJIT_CACHE_RO layer). */
-mj_status mj_cache_export(mj_cache *c, const char *file);
+MJ_API mj_status mj_cache_export(mj_cache *c, const char *file);
 /* Copies entries of a snapshot into this cache (existing keys win). */
-mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported);
-
-/* ------------------------------------------------------------- benchmarks */
-
-/* Times pre-dispatch on fresh random data (median over iters launches, CUDA events)
- * next to a device-to-device copy of the same byte count, on the current device. */
-typedef struct mj_bench_pre_dispatch_result {
-    double bytes;            /* bytes the kernel must move: BF16 in + quantized out + ids/weights */
-    double kernel_us;        /* median pre-dispatch time (check + main kernel) */
-    double kernel_gbps;      /* bytes / kernel_us */
-    double copy_us;          /* median cuMemcpyDtoD time moving the same bytes (read + write) */
-    double copy_gbps;        /* device copy bandwidth, bytes read + written */
-    double fraction_of_copy; /* kernel_gbps / copy_gbps */
-    double launch_us;        /* median zero-token pre-dispatch: the fixed cost of a launch */
-    double floor_us;         /* launch_us + copy_us: a launch that moved its bytes at copy speed */
-    double fraction_of_floor; /* floor_us / kernel_us */
-} mj_bench_pre_dispatch_result;
-mj_status mj_bench_pre_dispatch(mj_runtime *rt, mj_format fmt, int hidden, int num_tokens,
-                                int num_topk, int iters, mj_bench_pre_dispatch_result *out);
-
-/* One MegaMoE layer (swiglu, DeepSeek-V3 shape by default in the CLI) timed on
- * random weights and uniform routing (K distinct experts per token):
- * pre-dispatch once, mj_mega_moe_warmup of every rank, then the median over
- * iters steps (all ranks' launches in flight, CUDA events on the first local
- * rank's stream). nccl_comm NULL: all num_ranks ranks are emulated on this
- * GPU with the MegaMoE family's SM count divided among them, so the device
- * holds every expert's weights (DeepSeek-V3 BF16: 22.5 GB). Non-NULL (an
- * ncclComm_t of num_ranks ranks on the runtime's device): this process is one
- * rank, the buffer comes from mj_symm_buffer_create_nccl, and the call is
- * collective. Emulated ranks that fail mid-launch leave the others spinning. */
-typedef struct mj_bench_mega_moe_options {
-    mj_format weight_format; /* with dispatch_format: one supported MegaMoE pair */
-    mj_format dispatch_format;
-    int hidden;
-    int intermediate;
-    int num_experts;
-    int num_topk;
-    int num_tokens; /* per rank */
-    int iters;      /* 0 = 100 */
-    int num_ranks;
-    void *nccl_comm;
-} mj_bench_mega_moe_options;
-
-typedef struct mj_bench_mega_moe_result {
-    double kernel_us;     /* median step time */
-    double experts_hit;   /* expected distinct local experts per rank: E/R (1 - (1 - K/E)^(T R)) */
-    double weight_bytes;  /* per rank: experts_hit x 3 H I bits / 8 plus block-scale bytes */
-    double copy_gbps;     /* device copy bandwidth measured in the same call */
-    double rank_floor_us; /* weight_bytes / copy_gbps: one rank on its own GPU */
-    int ranks_on_device;  /* num_ranks when emulated, 1 with a communicator */
-    double floor_us;      /* rank_floor_us x ranks_on_device: what this device must stream */
-    double fraction_of_floor; /* floor_us / kernel_us */
-    int block_m;
-    int num_sms; /* per rank */
-} mj_bench_mega_moe_result;
-mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
-                            mj_bench_mega_moe_result *out);
+MJ_API mj_status mj_cache_import(mj_cache *c, const char *file, int64_t *imported);
 
 /* ------------------------------------------------------------ information */
 
@@ -466,7 +494,7 @@ typedef struct mj_info {
     int cache_disabled;
 } mj_info;
 /* Fills info from rt (strings owned by rt). */
-mj_status mj_runtime_info(mj_runtime *rt, mj_info *info);
+MJ_API mj_status mj_runtime_info(mj_runtime *rt, mj_info *info);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,140 @@
+/* Validation of the buffer and layer configs, and the buffer config a layer implies. */
+#include "runtime/configs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "heuristics/mega_moe_config.h"
+#include "runtime/error.h"
+#include "runtime/limits.h"
+#include "runtime/struct_size.h"
+
+mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
+    mj_shape s = {.v = {[MJ_SHAPE_HIDDEN] = c->hidden,
+                        [MJ_SHAPE_INTERMEDIATE] = c->intermediate,
+                        [MJ_SHAPE_EXPERTS] = c->num_experts,
+                        [MJ_SHAPE_TOPK] = c->num_topk,
+                        [MJ_SHAPE_RANKS] = c->num_ranks,
+                        [MJ_SHAPE_MAX_TOKENS] = c->max_tokens_per_rank,
+                        [MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format},
+                  .moe = moe};
+    mj_shape_violation v;
+    if (!mj_shape_check(&s, MJ_SHAPE_API_NAMES, &v)) return MJ_OK;
+    return mj_fail(MJ_ERR_INVALID_ARG, "%s %lld %s",
+                   mj_shape_field_name(v.field, MJ_SHAPE_API_NAMES), s.v[v.field], v.rule);
+}
+
+mj_status mj_symm_config_check(const mj_symm_config *c) {
+    return mj_symm_shape_check(c, 0);
+}
+
+mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c) {
+    return (mj_symm_config){.struct_size = sizeof(mj_symm_config),
+                            .hidden = c->hidden,
+                            .num_experts = c->num_experts,
+                            .num_topk = c->num_topk,
+                            .max_tokens_per_rank = c->max_tokens_per_rank,
+                            .dispatch_format = c->dispatch_format,
+                            .num_ranks = c->num_ranks,
+                            .intermediate = c->intermediate};
+}
+
+const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_config *b,
+                                    long long *a_value, long long *b_value) {
+    const struct {
+        const char *name;
+        long long a, b;
+    } fields[] = {
+        {"intermediate", a->intermediate, b->intermediate},
+        {"hidden", a->hidden, b->hidden},
+        {"num_experts", a->num_experts, b->num_experts},
+        {"num_topk", a->num_topk, b->num_topk},
+        {"max_tokens_per_rank", a->max_tokens_per_rank, b->max_tokens_per_rank},
+        {"num_ranks", a->num_ranks, b->num_ranks},
+        {"dispatch_format", a->dispatch_format, b->dispatch_format},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].a != fields[i].b) {
+            *a_value = fields[i].a;
+            *b_value = fields[i].b;
+            return fields[i].name;
+        }
+    return NULL;
+}
+
+int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *row) {
+    return (block_m == 8 || block_m == 16 || block_m == 32 || block_m == 64 || block_m == 128) &&
+           block_m <= mj_moe_max_block_m(row);
+}
+
+static mj_status unsupported_pair(const mj_moe_config *c) {
+    char pairs[256] = "";
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        const mj_moe_format_row *r = mj_moe_format_at(i);
+        size_t len = strlen(pairs);
+        snprintf(pairs + len, sizeof pairs - len, "%s%s/%s", i ? ", " : "",
+                 mj_format_name((mj_format)r->weight_fmt),
+                 mj_format_name((mj_format)r->dispatch_fmt));
+    }
+    const char *w = mj_format_name(c->weight_format), *d = mj_format_name(c->dispatch_format);
+    return mj_fail(MJ_ERR_INVALID_ARG,
+                   "(weight_format %s, dispatch_format %s) is not a MegaMoE format pair "
+                   "(supported weight/dispatch: %s)",
+                   w ? w : "?", d ? d : "?", pairs);
+}
+
+mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
+    if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
+    /* The shape rules of the symmetric buffer the layer runs in, intermediate
+     * required. */
+    mj_symm_config buffer = mj_symm_config_of_moe(c);
+    mj_status st = mj_symm_shape_check(&buffer, 1);
+    if (st != MJ_OK) return st;
+    if (c->rank < 0 || c->rank >= c->num_ranks)
+        return mj_fail(MJ_ERR_INVALID_ARG, "rank %d outside 0..%d (num_ranks %d)", c->rank,
+                       c->num_ranks - 1, c->num_ranks);
+    const mj_moe_format_row *r = mj_moe_format_find((int)c->weight_format, (int)c->dispatch_format);
+    if (!r) return unsupported_pair(c);
+    const char *act = mj_moe_activation_name((int)c->activation);
+    if (!act) return mj_fail(MJ_ERR_INVALID_ARG, "unknown activation %d", (int)c->activation);
+    if (!mj_moe_activation_allowed(r, (int)c->activation))
+        return mj_fail(MJ_ERR_INVALID_ARG, "activation %s is not available with the %s formats",
+                       act, r->name);
+    if (!isfinite(c->clamp) || c->clamp < 0)
+        return mj_fail(MJ_ERR_INVALID_ARG, "clamp %g must be finite and >= 0 (0 = none)",
+                       (double)c->clamp);
+    if (c->clamp > 0 && !mj_moe_activation_has_clamp((int)c->activation))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "clamp %g: only swiglu and swigluoai take a clamp (activation is %s)",
+                       (double)c->clamp, act);
+    if (c->block_m != 0 && !mj_moe_block_m_supported(c->block_m, r))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64 (or 128 "
+                       "for rows that decode into BF16; the %s row takes at most %d)",
+                       c->block_m, r->name, mj_moe_max_block_m(r));
+    if (mj_moe_stage_k(c->hidden, c->intermediate, r) == 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "hidden %d and intermediate %d share no multiple of 64 that divides both "
+                       "(the kernel streams K in stages of such a size)",
+                       c->hidden, c->intermediate);
+    if (row) *row = r;
+    return MJ_OK;
+}
+
+/* Both structs are at their first version: it is also the smallest a caller passes. */
+mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours) {
+    if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
+    *ours = (mj_symm_config)MJ_SYMM_CONFIG_INIT;
+    mj_status st = mj_struct_read(theirs, ours, sizeof *ours, sizeof *ours, "mj_symm_config");
+    return st != MJ_OK ? st : mj_symm_config_check(ours);
+}
+
+mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
+                               const mj_moe_format_row **row) {
+    if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
+    *ours = (mj_moe_config)MJ_MOE_CONFIG_INIT;
+    mj_status st = mj_struct_read(theirs, ours, sizeof *ours, sizeof *ours, "mj_moe_config");
+    return st != MJ_OK ? st : mj_moe_config_check(ours, row);
+}

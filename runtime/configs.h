@@ -1,0 +1,41 @@
+/*
+ * The buffer and MoE layer configs: validated once where they enter (buffer
+ * and weights creation, manifest layers); everything downstream takes them as
+ * valid. A layer's buffer config is derived from it, never restated.
+ */
+#ifndef MJ_CONFIGS_H
+#define MJ_CONFIGS_H
+
+#include "heuristics/moe_formats.h"
+#include "include/megajit.h"
+
+/* A caller's config as this library lays it out (runtime/struct_size.h: the
+ * fields it has, defaults for the rest), validated: what the public calls
+ * keep. The MegaMoE one also returns its format row (row may be NULL). */
+mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours);
+mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
+                               const mj_moe_format_row **row);
+
+/* Validates a symmetric buffer config against runtime/limits.h; the message
+ * names the bad field ("num_ranks 73 must be in 1..72"). */
+mj_status mj_symm_config_check(const mj_symm_config *c);
+/* The same, for the buffer of a MegaMoE layer when moe (intermediate then
+ * required, not 0). */
+mj_status mj_symm_shape_check(const mj_symm_config *c, int moe);
+
+/* The config of the symmetric buffer a MoE layer runs in. */
+mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c);
+
+/* The first field in which a and b differ (and both values), NULL when none. */
+const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_config *b,
+                                    long long *a_value, long long *b_value);
+
+/* Validates a MoE config, its buffer config included (the message names the
+ * field), and returns its format row (row may be NULL). */
+mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row);
+
+/* The token tiles the MegaMoE kernel is built for: 8, 16, 32, 64 and 128,
+ * at most mj_moe_max_block_m(row) for a format row. */
+int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *row);
+
+#endif

@@ -1,0 +1,202 @@
+#include "runtime/families/mega_moe.h"
+
+#include <string.h>
+
+#include "heuristics/mega_moe_config.h"
+#include "runtime/configs.h"
+#include "runtime/error.h"
+#include "templates/layout/moe_layout.h"
+
+static const mj_kernel_param kParams[MJ_MOE_NUM_PARAMS] = {
+#define MJ_MEGA_MOE_PARAM_ROW(id, template_name, label, kind) {template_name, label, kind},
+    MJ_MEGA_MOE_PARAMS(MJ_MEGA_MOE_PARAM_ROW)
+#undef MJ_MEGA_MOE_PARAM_ROW
+};
+
+static const mj_kernel_param kImageParams[MJ_MOE_IMAGE_NUM_PARAMS] = {
+#define MJ_MEGA_MOE_IMAGE_PARAM_ROW(id, template_name, label, kind) {template_name, label, kind},
+    MJ_MEGA_MOE_IMAGE_PARAMS(MJ_MEGA_MOE_IMAGE_PARAM_ROW)
+#undef MJ_MEGA_MOE_IMAGE_PARAM_ROW
+};
+
+static const mj_family_kernel kKernels[MJ_MOE_NUM_KERNELS] = {
+    [MJ_MOE_KERNEL_MAIN] = {"main", "mj::mega_moe_kernel", kParams, MJ_MOE_NUM_PARAMS},
+    [MJ_MOE_KERNEL_IMAGE] = {"image", "mj::mega_moe_image_kernel", kImageParams,
+                             MJ_MOE_IMAGE_NUM_PARAMS},
+};
+
+static const mj_moe_format_row *row_of(const mj_moe_config *cfg) {
+    return mj_moe_format_find((int)cfg->weight_format, (int)cfg->dispatch_format);
+}
+
+int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
+    if (cfg->block_m) return cfg->block_m;
+    int bm = mj_moe_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk);
+    /* The heuristic does not know the kernel: the FP8 kind keeps a chunk
+     * product next to each accumulator, which caps its tile lower. */
+    int cap = mj_moe_max_block_m(row_of(cfg));
+    return bm > cap ? cap : bm;
+}
+
+static mj_status check_arch(mj_arch arch) {
+    const char *arch_name = mj_arch_name(arch);
+    if (!arch_name) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
+    if (arch != MJ_ARCH_SM90A)
+        return mj_fail(MJ_ERR_UNSUPPORTED,
+                       "mega_moe: no kernel for %s (the MegaMoE kernel is built on Hopper's "
+                       "wgmma and exists for sm_90a only)",
+                       arch_name);
+    return MJ_OK;
+}
+
+mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
+                           mj_arch arch, mj_kernel_spec *out) {
+    const mj_moe_format_row *row = row_of(cfg);
+    if (!row) return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: not a MegaMoE format pair");
+    if (!mj_moe_block_m_supported(block_m, row))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "block_m %d must be 8, 16, 32, 64 or 128 (at most %d for the %s row)",
+                       block_m, mj_moe_max_block_m(row), row->name);
+    if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
+    mj_status st = check_arch(arch);
+    if (st != MJ_OK) return st;
+    const mj_moe_problem prob = {0,           cfg->num_ranks,    cfg->num_experts, cfg->num_topk,
+                                 cfg->hidden, cfg->intermediate, num_sms};
+    mj_moe_kernel_config kc;
+    if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0)
+        return mj_fail(MJ_ERR_UNSUPPORTED,
+                       "mega_moe: no kernel configuration fits hidden %d, intermediate %d, %d "
+                       "experts over %d ranks at block_m %d in shared memory",
+                       cfg->hidden, cfg->intermediate, cfg->num_experts, cfg->num_ranks, block_m);
+    /* -0 must give the same spec (and cache key) as 0: both mean no clamp. */
+    uint32_t clamp_bits = 0;
+    if (cfg->clamp > 0) memcpy(&clamp_bits, &cfg->clamp, sizeof clamp_bits);
+    mj_kernel_spec_init(out, MJ_FAMILY_MEGA_MOE, MJ_MOE_KERNEL_MAIN, arch);
+    int32_t *p = out->params;
+    out->num_params = MJ_MOE_NUM_PARAMS;
+    p[MJ_MOE_PARAM_HIDDEN] = cfg->hidden;
+    p[MJ_MOE_PARAM_INTERMEDIATE] = cfg->intermediate;
+    p[MJ_MOE_PARAM_EXPERTS] = cfg->num_experts;
+    p[MJ_MOE_PARAM_TOPK] = cfg->num_topk;
+    p[MJ_MOE_PARAM_RANKS] = cfg->num_ranks;
+    p[MJ_MOE_PARAM_MAX_TOKENS] = cfg->max_tokens_per_rank;
+    p[MJ_MOE_PARAM_WEIGHT_FMT] = row->weight_fmt;
+    p[MJ_MOE_PARAM_DISPATCH_FMT] = row->dispatch_fmt;
+    p[MJ_MOE_PARAM_L2_FMT] = row->l2_input_fmt;
+    p[MJ_MOE_PARAM_ACTIVATION] = (int32_t)cfg->activation;
+    p[MJ_MOE_PARAM_CLAMP_BITS] = (int32_t)clamp_bits;
+    p[MJ_MOE_PARAM_BLOCK_M] = kc.block_m;
+    p[MJ_MOE_PARAM_STAGE_K] = kc.stage_k;
+    p[MJ_MOE_PARAM_STAGES] = kc.stages;
+    p[MJ_MOE_PARAM_NUM_SMS] = num_sms;
+    p[MJ_MOE_PARAM_SYS_SCOPE] = cfg->num_ranks > 1 && sys_scope ? 1 : 0;
+    return MJ_OK;
+}
+
+mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, mj_arch arch, mj_kernel_spec *out) {
+    const mj_moe_format_row *row = row_of(cfg);
+    if (!row) return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: not a MegaMoE format pair");
+    mj_status st = check_arch(arch);
+    if (st != MJ_OK) return st;
+    mj_kernel_spec_init(out, MJ_FAMILY_MEGA_MOE, MJ_MOE_KERNEL_IMAGE, arch);
+    int32_t *p = out->params;
+    out->num_params = MJ_MOE_IMAGE_NUM_PARAMS;
+    p[MJ_MOE_IMAGE_PARAM_WEIGHT_FMT] = row->weight_fmt;
+    /* Only the kind shapes the image: rows of one kind share the kernel. */
+    p[MJ_MOE_IMAGE_PARAM_KIND] = row->kind;
+    p[MJ_MOE_IMAGE_PARAM_HIDDEN] = cfg->hidden;
+    p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] = cfg->intermediate;
+    p[MJ_MOE_IMAGE_PARAM_STAGE_K] = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+    return MJ_OK;
+}
+
+static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch arch,
+                            mj_kernel_spec *out) {
+    if (!req->layer)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: the request carries no MoE layer");
+    if (kernel == MJ_MOE_KERNEL_IMAGE) return mj_mega_moe_image_spec(req->layer, arch, out);
+    if (kernel != MJ_MOE_KERNEL_MAIN)
+        return mj_fail(MJ_ERR_INVALID_ARG, "unknown MegaMoE kernel %d", kernel);
+    return mj_mega_moe_spec(req->layer, mj_mega_moe_pick_block_m(req->layer, req->num_tokens),
+                            req->num_sms, req->sys_scope, arch, out);
+}
+
+/* The main kernel: one producer and two math warpgroups per CTA, one
+ * persistent CTA per SM of the rank, the dynamic shared memory its stage ring,
+ * epilogue scratch and routing tables take (MJ_MOE_SMEM_BYTES, the macro the
+ * kernel reads too). The image kernel: a CTA of 128 threads per (64-row block
+ * of the projection, K stage). */
+static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *req,
+                         mj_launch_config *out) {
+    const int32_t *p = spec->params;
+    if (spec->kernel == MJ_MOE_KERNEL_IMAGE) {
+        const int down = req->projection == MJ_PROJ_DOWN;
+        const int rows = down ? p[MJ_MOE_IMAGE_PARAM_HIDDEN] : p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE];
+        const int k = down ? p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] : p[MJ_MOE_IMAGE_PARAM_HIDDEN];
+        *out = (mj_launch_config){{(unsigned)(rows / MJ_MOE_BLOCK_ROWS),
+                                   (unsigned)(k / p[MJ_MOE_IMAGE_PARAM_STAGE_K]), 1},
+                                  {128, 1, 1},
+                                  0,
+                                  0,
+                                  0};
+        return;
+    }
+    const int kind = mj_moe_kind(p[MJ_MOE_PARAM_WEIGHT_FMT], p[MJ_MOE_PARAM_DISPATCH_FMT]);
+    const mj_moe_wimage w =
+        mj_moe_wimage_of(2 * p[MJ_MOE_PARAM_INTERMEDIATE], p[MJ_MOE_PARAM_HIDDEN],
+                         p[MJ_MOE_PARAM_STAGE_K], p[MJ_MOE_PARAM_WEIGHT_FMT]);
+    const unsigned wstage = MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf);
+    const unsigned bstage =
+        mj_moe_token_stage_bytes(kind, p[MJ_MOE_PARAM_BLOCK_M], p[MJ_MOE_PARAM_STAGE_K]);
+    const unsigned smem = MJ_MOE_SMEM_BYTES(
+        wstage, bstage, (unsigned)p[MJ_MOE_PARAM_STAGES], (unsigned)p[MJ_MOE_PARAM_BLOCK_M],
+        (unsigned)(p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS]),
+        (unsigned)p[MJ_MOE_PARAM_RANKS]);
+    *out = (mj_launch_config){
+        {(unsigned)p[MJ_MOE_PARAM_NUM_SMS], 1, 1}, {MJ_MOE_THREADS, 1, 1}, smem, 0, req->pdl};
+}
+
+/* The weight-image kernel, then every BLOCK_M a launch can pick for
+ * 0..max_tokens_per_rank tokens. The pick never decreases with the token
+ * count, so each next value is found by a binary search for the first token
+ * count past the current one. */
+static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec_fn add,
+                           void *ctx) {
+    const mj_moe_config *cfg = layer->layer;
+    /* Only sm_90a has a MegaMoE kernel, and layers whose formats are no
+     * MegaMoE pair can still use pre-dispatch on their own. */
+    if (!cfg || arch != MJ_ARCH_SM90A || !row_of(cfg)) return MJ_OK;
+    mj_status st = mj_moe_config_check(cfg, NULL);
+    mj_kernel_spec image;
+    if (st == MJ_OK) st = mj_mega_moe_image_spec(cfg, arch, &image);
+    if (st == MJ_OK) st = add(&image, ctx);
+    const int max_tokens = cfg->max_tokens_per_rank;
+    for (int tokens = 0; st == MJ_OK;) {
+        const int block_m = mj_mega_moe_pick_block_m(cfg, tokens);
+        mj_kernel_spec spec;
+        st = mj_mega_moe_spec(cfg, block_m, layer->num_sms, layer->sys_scope, arch, &spec);
+        if (st == MJ_OK) st = add(&spec, ctx);
+        int lo = tokens + 1, hi = max_tokens + 1; /* first larger pick in [lo, hi) */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (mj_mega_moe_pick_block_m(cfg, mid) > block_m)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        if (lo > max_tokens) break;
+        tokens = lo;
+    }
+    return st;
+}
+
+const mj_family_desc mj_mega_moe_family = {
+    .id = MJ_FAMILY_MEGA_MOE,
+    .name = "mega_moe",
+    .template_path = "mega_moe.cuh",
+    .kernels = kKernels,
+    .num_kernels = MJ_MOE_NUM_KERNELS,
+    .build_spec = build_spec,
+    .launch_shape = launch_shape,
+    .enumerate = enumerate,
+};

@@ -1,0 +1,307 @@
+/* The sections of cases: the matrix, BLOCK_M, CUDA graphs, negative controls, real ranks. */
+#include "tests/gpu/mega_moe/harness.h"
+
+/* ------------------------------------------------------------ sections */
+
+void test_matrix(ctx *c) {
+    const scenario *tab = g_quick ? kQuick : kMatrix;
+    size_t n = g_quick ? sizeof kQuick / sizeof kQuick[0] : sizeof kMatrix / sizeof kMatrix[0];
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        if (g_quick && i != row_index_by_name("nvfp4")) continue;
+        for (size_t s = 0; s < n; s++) {
+            run probe = {.row = mj_moe_format_at(i), .sc = tab[s], .route = route_of(&tab[s], i)};
+            char d[256];
+            describe(&probe, d, sizeof d);
+            set_case("matrix %s", d);
+            if (!mj_moe_activation_allowed(probe.row, tab[s].act)) {
+                printf("  activation not allowed for row %s: skipped by the table\n",
+                       probe.row->name);
+                continue;
+            }
+            if (out_of_time()) continue;
+            double worst = 0;
+            int ok = run_case(c, i, &tab[s], CTL_NONE, 1, &worst);
+            printf("  worst calc_diff %.3g\n", worst);
+            record(ok);
+        }
+    }
+}
+
+void test_block_m(ctx *c) {
+    const shape *sh = &c->sh;
+    size_t n = (size_t)kControlBase.tokens[0] * (size_t)sh->H;
+    uint16_t *first = xmalloc(n * 2);
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        uint64_t seed = g_rng;
+        int equal = 1, ok_all = 1, ran = 0;
+        for (size_t b = 0; b < sizeof kBlockMs / sizeof kBlockMs[0]; b++) {
+            scenario sc = kControlBase;
+            sc.block_m = kBlockMs[b];
+            set_case("block_m %s forced %d (T=%d R=1 swiglu)", mj_moe_format_at(i)->name,
+                     sc.block_m, sc.tokens[0]);
+            if (out_of_time()) continue;
+            mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(i), &sc, 0);
+            int bm = -1;
+            int ok = expect_ok(mj_mega_moe_block_m(&mc, sc.tokens[0], &bm), "mj_mega_moe_block_m");
+            if (ok && bm != sc.block_m) {
+                printf("  mj_mega_moe_block_m = %d, want the forced %d\n", bm, sc.block_m);
+                ok = 0;
+            }
+            g_rng = seed; /* the same inputs for every size */
+            double worst = 0;
+            ok &= run_case(c, i, &sc, CTL_NONE, 1, &worst);
+            printf("  calc_diff %.3g\n", worst);
+            record(ok);
+            ok_all &= ok;
+            if (!ran)
+                memcpy(first, c->y_got[0], n * 2);
+            else if (memcmp(first, c->y_got[0], n * 2))
+                equal = 0;
+            ran++;
+        }
+        if (ran > 1)
+            printf("INFO block_m %s: outputs for BLOCK_M 8/16/32/64 are %s%s\n",
+                   mj_moe_format_at(i)->name, equal ? "bitwise identical" : "NOT bitwise identical",
+                   equal ? "" : " (allowed: fp32 accumulation order; each passed the reference)");
+        (void)ok_all;
+    }
+    free(first);
+}
+
+static int check_capture_ok(mj_status st, CUresult er) {
+    int ok = expect_ok(st, "mj_mega_moe while capturing");
+    if (er != CUDA_SUCCESS) {
+        const char *name = "?";
+        cuGetErrorName(er, &name);
+        printf("  cuStreamEndCapture -> %s (something illegal during capture)\n", name);
+        ok = 0;
+    }
+    return ok;
+}
+
+/* Eager warm-up, then a capture of all ranks (R = 2: stream 1 forked from
+ * and joined back into stream 0's capture by events), 1000 replays: y equals
+ * the eager y bitwise and recv_stats grew by 1000 x the counts. */
+static void test_graph(ctx *c, int row_index, const scenario *sc) {
+    const int replays = 1000;
+    const shape *sh = &c->sh;
+    int R = sc->ranks;
+    set_case("graph %s R=%d: eager warm-up", mj_moe_format_at(row_index)->name, R);
+    if (out_of_time()) return;
+    run u;
+    uint16_t *eager[MAX_R] = {0};
+    size_t cap = (size_t)(sh->TMAX + Y_SLACK) * (size_t)sh->H;
+    CUgraph graph = NULL;
+    CUgraphExec exec = NULL;
+    CUevent fork_ev = NULL, join_ev = NULL;
+    int ok = run_setup(c, &u, row_index, sc, CTL_NONE);
+    if (ok) {
+        poison_outputs(c, &u);
+        ok = run_launch(c, &u, c->s);
+        if (ok) {
+            wait_or_die(c, c->s, R);
+            ok = run_check(c, &u, 1, 1, NULL);
+        }
+    }
+    record(ok);
+    if (!ok) goto out;
+    for (int r = 0; r < R; r++) {
+        eager[r] = xmalloc(cap * 2);
+        memcpy(eager[r], c->y_got[r], cap * 2);
+    }
+
+    set_case("graph %s R=%d: capture (nothing runs)", u.row->name, R);
+    poison_outputs(c, &u);
+    CU(cuEventCreate(&fork_ev, CU_EVENT_DISABLE_TIMING));
+    CU(cuEventCreate(&join_ev, CU_EVENT_DISABLE_TIMING));
+    CU(cuStreamBeginCapture(c->s[0], CU_STREAM_CAPTURE_MODE_GLOBAL));
+    mj_status st = MJ_OK;
+    if (R > 1) {
+        CU(cuEventRecord(fork_ev, c->s[0]));
+        for (int r = 1; r < R; r++)
+            CU(cuStreamWaitEvent(c->s[r], fork_ev, 0));
+    }
+    for (int r = 0; r < R && st == MJ_OK; r++)
+        st = mj_mega_moe(c->rt, u.buf, u.w[r], (void *)(uintptr_t)c->d_y[r], sc->tokens[r],
+                         (int32_t *)(uintptr_t)c->d_stats[r], c->s[r]);
+    if (st != MJ_OK) printf("  %s\n", mj_last_error());
+    if (R > 1)
+        for (int r = 1; r < R; r++) {
+            CU(cuEventRecord(join_ev, c->s[r]));
+            CU(cuStreamWaitEvent(c->s[0], join_ev, 0));
+        }
+    CUresult er = cuStreamEndCapture(c->s[0], &graph);
+    ok = check_capture_ok(st, er);
+    wait_or_die(c, c->s, R);
+    CU(cuMemcpyDtoH(c->y_got[0], c->d_y[0], cap * 2));
+    for (size_t i = 0; i < cap && ok; i++)
+        if (c->y_got[0][i] != POISON16) {
+            printf("  y[%zu] written during capture\n", i);
+            ok = 0;
+        }
+    record(ok);
+    if (!ok) goto out;
+    CU(cuGraphInstantiate(&exec, graph, 0));
+
+    set_case("graph %s R=%d: %d replays = eager bitwise, recv_stats x%d", u.row->name, R, replays,
+             replays);
+    double t0 = now_s();
+    for (int i = 0; i < replays; i++)
+        CU(cuGraphLaunch(exec, c->s[0]));
+    wait_or_die(c, c->s, 1);
+    double el = now_s() - t0;
+    ok = run_check(c, &u, replays, 1, NULL);
+    for (int r = 0; r < R; r++)
+        if (memcmp(eager[r], c->y_got[r], cap * 2)) {
+            size_t i = 0;
+            while (eager[r][i] == c->y_got[r][i])
+                i++;
+            printf("  rank %d differs from the eager run at element %zu: eager 0x%04x got 0x%04x\n",
+                   r, i, eager[r][i], c->y_got[r][i]);
+            ok = 0;
+        }
+    printf("  %d replays in %.3f s (%.1f us each, including launch)\n", replays, el,
+           1e6 * el / replays);
+    record(ok);
+out:
+    if (exec) CU(cuGraphExecDestroy(exec));
+    if (graph) CU(cuGraphDestroy(graph));
+    if (fork_ev) CU(cuEventDestroy(fork_ev));
+    if (join_ev) CU(cuEventDestroy(join_ev));
+    for (int r = 0; r < MAX_R; r++)
+        free(eager[r]);
+    run_teardown(&u);
+}
+
+void test_graphs(ctx *c) {
+    test_graph(c, row_index_by_name("nvfp4"), &kGraph1);
+    test_graph(c, row_index_by_name("mxfp4-a8"), &kGraph2);
+}
+
+static const char *control_name(int ctl) {
+    switch (ctl) {
+    case CTL_SWAP_GATE_UP:
+        return "swap-gate-up";
+    case CTL_NO_ROUTING_WEIGHT:
+        return "no-routing-weight";
+    case CTL_SCALE_EXPERT:
+        return "wrong-scale";
+    case CTL_SCALE_BYTE:
+        return "wrong-scale-1-byte";
+    case CTL_ALPHA:
+        return "wrong-alpha";
+    case CTL_PEERS:
+        return "wrong-peer-offset";
+    default:
+        return "none";
+    }
+}
+
+void test_controls(ctx *c) {
+    static const int ctls[] = {CTL_SWAP_GATE_UP, CTL_NO_ROUTING_WEIGHT, CTL_SCALE_EXPERT,
+                               CTL_SCALE_BYTE, CTL_ALPHA};
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        const mj_moe_format_row *row = mj_moe_format_at(i);
+        for (size_t j = 0; j < sizeof ctls / sizeof ctls[0]; j++) {
+            int ctl = ctls[j];
+            set_case("control %s %s", control_name(ctl), row->name);
+            if ((ctl == CTL_SCALE_EXPERT || ctl == CTL_SCALE_BYTE) &&
+                !mj_format_group(row->weight_fmt)) {
+                printf("  skipped: %s weights have no block scales\n", row->name);
+                continue;
+            }
+            if (out_of_time()) continue;
+            double worst = 0;
+            int passed = run_case(c, i, &kControlBase, ctl, 0, &worst);
+            if (ctl == CTL_SCALE_BYTE) {
+                printf("INFO control %s %s: calc_diff=%.3g -> %s (informational)\n",
+                       control_name(ctl), row->name, worst, passed ? "below the bar" : "detected");
+                continue;
+            }
+            printf("  control %s %s: calc_diff=%.3g -> %s\n", control_name(ctl), row->name, worst,
+                   passed ? "NOT detected" : "detected");
+            record(!passed);
+        }
+    }
+}
+
+void test_peer_control(ctx *c, const scenario *sc) {
+    int row_index = row_index_by_name("mxfp8");
+    double worst = 0;
+    set_case("control baseline: prepare + mj_jit_launch unmodified, mxfp8 R=%d", sc->ranks);
+    if (out_of_time()) return;
+    int ok = run_case(c, row_index, sc, CTL_PREPARE, 1, &worst);
+    printf("  calc_diff %.3g\n", worst);
+    record(ok);
+    if (!ok) return;
+
+    set_case("control %s mxfp8 R=%d", control_name(CTL_PEERS), sc->ranks);
+    run u;
+    if (!run_setup(c, &u, row_index, sc, CTL_PEERS)) {
+        record(0);
+        run_teardown(&u);
+        return;
+    }
+    poison_outputs(c, &u);
+    if (!run_launch(c, &u, c->s)) {
+        record(0);
+        run_teardown(&u);
+        return;
+    }
+    CUresult fault;
+    if (!wait_streams(c, c->s, sc->ranks, 20.0, &fault)) {
+        printf("  control %s R=%d: calc_diff=n/a -> detected (kernels hang; stopping, the "
+               "context cannot be recovered)\n",
+               control_name(CTL_PEERS), sc->ranks);
+        record(1);
+        finish();
+    }
+    if (fault != CUDA_SUCCESS) {
+        const char *name = "?";
+        cuGetErrorName(fault, &name);
+        printf("  control %s R=%d: calc_diff=n/a -> detected (kernel fault %s; stopping)\n",
+               control_name(CTL_PEERS), sc->ranks, name);
+        record(1);
+        finish();
+    }
+    int passed = run_check(c, &u, 1, 0, &worst);
+    printf("  control %s R=%d: calc_diff=%.3g -> %s\n", control_name(CTL_PEERS), sc->ranks, worst,
+           passed ? "NOT detected" : "detected");
+    record(!passed);
+    run_teardown(&u);
+}
+
+void test_real_ranks(ctx *c, int world) {
+    for (int i = 0; i <= mj_moe_format_count(); i++) {
+        int clamp_case = i == mj_moe_format_count();
+        int row_index = clamp_case ? row_index_by_name("nvfp4") : i;
+        scenario sc = {world, SWIGLU, 0, {0}, ROUTE_RANDOM, -1, 0, 0};
+        if (clamp_case) {
+            sc.clamp = CLAMP;
+            sc.route = ROUTE_DUP;
+            sc.alphas = 1;
+        }
+        static const int pattern[] = {64, 37, 1, 0};
+        for (int r = 0; r < world; r++)
+            sc.tokens[r] = pattern[r % 4];
+        run u = {.row = mj_moe_format_at(row_index), .sc = sc, .route = route_of(&sc, row_index)};
+        char d[256];
+        describe(&u, d, sizeof d);
+        set_case("real-ranks rank %d of %d: %s", g_real_rank, world, d);
+        if (!run_setup(c, &u, row_index, &sc, CTL_NONE)) {
+            record(0);
+            finish();
+        }
+        poison_outputs(c, &u);
+        if (!run_launch(c, &u, c->s)) {
+            record(0);
+            finish();
+        }
+        wait_or_die(c, c->s, world);
+        double worst = 0;
+        int ok = run_check(c, &u, 1, 1, &worst);
+        run_teardown(&u);
+        printf("  worst calc_diff %.3g\n", worst);
+        record(ok);
+    }
+}

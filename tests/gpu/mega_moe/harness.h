@@ -1,0 +1,226 @@
+/*
+ * What the parts of test_mega_moe share: the scenarios and shapes, the test
+ * context, one run of a case, and the functions each part offers the others.
+ */
+#ifndef MJ_GPU_MEGA_MOE_HARNESS_H
+#define MJ_GPU_MEGA_MOE_HARNESS_H
+
+#include <cuda.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apis/mega_moe_impl.h"
+#include "heuristics/moe_formats.h"
+#include "include/megajit.h"
+#include "runtime/build_pool.h"
+#include "runtime/families/mega_moe.h"
+#include "runtime/jit.h"
+#include "templates/layout/moe_layout.h"
+#include "templates/layout/symm_layout.h"
+#include "tests/gpu/check.h"
+#include "tests/reference/moe_ref.h"
+#include "tests/reference/quant.h"
+#include "tools/bench/launcher.h"
+
+enum { MAX_R = 8, Y_SLACK = 8, NUM_ROWS_MAX = 8 };
+#define POISON16 0xFFFFu
+#define CLAMP 7.0f /* 0x40E00000, exact in BF16 */
+/* ------------------------------------------------------------ the cases */
+
+enum route {
+    ROUTE_RANDOM,   /* distinct ids, one slot in ten masked */
+    ROUTE_ONE,      /* slot 0 of every token is the last expert (lives on the last rank) */
+    ROUTE_SKEW,     /* even experts only: the odd ones receive nothing */
+    ROUTE_DUP,      /* slot 1 repeats slot 0 on even tokens */
+    ROUTE_ROTATING, /* routes above rotate with the row index */
+    ROUTE_ONE_ONLY = ROUTE_ROTATING, /* slot 0 = the last expert, other slots masked */
+};
+static const char *const route_names[] = {"random", "one-expert", "odd-experts-idle",
+                                          "duplicate-ids", "one-expert-only"};
+
+enum control {
+    CTL_NONE,
+    CTL_SWAP_GATE_UP,
+    CTL_NO_ROUTING_WEIGHT,
+    CTL_SCALE_EXPERT,
+    CTL_SCALE_BYTE,
+    CTL_ALPHA,
+    CTL_PEERS,
+    CTL_PREPARE, /* no fault: the prepare + mj_jit_launch path itself */
+};
+
+typedef struct scenario {
+    int ranks;
+    int act;
+    float clamp;
+    int tokens[MAX_R];
+    int route;
+    int masked_rank; /* all top-k ids -1 on this rank; -1: none */
+    int alphas;      /* 1: random alphas and l2_act_scale (NVFP4 has non-1 alphas anyway) */
+    int block_m;     /* 0: the heuristic's */
+} scenario;
+
+#define SWIGLU MJ_ACT_SWIGLU
+#define SWIGLUOAI MJ_ACT_SWIGLUOAI
+#define SITU MJ_ACT_SITU
+
+/* Every row runs all of these: every activation (swiglu with and without
+ * clamp) at R = 1, 2, 4 and 8; tokens 0, 1 and T_max on some ranks. Token counts are chosen so each
+ * (row, scenario) needs at most two kernels (BLOCK_M follows the count). */
+static const scenario kMatrix[] = {
+    {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0},
+    {1, SWIGLU, CLAMP, {37}, ROUTE_ONE, -1, 1, 0},
+    {1, SWIGLUOAI, CLAMP, {1}, ROUTE_RANDOM, -1, 0, 0},
+    {1, SITU, 0, {64}, ROUTE_SKEW, -1, 1, 0},
+    {2, SWIGLU, 0, {64, 0}, ROUTE_RANDOM, -1, 1, 0},
+    {2, SWIGLU, CLAMP, {1, 64}, ROUTE_DUP, -1, 0, 0},
+    {2, SWIGLUOAI, CLAMP, {64, 64}, ROUTE_ONE, -1, 1, 0},
+    {2, SITU, 0, {64, 64}, ROUTE_SKEW, 1, 0, 0},
+    {4, SWIGLU, 0, {64, 0, 1, 64}, ROUTE_RANDOM, 2, 1, 0},
+    {4, SWIGLU, CLAMP, {1, 64, 64, 0}, ROUTE_DUP, -1, 0, 0},
+    {4, SWIGLUOAI, CLAMP, {64, 64, 1, 64}, ROUTE_ONE, 1, 1, 0},
+    {4, SITU, 0, {64, 1, 0, 64}, ROUTE_SKEW, -1, 0, 0},
+    {8, SWIGLU, 0, {64, 0, 1, 64, 0, 64, 64, 1}, ROUTE_SKEW, 7, 0, 0},
+    {8, SWIGLU, CLAMP, {1, 64, 64, 0, 64, 1, 0, 64}, ROUTE_RANDOM, 3, 1, 0},
+    {8, SWIGLUOAI, CLAMP, {64, 64, 1, 64, 0, 64, 1, 64}, ROUTE_DUP, -1, 0, 0},
+    {8, SITU, 0, {0, 64, 64, 1, 64, 64, 1, 0}, ROUTE_ONE, 5, 1, 0},
+};
+static const scenario kQuick[] = {
+    {2, SWIGLU, CLAMP, {8, 0}, ROUTE_RANDOM, -1, 1, 0},
+    {2, SITU, 0, {1, 8}, ROUTE_DUP, 0, 0, 0},
+};
+/* Controls, graphs and BLOCK_M sweeps reuse kernels of the matrix. */
+static const scenario kControlBase = {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0};
+static const scenario kGraph1 = {1, SWIGLU, CLAMP, {37}, ROUTE_ONE, -1, 1, 0};
+static const scenario kGraph2 = {2, SWIGLU, CLAMP, {1, 64}, ROUTE_DUP, -1, 0, 0};
+static const scenario kPeers2 = {2, SWIGLU, 0, {64, 64}, ROUTE_RANDOM, -1, 0, 0};
+static const scenario kPeers4 = {4, SWIGLU, 0, {64, 64, 64, 64}, ROUTE_RANDOM, -1, 0, 0};
+static const scenario kInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0};
+static const int kBlockMs[] = {8, 16, 32, 64};
+
+typedef struct shape {
+    int H, I, E, K, TMAX;
+} shape;
+static const shape kFull = {512, 128, 16, 4, 64};
+static const shape kQuickShape = {256, 64, 4, 2, 8};
+/* Decode timing: DeepSeek-like expert sizes, E reduced so the weights load fast. */
+static const shape kTiming = {7168, 2048, 32, 8, 8};
+/* ----------------------------------------------------------- test context */
+
+typedef struct model {
+    int built;
+    size_t w1b, w1sfb, w2b, w2sfb; /* bytes per expert */
+    uint8_t *w1, *w1_sf, *w2, *w2_sf;
+    float *ag, *au, *a2, *as;
+} model;
+
+typedef struct ctx {
+    mj_runtime *rt; /* check_device_inputs = 0: its synchronous check would deadlock ranks */
+    int device_sms;
+    shape sh;
+    CUstream s[MAX_R];
+    CUdeviceptr d_x[MAX_R], d_ids[MAX_R], d_tw[MAX_R], d_y[MAX_R], d_stats[MAX_R];
+    uint16_t *x[MAX_R], *y_ref[MAX_R], *y_got[MAX_R];
+    int32_t *ids[MAX_R];
+    float *tw[MAX_R], *tw_gpu[MAX_R];
+    uint8_t *img[MAX_R];
+    size_t img_bytes;
+    int32_t *stats_ref, *stats_got;
+    float *master_w1, *master_w2; /* fp32 [E][2I][H] and [E][H][I] */
+    model models[NUM_ROWS_MAX][2];
+    double ref_s, wait_timeout_s;
+} ctx;
+
+typedef struct run {
+    const mj_moe_format_row *row;
+    int row_index, ctl, route;
+    scenario sc;
+    model *m;
+    mj_symm_buffer *buf;
+    mj_weights *w[MAX_R];
+    int local, hot; /* experts per rank; the expert ROUTE_ONE* uses */
+} run;
+
+/* tests/gpu/test_mega_moe.c */
+extern int g_quick;
+extern int g_timing;
+extern double g_budget_s;
+extern double g_t0;
+extern int g_real_rank;
+extern void *g_comm;
+
+/* tests/gpu/mega_moe/scenarios.c */
+int mine(int r);
+/* Past the budget the remaining cases are skipped rather than letting the
+ * step's timeout kill the run before the summary. */
+int out_of_time(void);
+float rnd_sym(void);
+int row_index_by_name(const char *name);
+int sms_for_mode(int device_sms, int ranks, int quick);
+int sms_for(int device_sms, int ranks);
+int route_of(const scenario *sc, int row_index);
+mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scenario *sc, int rank);
+
+/* tests/gpu/mega_moe/precompile.c */
+/* Builds every planned kernel with the library's worker pool. */
+void precompile(void);
+
+/* tests/gpu/mega_moe/run.c */
+/* NVFP4 weights carry no global scale of their own: w is scaled so its amax is
+ * 2688 (448 * 6) and the inverse goes into the alphas, or small groups would
+ * fall into E4M3 subnormals (mjr_quantize_weights). */
+void quantize_scaled(int fmt, const float *w, int rows, int cols, float *tmp, uint8_t *data,
+                     uint8_t *sf, float *alpha);
+void model_free(model *m);
+/* Polls instead of cuStreamSynchronize so a cross-rank deadlock is reported
+ * with the case name instead of running into the step's timeout.
+ * Returns 1 done, 0 timed out; a kernel fault is returned in *fault. */
+int wait_streams(ctx *c, const CUstream *s, int n, double timeout_s, CUresult *fault);
+void wait_or_die(ctx *c, const CUstream *s, int n);
+void run_teardown(run *u);
+/* Buffer, weights, pre-dispatched inputs and the reference outputs. */
+int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl);
+void poison_outputs(ctx *c, const run *u);
+/* Launches every rank back to back, each on its own stream, after loading
+ * every rank's kernel (a load may wait for kernels already spinning). A
+ * refused launch after an accepted one leaves the accepted ranks waiting
+ * forever. */
+int run_launch(ctx *c, run *u, const CUstream *streams);
+/* Fetches y and recv_stats of every rank and compares them with the
+ * reference (stats times stats_mult, for graph replays). verbose: print the
+ * per-rank line and, on failure, the first differing element. */
+int run_check(ctx *c, const run *u, int stats_mult, int verbose, double *worst_out);
+void describe(const run *u, char *out, size_t cap);
+/* One full case: setup, poison, launch, check. Returns the check result;
+ * *worst gets the largest calc_diff over ranks. */
+int run_case(ctx *c, int row_index, const scenario *sc, int ctl, int verbose, double *worst);
+
+/* tests/gpu/mega_moe/cases.c */
+void test_matrix(ctx *c);
+/* Output must not depend on BLOCK_M beyond fp32 accumulation order: each
+ * forced size must pass against the reference; bitwise equality is reported. */
+void test_block_m(ctx *c);
+void test_graphs(ctx *c);
+/* A control passes when the numeric check fails on it. */
+void test_controls(ctx *c);
+/* Last: a wrong offset may fault or hang the kernels, which ends the context. */
+void test_peer_control(ctx *c, const scenario *sc);
+void test_real_ranks(ctx *c, int world);
+
+/* tests/gpu/mega_moe/invalid.c */
+void test_invalid(ctx *c);
+
+/* tests/gpu/mega_moe/timing.c */
+/* One decode-sized launch per row: R = 1, T = 8, median of 50 launches timed
+ * with events. Weight bytes are what the routed experts must stream once. */
+void test_timing(ctx *c);
+
+#endif /* MJ_GPU_MEGA_MOE_HARNESS_H */

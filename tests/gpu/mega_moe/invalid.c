@@ -1,0 +1,138 @@
+/* Invalid input: every refused call launches nothing. */
+#include "tests/gpu/mega_moe/harness.h"
+
+/* ---------------------------------------------------------- invalid input */
+
+static int nothing_written(ctx *c, int local) {
+    size_t cap = (size_t)(c->sh.TMAX + Y_SLACK) * (size_t)c->sh.H;
+    wait_or_die(c, c->s, 1);
+    CU(cuMemcpyDtoH(c->y_got[0], c->d_y[0], cap * 2));
+    CU(cuMemcpyDtoH(c->stats_got, c->d_stats[0], (size_t)local * 4));
+    for (size_t i = 0; i < cap; i++)
+        if (c->y_got[0][i] != POISON16) {
+            printf("  y[%zu] = 0x%04x: something was launched\n", i, c->y_got[0][i]);
+            return 0;
+        }
+    for (int i = 0; i < local; i++)
+        if (c->stats_got[i]) {
+            printf("  recv_stats[%d] = %d: something was launched\n", i, c->stats_got[i]);
+            return 0;
+        }
+    return 1;
+}
+
+static int expect_refused(mj_status st, const char *want_in_msg, int hard) {
+    const char *msg = mj_last_error();
+    printf("  -> %s: %s\n", mj_status_name(st), msg);
+    if (st != MJ_ERR_INVALID_ARG) {
+        printf("  want MJ_ERR_INVALID_ARG\n");
+        return 0;
+    }
+    if (!msg[0]) {
+        printf("  empty error message\n");
+        return 0;
+    }
+    if (want_in_msg && !strcasestr(msg, want_in_msg)) {
+        printf("  %s: the message does not name \"%s\"\n", hard ? "FAIL" : "NOTE", want_in_msg);
+        return !hard;
+    }
+    return 1;
+}
+
+/* Random MXFP8 weights for every local expert of a config (they are never
+ * used numerically: only whether the call is refused). */
+static int load_all_random(mj_weights *w, const mj_moe_config *mc, int skip_proj, int skip_expert) {
+    int H = mc->hidden, I = mc->intermediate, local = mc->num_experts / mc->num_ranks;
+    size_t n = (size_t)H * (size_t)I;
+    float *f = xmalloc(n * sizeof(float));
+    uint8_t *d = xmalloc(n), *s = xmalloc(n / 32);
+    for (size_t i = 0; i < n; i++)
+        f[i] = rnd_sym() * 0.05f;
+    int ok = 1;
+    for (int e = 0; e < local && ok; e++)
+        for (int p = 0; p < 3 && ok; p++) {
+            if (p == skip_proj && (skip_expert < 0 || skip_expert == e)) continue;
+            int rows = p == MJ_PROJ_DOWN ? H : I, cols = p == MJ_PROJ_DOWN ? I : H;
+            mjr_quantize_weights(MJ_FMT_MXFP8, f, rows, cols, d, s);
+            ok = expect_ok(mj_weights_load(w, e, (mj_projection)p, d, s, 0), "mj_weights_load");
+        }
+    free(f);
+    free(d);
+    free(s);
+    return ok;
+}
+
+void test_invalid(ctx *c) {
+    const shape *sh = &c->sh;
+    int row_index = row_index_by_name("mxfp8");
+    set_case("invalid: setup (mxfp8 R=1 T=8)");
+    run u;
+    if (!run_setup(c, &u, row_index, &kInvalid, CTL_NONE)) {
+        record(0);
+        run_teardown(&u);
+        return;
+    }
+    poison_outputs(c, &u);
+    void *y = (void *)(uintptr_t)c->d_y[0];
+    int32_t *stats = (int32_t *)(uintptr_t)c->d_stats[0];
+    int T = kInvalid.tokens[0];
+
+    set_case("invalid: weights of another config (hidden %d) with the buffer (hidden %d)",
+             sh->H == 256 ? 512 : 256, sh->H);
+    {
+        mj_moe_config mc = moe_cfg(sh, u.row, &kInvalid, 0);
+        mc.hidden = sh->H == 256 ? 512 : 256;
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+                 load_all_random(w, &mc, -1, -1);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]), "hidden", 0) &
+                 nothing_written(c, u.local);
+        if (w) mj_weights_destroy(w);
+        record(ok);
+    }
+
+    set_case("invalid: num_tokens = max_tokens_per_rank + 1 (%d)", sh->TMAX + 1);
+    record(expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, sh->TMAX + 1, stats, c->s[0]),
+                          "num_tokens", 0) &
+           nothing_written(c, u.local));
+    set_case("invalid: num_tokens = -1");
+    record(
+        expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, -1, stats, c->s[0]), "num_tokens", 0) &
+        nothing_written(c, u.local));
+
+    for (int variant = 0; variant < 2; variant++) {
+        mj_moe_config mc = moe_cfg(sh, u.row, &kInvalid, 0);
+        int skip_expert = variant ? u.local - 1 : -1;
+        if (variant)
+            set_case("invalid: every projection loaded except local expert %d's down", skip_expert);
+        else
+            set_case("invalid: only gate and up loaded (no down projection)");
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+                 load_all_random(w, &mc, MJ_PROJ_DOWN, skip_expert);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]), "down", 1) &
+                 nothing_written(c, u.local);
+        if (w) mj_weights_destroy(w);
+        record(ok);
+    }
+
+    int sms = sms_for(c->device_sms, 1), other = sms > 1 ? sms - 1 : 2;
+    set_case("invalid: buffer sized for %d SMs, MegaMoE family set to %d afterwards", sms, other);
+    int ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, other), "set num_sms");
+    if (ok)
+        ok = expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, T, stats, c->s[0]), "SM", 0) &
+             nothing_written(c, u.local);
+    record(ok);
+
+    set_case("invalid: SM count restored -> the same call runs and is correct");
+    ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms), "set num_sms") &&
+         expect_ok(mj_mega_moe(c->rt, u.buf, u.w[0], y, T, stats, c->s[0]), "mj_mega_moe");
+    if (ok) {
+        wait_or_die(c, c->s, 1);
+        ok = run_check(c, &u, 1, 1, NULL);
+    }
+    record(ok);
+    run_teardown(&u);
+}

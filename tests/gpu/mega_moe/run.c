@@ -1,0 +1,547 @@
+/* One case: models, inputs, the reference, the launch of every rank and the check. */
+#include "tests/gpu/mega_moe/harness.h"
+
+static float amax_of(const float *v, size_t n) {
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        m = fabsf(v[i]) > m ? fabsf(v[i]) : m;
+    return m > 0.0f ? m : 1.0f;
+}
+
+void quantize_scaled(int fmt, const float *w, int rows, int cols, float *tmp, uint8_t *data,
+                     uint8_t *sf, float *alpha) {
+    float s = fmt == MJ_FMT_NVFP4 ? 2688.0f / amax_of(w, (size_t)rows * (size_t)cols) : 1.0f;
+    for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
+        tmp[i] = w[i] * s;
+    if (mjr_quantize_weights(fmt, tmp, rows, cols, data, sf) != 0) {
+        printf("FATAL mjr_quantize_weights(%d, %d x %d) refused\n", fmt, rows, cols);
+        g_failed++;
+        finish();
+    }
+    *alpha = 1.0f / s;
+}
+
+static model *model_get(ctx *c, int row_index, int alphas) {
+    model *m = &c->models[row_index][alphas ? 1 : 0];
+    if (m->built) return m;
+    const shape *sh = &c->sh;
+    int fmt = mj_moe_format_at(row_index)->weight_fmt;
+    int bits = mj_format_bits(fmt), group = mj_format_group(fmt);
+    size_t H = (size_t)sh->H, I = (size_t)sh->I, E = (size_t)sh->E;
+    m->w1b = 2 * I * H * (size_t)bits / 8;
+    m->w1sfb = group ? 2 * I * (H / (size_t)group) : 0;
+    m->w2b = H * I * (size_t)bits / 8;
+    m->w2sfb = group ? H * (I / (size_t)group) : 0;
+    m->w1 = xmalloc(E * m->w1b);
+    m->w1_sf = xmalloc(E * m->w1sfb);
+    m->w2 = xmalloc(E * m->w2b);
+    m->w2_sf = xmalloc(E * m->w2sfb);
+    m->ag = xmalloc(E * sizeof(float));
+    m->au = xmalloc(E * sizeof(float));
+    m->a2 = xmalloc(E * sizeof(float));
+    m->as = xmalloc(E * sizeof(float));
+    float *tmp = xmalloc(2 * I * H * sizeof(float));
+    uint64_t saved = g_rng;
+    g_rng =
+        0x5EEDull + (uint64_t)row_index * 977 + (uint64_t)alphas; /* independent of case order */
+    for (size_t e = 0; e < E; e++) {
+        const float *w1 = c->master_w1 + e * 2 * I * H, *w2 = c->master_w2 + e * H * I;
+        uint8_t *d1 = m->w1 + e * m->w1b, *s1 = m->w1_sf + e * m->w1sfb;
+        /* gate and up get separate scales so a swapped alpha shows */
+        quantize_scaled(fmt, w1, (int)I, (int)H, tmp, d1, s1, &m->ag[e]);
+        quantize_scaled(fmt, w1 + I * H, (int)I, (int)H, tmp, d1 + m->w1b / 2, s1 + m->w1sfb / 2,
+                        &m->au[e]);
+        quantize_scaled(fmt, w2, (int)H, (int)I, tmp, m->w2 + e * m->w2b, m->w2_sf + e * m->w2sfb,
+                        &m->a2[e]);
+        m->as[e] = 1.0f;
+        if (alphas) {
+            m->ag[e] *= 0.5f + 1.5f * rnd_unit();
+            m->au[e] *= 0.5f + 1.5f * rnd_unit();
+            m->a2[e] *= 0.5f + 1.5f * rnd_unit();
+            m->as[e] = 0.5f + 1.5f * rnd_unit();
+        }
+    }
+    g_rng = saved;
+    free(tmp);
+    m->built = 1;
+    return m;
+}
+
+void model_free(model *m) {
+    free(m->w1);
+    free(m->w1_sf);
+    free(m->w2);
+    free(m->w2_sf);
+    free(m->ag);
+    free(m->au);
+    free(m->a2);
+    free(m->as);
+    memset(m, 0, sizeof *m);
+}
+
+int wait_streams(ctx *c, const CUstream *s, int n, double timeout_s, CUresult *fault) {
+    (void)c;
+    double t0 = now_s();
+    if (fault) *fault = CUDA_SUCCESS;
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < n; i++) {
+            CUresult r = cuStreamQuery(s[i]);
+            if (r == CUDA_ERROR_NOT_READY) {
+                pending++;
+            } else if (r != CUDA_SUCCESS) {
+                if (fault) {
+                    *fault = r;
+                    return 1;
+                }
+                CU(r);
+            }
+        }
+        if (!pending) return 1;
+        if (now_s() - t0 > timeout_s) {
+            printf("  %d of %d streams still busy after %.0f s:", pending, n, timeout_s);
+            for (int i = 0; i < n; i++)
+                if (cuStreamQuery(s[i]) == CUDA_ERROR_NOT_READY) printf(" rank %d", i);
+            printf("\n");
+            return 0;
+        }
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void wait_or_die(ctx *c, const CUstream *s, int n) {
+    if (wait_streams(c, s, n, c->wait_timeout_s, NULL)) return;
+    printf("FATAL [%s]: hang (ranks waiting for each other in-kernel?). The context cannot be "
+           "recovered; stopping.\n",
+           g_case);
+    g_failed++;
+    finish();
+}
+
+static void gen_rank_inputs(ctx *c, run *u, int r) {
+    const shape *sh = &c->sh;
+    int T = u->sc.tokens[r], H = sh->H, K = sh->K, E = sh->E;
+    for (int t = 0; t < T; t++) {
+        /* 1..16: large enough that the clamp at 7 bites on some tokens */
+        float amp = (float)(1u << rnd_below(5));
+        for (int i = 0; i < H; i++)
+            c->x[r][(size_t)t * H + i] = mjr_bf16_from_f32(rnd_sym() * amp);
+        int32_t *id = c->ids[r] + (size_t)t * K;
+        float *w = c->tw[r] + (size_t)t * K;
+        for (int k = 0; k < K; k++) {
+            int32_t v = -1;
+            if (r == u->sc.masked_rank) {
+                v = -1;
+            } else if (u->route == ROUTE_ONE_ONLY) {
+                v = k == 0 ? u->hot : -1;
+            } else if (u->route == ROUTE_ONE && k == 0) {
+                v = u->hot;
+            } else if (u->route == ROUTE_DUP && k == 1 && t % 2 == 0 && id[0] >= 0) {
+                v = id[0];
+            } else if (u->route == ROUTE_RANDOM && rnd_below(10) == 0) {
+                v = -1;
+            } else {
+                int dup;
+                do {
+                    v = u->route == ROUTE_SKEW  ? 2 * (int32_t)rnd_below((uint32_t)E / 2)
+                        : u->route == ROUTE_ONE ? (int32_t)rnd_below((uint32_t)E - 1)
+                                                : (int32_t)rnd_below((uint32_t)E);
+                    dup = 0;
+                    for (int j = 0; j < k; j++)
+                        dup |= id[j] == v;
+                } while (dup);
+            }
+            id[k] = v;
+            /* a masked slot's weight must never leak into y */
+            w[k] = v < 0 ? 100.0f * rnd_sym() : 0.05f + 0.95f * rnd_unit();
+        }
+    }
+    for (int i = 0; i < T * K; i++)
+        c->tw_gpu[r][i] = u->ctl == CTL_NO_ROUTING_WEIGHT ? 1.0f : c->tw[r][i];
+}
+
+void run_teardown(run *u) {
+    for (int r = 0; r < MAX_R; r++)
+        if (u->w[r]) mj_weights_destroy(u->w[r]);
+    if (u->buf) mj_symm_buffer_destroy(u->buf);
+    memset(u->w, 0, sizeof u->w);
+    u->buf = NULL;
+}
+
+/* The wrong-scale controls: +1 on the gate scale bytes of the expert every
+ * token uses, in the model the GPU loads from; the caller restores `saved`
+ * before the reference runs. Returns how many bytes were changed. */
+static int bump_scales(run *u, const shape *sh, uint8_t *saved) {
+    int group = mj_format_group(u->row->weight_fmt);
+    if (!group) return 0;
+    uint8_t *gate_sf = u->m->w1_sf + (size_t)u->hot * u->m->w1sfb;
+    memcpy(saved, gate_sf, u->m->w1sfb / 2);
+    size_t n = u->ctl == CTL_SCALE_BYTE ? 1 : (size_t)sh->I * (size_t)(sh->H / group);
+    int changed = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* 0x7e is E4M3's 448: +1 would be NaN, which the loader rightly refuses */
+        if (u->row->weight_fmt == MJ_FMT_NVFP4 && gate_sf[i] >= 0x7e) continue;
+        if (u->row->weight_fmt != MJ_FMT_NVFP4 && gate_sf[i] >= 246) continue;
+        gate_sf[i]++;
+        changed++;
+    }
+    return changed;
+}
+
+static int load_weights(ctx *c, run *u, int r) {
+    const shape *sh = &c->sh;
+    model *m = u->m;
+    int group = mj_format_group(u->row->weight_fmt);
+    for (int le = 0; le < u->local; le++) {
+        size_t e = (size_t)r * (size_t)u->local + (size_t)le;
+        const uint8_t *g = m->w1 + e * m->w1b, *up = g + m->w1b / 2;
+        const uint8_t *gs = m->w1_sf + e * m->w1sfb, *us = gs + m->w1sfb / 2;
+        if (u->ctl == CTL_SWAP_GATE_UP) {
+            const uint8_t *t = g;
+            g = up;
+            up = t;
+            t = gs;
+            gs = us;
+            us = t;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "mj_weights_load(rank %d, expert %d)", r, le);
+        if (!expect_ok(mj_weights_load(u->w[r], le, MJ_PROJ_GATE, g, group ? gs : NULL, 0), what) ||
+            !expect_ok(mj_weights_load(u->w[r], le, MJ_PROJ_UP, up, group ? us : NULL, 0), what) ||
+            !expect_ok(mj_weights_load(u->w[r], le, MJ_PROJ_DOWN, m->w2 + e * m->w2b,
+                                       group ? m->w2_sf + e * m->w2sfb : NULL, 0),
+                       what))
+            return 0;
+        float a2 = u->ctl == CTL_ALPHA ? 2.0f * m->a2[e] : m->a2[e];
+        if (!expect_ok(mj_weights_set_alphas(u->w[r], le, m->ag[e], m->au[e], a2, m->as[e]),
+                       "mj_weights_set_alphas"))
+            return 0;
+    }
+    (void)sh;
+    return 1;
+}
+
+int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
+    const shape *sh = &c->sh;
+    memset(u, 0, sizeof *u);
+    u->row_index = row_index;
+    u->row = mj_moe_format_at(row_index);
+    u->sc = *sc;
+    u->ctl = ctl;
+    u->route = route_of(sc, row_index);
+    if (ctl == CTL_SCALE_EXPERT || ctl == CTL_SCALE_BYTE) u->route = ROUTE_ONE_ONLY;
+    int R = sc->ranks;
+    u->local = sh->E / R;
+    u->hot = sh->E - 1;
+    u->m = model_get(c, row_index, sc->alphas);
+
+    int local_ranks = g_real_rank < 0 ? R : 1;
+    if (!expect_ok(
+            mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms_for(c->device_sms, local_ranks)),
+            "mj_family_set_num_sms(mega_moe)"))
+        return 0;
+    mj_symm_config cfg = {
+        sizeof cfg, sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u->row->dispatch_fmt, R, sh->I};
+    if (!expect_ok(g_comm ? mj_symm_buffer_create_nccl(c->rt, &cfg, g_comm, &u->buf)
+                          : mj_symm_buffer_create(c->rt, &cfg, &u->buf),
+                   "mj_symm_buffer_create"))
+        return 0;
+    uint8_t *saved = xmalloc(u->m->w1sfb);
+    int bumped = ctl == CTL_SCALE_EXPERT || ctl == CTL_SCALE_BYTE ? bump_scales(u, sh, saved) : 0;
+    int ok = 1;
+    for (int r = 0; r < R && ok; r++) {
+        if (!mine(r)) continue;
+        mj_moe_config mc = moe_cfg(sh, u->row, sc, r);
+        ok = expect_ok(mj_weights_create(c->rt, &mc, &u->w[r]), "mj_weights_create") &&
+             load_weights(c, u, r);
+    }
+    if (bumped) {
+        memcpy(u->m->w1_sf + (size_t)u->hot * u->m->w1sfb, saved, u->m->w1sfb / 2);
+        printf("  %d scale bytes of expert %d's gate bumped on the GPU only\n", bumped, u->hot);
+    }
+    free(saved);
+    if (!ok) return 0;
+
+    for (int r = 0; r < R; r++) {
+        int T = sc->tokens[r];
+        gen_rank_inputs(c, u, r);
+        if (T && mine(r)) {
+            CU(cuMemcpyHtoD(c->d_x[r], c->x[r], (size_t)T * sh->H * 2));
+            CU(cuMemcpyHtoD(c->d_ids[r], c->ids[r], (size_t)T * sh->K * 4));
+            CU(cuMemcpyHtoD(c->d_tw[r], c->tw_gpu[r], (size_t)T * sh->K * 4));
+        }
+    }
+    CU(cuCtxSynchronize());
+    for (int r = 0; r < R; r++) {
+        if (!mine(r)) continue;
+        char what[64];
+        snprintf(what, sizeof what, "mj_pre_dispatch(rank %d)", r);
+        if (!expect_ok(mj_pre_dispatch(c->rt, u->buf, r, (const void *)(uintptr_t)c->d_x[r],
+                                       (const int32_t *)(uintptr_t)c->d_ids[r],
+                                       (const float *)(uintptr_t)c->d_tw[r], NULL, sc->tokens[r],
+                                       c->s[r]),
+                       what))
+            return 0;
+    }
+    wait_or_die(c, c->s, R);
+
+    /* The reference reads the same quantized inputs from host images of the
+     * pre-dispatch (bit-identical to the GPU's, test_pre_dispatch checks that). */
+    double t0 = now_s();
+    int dfmt = u->row->dispatch_fmt;
+    mj_input_layout l = mj_layout_input(sh->H, sh->K, sh->TMAX, dfmt);
+    mjr_rank_input in[MAX_R];
+    uint16_t *y[MAX_R];
+    for (int r = 0; r < R; r++) {
+        memset(c->img[r], 0, c->img_bytes);
+        mjr_pre_dispatch(dfmt, sh->H, sh->K, sh->TMAX, c->x[r], c->ids[r], c->tw[r], NULL,
+                         sc->tokens[r], c->img[r]);
+        in[r] = (mjr_rank_input){
+            sc->tokens[r],
+            c->img[r] + l.x_offset,
+            mj_format_group(dfmt) ? c->img[r] + l.sf_offset : NULL,
+            dfmt == MJ_FMT_NVFP4 ? (const float *)(c->img[r] + l.x_scales_offset) : NULL,
+            (const int32_t *)(c->img[r] + l.topk_idx_offset),
+            (const float *)(c->img[r] + l.topk_w_offset),
+        };
+        y[r] = c->y_ref[r];
+    }
+    mjr_expert_weights *ew = xmalloc((size_t)sh->E * sizeof *ew);
+    for (int e = 0; e < sh->E; e++) {
+        model *m = u->m;
+        int g = m->w1sfb != 0;
+        ew[e] = (mjr_expert_weights){
+            m->w1 + (size_t)e * m->w1b,
+            g ? m->w1_sf + (size_t)e * m->w1sfb : NULL,
+            m->w2 + (size_t)e * m->w2b,
+            g ? m->w2_sf + (size_t)e * m->w2sfb : NULL,
+            m->ag[e],
+            m->au[e],
+            m->a2[e],
+            m->as[e],
+        };
+    }
+    mjr_moe_shape s = {sh->H,
+                       sh->I,
+                       sh->E,
+                       sh->K,
+                       R,
+                       sh->TMAX,
+                       u->row->weight_fmt,
+                       dfmt,
+                       u->row->l2_input_fmt,
+                       sc->act,
+                       sc->clamp > 0,
+                       sc->clamp};
+    int rc = mjr_moe_forward(&s, ew, in, y, c->stats_ref);
+    free(ew);
+    c->ref_s += now_s() - t0;
+    if (rc != 0) {
+        printf("  mjr_moe_forward -> %d (test bug: reference refused the case)\n", rc);
+        return 0;
+    }
+    return 1;
+}
+
+void poison_outputs(ctx *c, const run *u) {
+    for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
+        CU(cuMemsetD16(c->d_y[r], (unsigned short)POISON16,
+                       (size_t)(c->sh.TMAX + Y_SLACK) * c->sh.H));
+        CU(cuMemsetD32(c->d_stats[r], 0, (size_t)u->local));
+    }
+    CU(cuCtxSynchronize());
+}
+
+int run_launch(ctx *c, run *u, const CUstream *streams) {
+    for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
+        mj_status st = mj_mega_moe_warmup(c->rt, u->buf, u->w[r], u->sc.tokens[r]);
+        if (st != MJ_OK) {
+            printf("  warm-up of rank %d -> %s: %s\n", r, mj_status_name(st), mj_last_error());
+            return 0;
+        }
+    }
+    /* Real ranks: every peer's inputs are pre-dispatched and its kernel is
+     * loaded before any rank's kernel starts waiting for the others. */
+    if (g_comm && !expect_ok(mj_launcher_barrier(g_comm, u->sc.ranks), "barrier before launch"))
+        return 0;
+    for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
+        int T = u->sc.tokens[r];
+        void *y = (void *)(uintptr_t)c->d_y[r];
+        int32_t *st_ptr = (int32_t *)(uintptr_t)c->d_stats[r];
+        mj_status st;
+        if (u->ctl == CTL_PEERS || u->ctl == CTL_PREPARE) {
+            mj_kernel *k = NULL;
+            mj_launch_config lc;
+            mj_moe_args args;
+            st = mj_mega_moe_prepare(c->rt, u->buf, u->w[r], y, T, st_ptr, streams[r], &k, &lc,
+                                     &args);
+            if (st == MJ_OK && u->ctl == CTL_PEERS) {
+                /* Every peer offset collapses onto the own region, on every
+                 * rank: each rank still gets R barrier signals (all its own),
+                 * so nothing hangs, but tokens never reach remote experts.
+                 * Swapping two peers on every rank is no control: the kernel
+                 * sees a consistent relabeling (bench/RESULTS.md, first session). */
+                for (int p = 0; p < u->sc.ranks; p++)
+                    args.peers.offsets[p] = 0;
+            }
+            if (st == MJ_OK) {
+                void *params[] = {&args};
+                st = mj_jit_launch(c->rt, k, &lc, streams[r], params);
+            }
+        } else {
+            st = mj_mega_moe(c->rt, u->buf, u->w[r], y, T, st_ptr, streams[r]);
+        }
+        if (st != MJ_OK) {
+            printf("  launch of rank %d -> %s: %s\n", r, mj_status_name(st), mj_last_error());
+            if (r > 0 || g_comm) {
+                printf("FATAL [%s]: other ranks are in flight and will wait for rank %d forever\n",
+                       g_case, r);
+                g_failed++;
+                finish();
+            }
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static float bf(uint16_t b) {
+    return mjr_f32_from_bf16(b);
+}
+
+/* Prints the worst token rows of one rank (calc_diff per row) and their ids. */
+static void explain_rows(ctx *c, int r, int T) {
+    const shape *sh = &c->sh;
+    int worst[3] = {-1, -1, -1};
+    double wd[3] = {-1, -1, -1};
+    for (int t = 0; t < T; t++) {
+        double d = mjr_calc_diff(c->y_ref[r] + (size_t)t * sh->H, c->y_got[r] + (size_t)t * sh->H,
+                                 (size_t)sh->H);
+        if (isnan(d)) d = 1e9;
+        for (int j = 0; j < 3; j++)
+            if (d > wd[j]) {
+                for (int q = 2; q > j; q--) {
+                    wd[q] = wd[q - 1];
+                    worst[q] = worst[q - 1];
+                }
+                wd[j] = d;
+                worst[j] = t;
+                break;
+            }
+    }
+    for (int j = 0; j < 3 && worst[j] >= 0; j++) {
+        int t = worst[j];
+        printf("    token %d: calc_diff %.3g, ids [", t, wd[j]);
+        for (int k = 0; k < sh->K; k++)
+            printf("%s%d", k ? " " : "", c->ids[r][(size_t)t * sh->K + k]);
+        printf("] weights [");
+        for (int k = 0; k < sh->K; k++)
+            printf("%s%.3g", k ? " " : "", (double)c->tw[r][(size_t)t * sh->K + k]);
+        printf("]\n");
+    }
+}
+
+int run_check(ctx *c, const run *u, int stats_mult, int verbose, double *worst_out) {
+    const shape *sh = &c->sh;
+    int is_bf16 = u->row->weight_fmt == MJ_FMT_BF16 && u->row->dispatch_fmt == MJ_FMT_BF16;
+    double tol = is_bf16 ? 1e-4 : 1e-3, worst = 0;
+    int ok_all = 1;
+    size_t cap = (size_t)(sh->TMAX + Y_SLACK) * (size_t)sh->H;
+    for (int r = 0; r < u->sc.ranks; r++) {
+        if (!mine(r)) continue;
+        int T = u->sc.tokens[r];
+        size_t n = (size_t)T * (size_t)sh->H;
+        CU(cuMemcpyDtoH(c->y_got[r], c->d_y[r], cap * 2));
+        CU(cuMemcpyDtoH(c->stats_got + (size_t)r * u->local, c->d_stats[r], (size_t)u->local * 4));
+        size_t poison = 0, nonfinite = 0, past = 0, differ = 0, first = (size_t)-1;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t g = c->y_got[r][i];
+            if (g == POISON16)
+                poison++;
+            else if ((g & 0x7F80u) == 0x7F80u)
+                nonfinite++;
+            if (g != c->y_ref[r][i]) {
+                differ++;
+                if (first == (size_t)-1) first = i;
+            }
+        }
+        for (size_t i = n; i < cap; i++)
+            past += c->y_got[r][i] != POISON16;
+        double d = mjr_calc_diff(c->y_ref[r], c->y_got[r], n);
+        if (isnan(d) || d > worst) worst = isnan(d) ? INFINITY : d;
+        int stats_ok = 1, first_stat = -1;
+        for (int le = 0; le < u->local; le++) {
+            long long want = (long long)stats_mult * c->stats_ref[r * u->local + le];
+            if (c->stats_got[r * u->local + le] != want) {
+                stats_ok = 0;
+                if (first_stat < 0) first_stat = le;
+            }
+        }
+        int ok = d < tol && !poison && !nonfinite && !past && stats_ok;
+        ok_all &= ok;
+        if (!verbose) continue;
+        if (ok && !is_bf16) continue;
+        printf("  rank %d: T=%d calc_diff=%.3g (bar %.0e)%s, %zu of %zu elements differ bitwise", r,
+               T, d, tol, is_bf16 && d >= 1e-5 && d < tol ? " [bf16 row expected < 1e-5]" : "",
+               differ, n);
+        if (poison) printf(", %zu unwritten (poison)", poison);
+        if (nonfinite) printf(", %zu non-finite", nonfinite);
+        if (past) printf(", %zu written past num_tokens", past);
+        printf("\n");
+        if (!ok && first != (size_t)-1) {
+            size_t t = first / (size_t)sh->H, h = first % (size_t)sh->H;
+            printf(
+                "    first differing element y[%zu][%zu]: expected 0x%04x (%g) got 0x%04x (%g)\n",
+                t, h, c->y_ref[r][first], (double)bf(c->y_ref[r][first]), c->y_got[r][first],
+                (double)bf(c->y_got[r][first]));
+        }
+        if (!ok && d >= tol) explain_rows(c, r, T);
+        if (!stats_ok)
+            printf("    recv_stats[%d] (global expert %d) = %d, want %lld (x%d); all got/want:",
+                   first_stat, r * u->local + first_stat, c->stats_got[r * u->local + first_stat],
+                   (long long)stats_mult * c->stats_ref[r * u->local + first_stat], stats_mult);
+        if (!stats_ok) {
+            for (int le = 0; le < u->local; le++)
+                printf(" %d/%lld", c->stats_got[r * u->local + le],
+                       (long long)stats_mult * c->stats_ref[r * u->local + le]);
+            printf("\n");
+        }
+    }
+    if (worst_out) *worst_out = worst;
+    return ok_all;
+}
+
+void describe(const run *u, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s R=%d %s%s T=[", u->row->name, u->sc.ranks,
+                     mj_moe_activation_name(u->sc.act), u->sc.clamp > 0 ? "+clamp7" : "");
+    for (int r = 0; r < u->sc.ranks && n > 0 && (size_t)n < cap; r++)
+        n += snprintf(out + n, cap - (size_t)n, "%s%d", r ? "," : "", u->sc.tokens[r]);
+    if (n > 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, "] route=%s%s%s bm=%s", route_names[u->route],
+                 u->sc.masked_rank >= 0 ? " masked-rank" : "", u->sc.alphas ? " alphas" : "",
+                 u->sc.block_m ? "forced" : "auto");
+}
+
+int run_case(ctx *c, int row_index, const scenario *sc, int ctl, int verbose, double *worst) {
+    run u;
+    int ok = run_setup(c, &u, row_index, sc, ctl);
+    if (ok) {
+        poison_outputs(c, &u);
+        ok = run_launch(c, &u, c->s);
+        if (ok) {
+            wait_or_die(c, c->s, sc->ranks);
+            ok = run_check(c, &u, 1, verbose, worst);
+            for (int r = 0; r < sc->ranks; r++)
+                if (mine(r) && mj_mega_moe_check_errors(c->rt, u.buf, r, c->s[r]) != MJ_OK) {
+                    printf("  device error: %s\n", mj_last_error());
+                    ok = ctl != CTL_NONE && ctl != CTL_PREPARE ? ok : 0;
+                }
+        }
+    }
+    run_teardown(&u);
+    return ok;
+}
