@@ -100,7 +100,8 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
             unsigned char *stage = mj::image_stage(expert, l, down, b, s, j, nblk);
             for (int t = 0; t < 128; t++)
                 mj::image_block_stage<kKind, kFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t, ref);
+                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t,
+                                                   ref);
         }
         if (mj_format_bits(kFmt) != 4) continue;
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS; r++) {
@@ -160,39 +161,46 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                             for (int r = 0; r < 4; r++)
                                 a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
                         } else {
-                            const uint32_t word = word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
+                            const uint32_t word =
+                                word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
                             const int gi = group == 16 ? c : c / 2;
                             for (int r = 0; r < 4; r++)
-                                a[r] = mj::bf16x2_mul(mj::e2m1x2_to_bf16x2_tiny(word, r),
-                                                      mj::rebased_multiplier<kFmt>(sfe[2 * gi + (r & 1)]));
+                                a[r] = mj::bf16x2_mul(
+                                    mj::e2m1x2_to_bf16x2_tiny(word, r),
+                                    mj::rebased_multiplier<kFmt>(sfe[2 * gi + (r & 1)]));
                         }
                         for (int r = 0; r < 4; r++) {
                             float rs = 1.0f;
                             if (kFmt != MJ_FMT_BF16) {
                                 const int row = prow0 + 16 * w + g + 8 * (r & 1);
                                 const int proj = down ? 2 : b % 2;
-                                memcpy(&rs, expert + l.row_scale_offset +
-                                               4 * mj::row_scale_index(proj, l.w1.rows / 2, row),
+                                memcpy(&rs,
+                                       expert + l.row_scale_offset +
+                                           4 * mj::row_scale_index(proj, l.w1.rows / 2, row),
                                        4);
                             }
                             for (int e = 0; e < 2; e++)
-                                got[r][e] = mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
+                                got[r][e] =
+                                    mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
                         }
                     }
                     for (int r = 0; r < 4; r++)
                         for (int e = 0; e < nval; e++) {
                             const int row = 16 * w + g + 8 * (r & 1);
-                            const int k = kKind == MJ_MOE_KIND_FP8 ? 32 * c + 4 * q + 16 * (r >> 1) + e
-                                                                   : 16 * c + 2 * q + 8 * (r >> 1) + e;
+                            const int k = kKind == MJ_MOE_KIND_FP8
+                                              ? 32 * c + 4 * q + 16 * (r >> 1) + e
+                                              : 16 * c + 2 * q + 8 * (r >> 1) + e;
                             const int kg = wi.stage_k * s + k;
                             float want = element(kFmt, p, prow0 + row, kg);
                             if (group)
-                                want *= scale_value(kFmt, p.sf[(size_t)(prow0 + row) * (p.k / group) + kg / group]);
+                                want *= scale_value(
+                                    kFmt, p.sf[(size_t)(prow0 + row) * (p.k / group) + kg / group]);
                             if (got[r][e] != want && !(got[r][e] == 0 && want == 0)) {
                                 if (bad < 5)
-                                    print_message("block %d stage %d thread %d step %d reg %d elem %d: "
-                                                  "got %g want %g\n",
-                                                  b, s, t, c, r, e, (double)got[r][e], (double)want);
+                                    print_message(
+                                        "block %d stage %d thread %d step %d reg %d elem %d: "
+                                        "got %g want %g\n",
+                                        b, s, t, c, r, e, (double)got[r][e], (double)want);
                                 bad++;
                             }
                         }
@@ -205,7 +213,8 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
 template <int kKind, int kFmt> void check_shape(int hidden, int inter, int stage_k) {
     const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt);
     std::vector<unsigned char> expert(l.expert_bytes, 0xA5);
-    Projection gate = make_projection(kFmt, inter, hidden), up = make_projection(kFmt, inter, hidden);
+    Projection gate = make_projection(kFmt, inter, hidden),
+               up = make_projection(kFmt, inter, hidden);
     Projection dn = make_projection(kFmt, hidden, inter);
     write_projection<kKind, kFmt>(gate, l, 0, expert.data());
     write_projection<kKind, kFmt>(up, l, 1, expert.data());
@@ -221,11 +230,21 @@ template <int kKind, int kFmt> void check_all_shapes() {
     check_shape<kKind, kFmt>(512, 256, 256);
 }
 
-void test_bf16(void **) { check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_BF16>(); }
-void test_mxfp8(void **) { check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(); }
-void test_mxfp4_fp8(void **) { check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4>(); }
-void test_mxfp4_bf16(void **) { check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_MXFP4>(); }
-void test_nvfp4_bf16(void **) { check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_NVFP4>(); }
+void test_bf16(void **) {
+    check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_BF16>();
+}
+void test_mxfp8(void **) {
+    check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>();
+}
+void test_mxfp4_fp8(void **) {
+    check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4>();
+}
+void test_mxfp4_bf16(void **) {
+    check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_MXFP4>();
+}
+void test_nvfp4_bf16(void **) {
+    check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_NVFP4>();
+}
 
 /* The image holds exactly the checkpoint's bytes: no padding streamed. */
 void test_no_padding(void **) {
@@ -235,7 +254,8 @@ void test_no_padding(void **) {
         assert_true(sk > 0);
         const mj_moe_weight_layout l = mj_layout_moe_weights(h, i, sk, f);
         const int group = mj_format_group(f);
-        const uint64_t per = 3ull * h * i * mj_format_bits(f) / 8 + (group ? 3ull * h * i / group : 0);
+        const uint64_t per =
+            3ull * h * i * mj_format_bits(f) / 8 + (group ? 3ull * h * i / group : 0);
         assert_int_equal(l.w1.bytes + l.w2.bytes, per);
     }
 }

@@ -14,8 +14,8 @@ template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
           int kBlockM_, int kStageK_, int kStages_, int kNumSMs_, int kSysScope_>
 struct MoeConfig {
-    static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_,
-                         kTopk = kTopk_, kRanks = kRanks_, kMaxTokens = kMaxTokens_;
+    static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
+                         kRanks = kRanks_, kMaxTokens = kMaxTokens_;
     static constexpr int kWeightFmt = kWeightFmt_, kDispatchFmt = kDispatchFmt_, kL2Fmt = kL2Fmt_;
     static constexpr int kActivation = kActivation_;
     static constexpr unsigned kClampBits = kClampBits_;
@@ -27,20 +27,26 @@ struct MoeConfig {
     static constexpr int kKind = kDispatchFmt == MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8 : MJ_MOE_KIND_BF16;
     static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
     static constexpr int kTokenBytes = kFp8 ? 1 : 2;
-    static constexpr int kWBits = kWeightFmt == MJ_FMT_BF16 ? 16 : kWeightFmt == MJ_FMT_MXFP8 ? 8 : 4;
-    static constexpr int kWGroup = kWeightFmt == MJ_FMT_BF16 ? 0 : kWeightFmt == MJ_FMT_NVFP4 ? 16 : 32;
+    static constexpr int kWBits = kWeightFmt == MJ_FMT_BF16    ? 16
+                                  : kWeightFmt == MJ_FMT_MXFP8 ? 8
+                                                               : 4;
+    static constexpr int kWGroup = kWeightFmt == MJ_FMT_BF16    ? 0
+                                   : kWeightFmt == MJ_FMT_NVFP4 ? 16
+                                                                : 32;
     static constexpr bool kW4 = kWBits == 4;
 
     /* Weight image geometry (mj_moe_wimage, here as constants). */
-    static constexpr int kBlocks1 = 2 * kInter / MJ_MOE_BLOCK_ROWS, kBlocks2 = kHidden / MJ_MOE_BLOCK_ROWS;
+    static constexpr int kBlocks1 = 2 * kInter / MJ_MOE_BLOCK_ROWS,
+                         kBlocks2 = kHidden / MJ_MOE_BLOCK_ROWS;
     static constexpr int kTasks1 = (kBlocks1 + 3) / 4, kTasks2 = (kBlocks2 + 3) / 4;
-    static constexpr int kUnits1 = kBlocks1 / 2;       // warpgroup units of GEMM 1 (64 intermediates)
+    static constexpr int kUnits1 = kBlocks1 / 2; // warpgroup units of GEMM 1 (64 intermediates)
     static constexpr int kUnits2 = (kBlocks2 + 1) / 2; // warpgroup units of GEMM 2 (<= 128 rows)
     static constexpr int kStages1 = kHidden / kStageK, kStages2 = kInter / kStageK;
     static constexpr mj_u32 kBlkData = MJ_MOE_BLOCK_ROWS * kStageK * kWBits / 8;
     static constexpr mj_u32 kBlkSf = kWGroup ? MJ_MOE_BLOCK_ROWS * kStageK / kWGroup : 0;
     static constexpr mj_u32 kWStage = 4 * (kBlkData + kBlkSf);
-    static constexpr mj_u64 kTaskBytes1 = (mj_u64)kStages1 * kWStage, kTaskBytes2 = (mj_u64)kStages2 * kWStage;
+    static constexpr mj_u64 kTaskBytes1 = (mj_u64)kStages1 * kWStage,
+                            kTaskBytes2 = (mj_u64)kStages2 * kWStage;
     static constexpr mj_u64 kW1Bytes = (mj_u64)kStages1 * kBlocks1 * (kBlkData + kBlkSf);
     static constexpr mj_u64 kW2Bytes = (mj_u64)kStages2 * kBlocks2 * (kBlkData + kBlkSf);
     static constexpr mj_u64 kRowScaleOffset = (kW1Bytes + kW2Bytes + 15) / 16 * 16;
@@ -54,7 +60,8 @@ struct MoeConfig {
     /* Token tiles. */
     static constexpr mj_u32 kBData = kBlockM * kStageK * kTokenBytes;
     static constexpr mj_u32 kBStage = kBData + (kFp8 ? kStageK / 32 * kBlockM * 4 : 0);
-    static constexpr mj_u64 kTile1 = (mj_u64)kStages1 * kBStage, kTile2 = (mj_u64)kStages2 * kBStage;
+    static constexpr mj_u64 kTile1 = (mj_u64)kStages1 * kBStage,
+                            kTile2 = (mj_u64)kStages2 * kBStage;
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
@@ -63,10 +70,10 @@ struct MoeConfig {
     static constexpr mj_u32 kEpiBytes = (mj_u32)kBlockM * 272u; // also 128 x bf16 at pitch 136
     static constexpr mj_u32 kSmemRing = 0, kSmemEpi = kStages * kRingStage;
     static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
-    static constexpr mj_u32 kSmemBars = kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
-    static constexpr mj_u32 kSmemBytes = MJ_MOE_SMEM_BYTES(kWStage, kBStage, (mj_u32)kStages,
-                                                           (mj_u32)kBlockM, (mj_u32)kLocal,
-                                                           (mj_u32)kRanks);
+    static constexpr mj_u32 kSmemBars =
+        kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
+    static constexpr mj_u32 kSmemBytes = MJ_MOE_SMEM_BYTES(
+        kWStage, kBStage, (mj_u32)kStages, (mj_u32)kBlockM, (mj_u32)kLocal, (mj_u32)kRanks);
     static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 16, "shared-memory map");
 
     static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
@@ -76,7 +83,8 @@ struct MoeConfig {
                   "BLOCK_M");
     static_assert(!kFp8 || kBlockM <= 64, "the FP8 kind keeps two chunk products in registers");
     static_assert(kBlkData % 2048 == 0, "a block's stage is whole 16-byte chunks of 128 threads");
-    static_assert(!kFp8 || kWeightFmt == MJ_FMT_MXFP8 || kWeightFmt == MJ_FMT_MXFP4, "FP8 kind weights");
+    static_assert(!kFp8 || kWeightFmt == MJ_FMT_MXFP8 || kWeightFmt == MJ_FMT_MXFP4,
+                  "FP8 kind weights");
     static_assert(kFp8 || kWeightFmt != MJ_FMT_MXFP8, "MXFP8 weights take the FP8 kind");
 };
 

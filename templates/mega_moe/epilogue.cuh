@@ -48,10 +48,9 @@ template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], flo
 }
 
 template <class C>
-__device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, int unit,
-                                            float (&gate)[C::kBlockM / 2],
-                                            float (&up)[C::kBlockM / 2], const MathThread &m,
-                                            float *scratch) {
+__device__ __forceinline__ void
+epilogue_l1(const Launch<C> &L, const Task &k, int unit, float (&gate)[C::kBlockM / 2],
+            float (&up)[C::kBlockM / 2], const MathThread &m, float *scratch) {
     scale_rows(gate, row_scales(L, k.local, MJ_MOE_BLOCK_ROWS * unit, m));
     scale_rows(up, row_scales(L, k.local, C::kInter + MJ_MOE_BLOCK_ROWS * unit, m));
     const float ag = L.args->l1_alpha_gate[k.local], au = L.args->l1_alpha_up[k.local];
@@ -77,7 +76,8 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {
         const int col = item / kPerCol, grp = item % kPerCol;
         float v[kGroup];
-        const float4 *src = reinterpret_cast<const float4 *>(scratch + col * C::kEpiStride + grp * kGroup);
+        const float4 *src =
+            reinterpret_cast<const float4 *>(scratch + col * C::kEpiStride + grp * kGroup);
 #pragma unroll
         for (int i = 0; i < kGroup / 4; i++) {
             const float4 f = src[i];
@@ -100,9 +100,11 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
                 pack_e4m3x8(v + 8 * i, inv, q + 2 * i);
             *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk)) =
                 make_uint4(q[0], q[1], q[2], q[3]);
-            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 16)) =
+            *reinterpret_cast<uint4 *>(stage +
+                                       mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 16)) =
                 make_uint4(q[4], q[5], q[6], q[7]);
-            reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] = ue8m0_value(e);
+            reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] =
+                ue8m0_value(e);
         } else {
             moe::quantize_l2_bf16<C::kFp8 ? MJ_FMT_BF16 : C::kL2Fmt>(v, kGroup);
 #pragma unroll
@@ -112,7 +114,8 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
                 for (int i = 0; i < 4; i++)
                     q[i] = (mj_u32)bf16_from_f32(v[8 * h + 2 * i]) |
                            ((mj_u32)bf16_from_f32(v[8 * h + 2 * i + 1]) << 16);
-                *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 8 * h)) =
+                *reinterpret_cast<uint4 *>(
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 8 * h)) =
                     make_uint4(q[0], q[1], q[2], q[3]);
             }
         }
@@ -124,14 +127,14 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
 }
 
 template <class C>
-__device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, int nb,
-                                            float (&acc0)[C::kBlockM / 2],
-                                            float (&acc1)[C::kBlockM / 2],
-                                            const MathThread &m, unsigned short *scratch) {
+__device__ __forceinline__ void
+epilogue_l2(const Launch<C> &L, const Task &k, int nb, float (&acc0)[C::kBlockM / 2],
+            float (&acc1)[C::kBlockM / 2], const MathThread &m, unsigned short *scratch) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
     const int first = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
     scale_rows(acc0, row_scales(L, k.local, 2 * C::kInter + first, m));
-    if (nb > 1) scale_rows(acc1, row_scales(L, k.local, 2 * C::kInter + first + MJ_MOE_BLOCK_ROWS, m));
+    if (nb > 1)
+        scale_rows(acc1, row_scales(L, k.local, 2 * C::kInter + first + MJ_MOE_BLOCK_ROWS, m));
     const float alpha = L.args->l2_alpha[k.local];
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
@@ -144,10 +147,13 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, i
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;
         const mj_u32 *meta = L.meta_row(k.tile, col);
-        const int home = (int)ld_cg(meta), token = (int)ld_cg(meta + 1), slot = (int)ld_cg(meta + 2);
+        const int home = (int)ld_cg(meta), token = (int)ld_cg(meta + 1),
+                  slot = (int)ld_cg(meta + 2);
         unsigned short *dst = peer_ptr(L.peers(), home, L.combine) +
-                              ((mj_u64)slot * C::kMaxTokens + (mj_u64)token) * C::kHidden + h0 + 8 * ch;
-        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(scratch + col * kPitch + 8 * ch);
+                              ((mj_u64)slot * C::kMaxTokens + (mj_u64)token) * C::kHidden + h0 +
+                              8 * ch;
+        *reinterpret_cast<uint4 *>(dst) =
+            *reinterpret_cast<const uint4 *>(scratch + col * kPitch + 8 * ch);
     }
     fence_scope<C::kSys>();
     warpgroup_sync(1 + m.wg);

@@ -65,10 +65,10 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
  * blocks (a missing block's product and accumulator are garbage nobody reads:
  * no branch). */
 template <class C>
-__device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2],
-                                        float (&p0)[C::kBlockM / 2], float (&p1)[C::kBlockM / 2],
-                                        const unsigned char *st, int nblk, int c,
-                                        const MathThread &m) {
+__device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
+                                        float (&acc1)[C::kBlockM / 2], float (&p0)[C::kBlockM / 2],
+                                        float (&p1)[C::kBlockM / 2], const unsigned char *st,
+                                        int nblk, int c, const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
                               (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
@@ -104,10 +104,9 @@ template <int kBlockM, int kSteps> constexpr int fp8_batch() {
 }
 
 template <class C, int kNumStages>
-__device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk,
-                                             const MathThread &m, const Launch<C> &L,
-                                             float (&acc0)[C::kBlockM / 2],
-                                             float (&acc1)[C::kBlockM / 2]) {
+__device__ __forceinline__ void
+mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
+             float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
     constexpr int kBatch = fp8_batch<C::kBlockM, kSteps>();
 #pragma unroll
@@ -136,7 +135,8 @@ __device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, in
                     if (C::kW4) {
                         if (c % 2 == 0) {
                             const uint4 v = lds128(wd + (c / 2) * 2048 + m.t * 16);
-                            words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z, words[b][3] = v.w;
+                            words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z,
+                            words[b][3] = v.w;
                         }
                         e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], a[j][b][0], a[j][b][2]);
                         e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], a[j][b][1], a[j][b][3]);
@@ -167,10 +167,9 @@ __device__ __forceinline__ void mainloop_fp8(const Ring<C> &ring, mj_u32 &it, in
 }
 
 template <class C, int kNumStages>
-__device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk,
-                                              const MathThread &m, const Launch<C> &L,
-                                              float (&acc0)[C::kBlockM / 2],
-                                              float (&acc1)[C::kBlockM / 2]) {
+__device__ __forceinline__ void
+mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
+              float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
     // Fragment sets in flight: step c decodes into set c % kSets while the
@@ -195,7 +194,8 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
                 const unsigned char *wd = st + (mj_u32)(2 * m.wg + b) * C::kBlkData;
                 if (!C::kW4) {
                     const uint4 v = lds128(wd + c * 2048 + m.t * 16);
-                    a[c % kSets][b][0] = v.x, a[c % kSets][b][1] = v.y, a[c % kSets][b][2] = v.z, a[c % kSets][b][3] = v.w;
+                    a[c % kSets][b][0] = v.x, a[c % kSets][b][1] = v.y, a[c % kSets][b][2] = v.z,
+                          a[c % kSets][b][3] = v.w;
                     continue;
                 }
                 if (c % 4 == 0) {
@@ -214,7 +214,8 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
                 const mj_u32 word = words[b][c % 4];
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    a[c % kSets][b][i] = bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
+                    a[c % kSets][b][i] =
+                        bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
             }
             mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
             fence_frag(a[c % kSets][0]);
@@ -225,7 +226,8 @@ __device__ __forceinline__ void mainloop_bf16(const Ring<C> &ring, mj_u32 &it, i
             WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[c % kSets][1], desc);
             wgmma_commit();
             wgmma_wait<kSets - 1>();
-            // The previous stage's last wgmma is done once kSets - 1 steps of this one are in flight.
+            // The previous stage's last wgmma is done once kSets - 1 steps of this one are in
+            // flight.
             if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
         }
         prev_slot = slot;

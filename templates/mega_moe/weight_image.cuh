@@ -134,7 +134,8 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
     } else if (kKind == MJ_MOE_KIND_FP8) {
         const int r = row + 8 * (j & 1), ka = k0 + 32 * (2 * c + (j >> 1)) + 4 * q;
         for (int i = 0; i < 4; i++) {
-            const mj_u32 lo = ck_element<kFmt>(m, r, ka + i), hi = ck_element<kFmt>(m, r, ka + 16 + i);
+            const mj_u32 lo = ck_element<kFmt>(m, r, ka + i),
+                         hi = ck_element<kFmt>(m, r, ka + 16 + i);
             v |= (lo & 7u) << (4 * i) | (hi & 7u) << (16 + 4 * i);
             v |= (lo >> 3) << (8 * i + 7) | (hi >> 3) << (8 * i + 3);
         }
@@ -227,8 +228,9 @@ __global__ void __launch_bounds__(128)
     image_block_stage<kKind, kWeightFmt>(m, down ? l.w2 : l.w1, nblk, stage, j, row0, kStageK * s,
                                          t, ref);
     if (mj_format_bits(kWeightFmt) == 4 && s == 0 && t < MJ_MOE_BLOCK_ROWS)
-        reinterpret_cast<float *>(args.expert + l.row_scale_offset)[row_scale_index(
-            args.projection, kInter, row0 + t)] = kRebased ? rebased_row_scale<kWeightFmt>(ref[t]) : 1.0f;
+        reinterpret_cast<float *>(
+            args.expert + l.row_scale_offset)[row_scale_index(args.projection, kInter, row0 + t)] =
+            kRebased ? rebased_row_scale<kWeightFmt>(ref[t]) : 1.0f;
 }
 #endif
 
