@@ -93,12 +93,22 @@ void mj_weights_destroy(mj_weights *w) {
     free(w);
 }
 
+/* The BF16 path divides each MXFP4 row's scales by a power of two near their
+ * largest (templates/mega_moe/weight_image.cuh): a row whose scale exponents
+ * spread by more than this would decode its smallest weights to BF16
+ * subnormals. */
+#define MX_ROW_SPAN_MAX 126
+
 static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                               const unsigned char *sf, int rows, int groups) {
     int fmt = (int)w->cfg.weight_format;
-    for (int r = 0; r < rows; r++)
+    int rebased = fmt == MJ_FORMAT_MXFP4 && w->format->kind == MJ_MOE_KIND_BF16;
+    for (int r = 0; r < rows; r++) {
+        unsigned lo = 255, hi = 0;
         for (int g = 0; g < groups; g++) {
             unsigned b = sf[(size_t)r * (size_t)groups + (size_t)g];
+            lo = b < lo ? b : lo;
+            hi = b > hi ? b : hi;
             if (fmt == MJ_FORMAT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
@@ -111,6 +121,14 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                                "scale bytes must be %d..%d)",
                                e, kProjectionNames[proj], b, r, g, MX_SCALE_MIN, MX_SCALE_MAX);
         }
+        if (rebased && hi - lo > MX_ROW_SPAN_MAX)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "mj_weights_load: local expert %d %s: row %d's scale bytes span %u..%u; "
+                           "with %s tokens a row's MX scales must lie within %d of each other "
+                           "(its smallest weights would leave BF16's normal range)",
+                           e, kProjectionNames[proj], r, lo, hi,
+                           mj_format_name(w->cfg.dispatch_format), MX_ROW_SPAN_MAX);
+    }
     return MJ_OK;
 }
 

@@ -322,7 +322,8 @@ typedef enum mj_projection {
  * kernel's layout by the MegaMoE weight-image kernel, on a stream of the
  * weights' own; like the main kernels it comes from the cache or a compile
  * (a manifest lists it). MX weight scales must keep every decoded weight
- * exact in BF16 (bytes 3..246). */
+ * exact in BF16: bytes 3..246, and with BF16 tokens (mxfp4-a16) each row's
+ * bytes within 126 of each other. */
 MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
                                  const void *data, const void *scales, int from_device);
 
