@@ -43,13 +43,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/limits.h"
+#include "apis/manifest_impl.h"
 #include "include/megajit.h"
 #include "runtime/configs.h"
 #include "runtime/error.h"
 #include "runtime/families/family.h"
 #include "runtime/jit.h"
 #include "runtime/kernel_spec.h"
+#include "runtime/limits.h"
 #include "runtime/utf8.h"
 
 enum { MAX_ARCHS = 8 };
@@ -503,6 +504,10 @@ void mj_manifest_destroy(mj_manifest *m) {
 
 size_t mj_manifest_kernel_count(const mj_manifest *m) {
     return m ? m->kernels.count : 0;
+}
+
+const mj_kernel_spec *mj_manifest_kernel_spec(const mj_manifest *m, size_t i) {
+    return m && i < m->kernels.count ? &m->kernels.items[i].spec : NULL;
 }
 
 const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i) {

@@ -22,8 +22,14 @@ static int valid_routing(int num_tokens, int num_ranks, int num_experts, int top
 }
 
 int mj_moe_max_block_m(const mj_moe_format_row *fmt) {
-    /* The FP8 kind keeps a chunk product next to each accumulator. */
-    return fmt && fmt->kind == MJ_MOE_KIND_FP8 ? 64 : MJ_MOE_MAX_BLOCK_M;
+    /* The FP8 kind keeps a chunk product next to each accumulator, and E2M1
+     * decoded to BF16 needs its words and multipliers beside them: 128-token
+     * tiles fit the registers only for BF16 weights (tests/test_mega_moe_build.c
+     * checks every preset variant builds without spills). */
+    if (!fmt) return MJ_MOE_MAX_BLOCK_M;
+    return fmt->kind == MJ_MOE_KIND_FP8 || mj_format_bits(fmt->weight_fmt) == 4
+               ? 64
+               : MJ_MOE_MAX_BLOCK_M;
 }
 
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk) {
@@ -41,7 +47,11 @@ int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk) {
 
 int mj_moe_stage_k(int hidden, int intermediate, const mj_moe_format_row *fmt) {
     if (!fmt) return 0;
-    return mj_moe_stage_k_of(hidden, intermediate, fmt->weight_fmt, mj_moe_max_block_m(fmt),
+    /* BF16-kind stages are sized for 128-token tiles whatever the row's cap:
+     * 16 K16 steps of E2M1 decode unrolled in one stage do not fit the
+     * registers (tests/test_mega_moe_build.c). */
+    int tile = fmt->kind == MJ_MOE_KIND_BF16 ? MJ_MOE_MAX_BLOCK_M : mj_moe_max_block_m(fmt);
+    return mj_moe_stage_k_of(hidden, intermediate, fmt->weight_fmt, tile,
                              mj_moe_token_bytes(fmt->kind), MAX_STAGE_BYTES);
 }
 

@@ -184,9 +184,9 @@ static mj_moe_problem problem(int tokens) {
 
 static void test_stage_k(void **state) {
     (void)state;
-    /* four 64-row weight blocks and the largest token tile, each within 32 KB:
-     * FP4 weights with E4M3 tokens (<= 64 a tile) 256, with BF16 tokens (<= 128)
-     * 128; FP8 128; BF16 64 */
+    /* four 64-row weight blocks and a token tile (<= 64 E4M3 tokens, 128 BF16
+     * ones) each within 32 KB: FP4 weights with E4M3 tokens 256, with BF16
+     * tokens 128; FP8 128; BF16 64 */
     const mj_moe_format_row *a8 = mj_moe_format_by_name("mxfp4-a8");
     assert_int_equal(mj_moe_stage_k(7168, 2048, a8), 256);
     assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("mxfp4-a16")), 128);

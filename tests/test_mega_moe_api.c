@@ -334,11 +334,11 @@ static void test_manifest_presets(void **state) {
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
          "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1> sm_90a",
-         5},
+         4},
         {"gpt-oss-120b-ep1",
          "mega_moe.main<H=3072,I=3072,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a",
-         5},
+         4},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;

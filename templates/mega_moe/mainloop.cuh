@@ -174,9 +174,9 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
     // Fragment sets in flight: step c decodes into set c % kSets while the
     // wgmmas of the kSets - 1 steps before it run.
-    constexpr int kSets = C::kBlockM >= 128 ? 2 : 4;
+    constexpr int kSets = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32) ? 2 : 4;
     static_assert(kSteps >= kSets, "a stage holds at least kSets K16 steps");
-    // (128-token tiles keep 2: four sets do not fit beside 128 accumulators.)
+    // (Wide tiles keep 2: four sets do not fit beside their accumulators.)
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;

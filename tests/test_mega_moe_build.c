@@ -1,0 +1,174 @@
+/*
+ * Every MegaMoE kernel a deployment can request builds the way it was tuned:
+ * for each embedded preset, plus a DeepSeek-V3 layer of each format row the
+ * presets do not cover, every kernel of the manifest is compiled with NVRTC
+ * for sm_90a with ptxas's resource report, and the report must show no
+ * local-memory spills, no stack frame in the main kernel and no "wgmma
+ * serialized" warning (C7510-C7520). The PTX of one main kernel per tensor-core
+ * path must hold the instructions the design rests on: register-A wgmma of the
+ * path's type and 1-D bulk copies completing on mbarriers. (The SASS itself,
+ * QGMMA/HGMMA, LDS.128 and UBLKCP, is inspected with cuobjdump where one is at
+ * hand: bench/RESULTS.md.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "apis/manifest_impl.h"
+#include "include/megajit.h"
+#include "runtime/families/family.h"
+#include "runtime/nvrtc_lib.h"
+#include "runtime/templates.h"
+
+static const char kExtraLayers[] =
+    "{\"archs\": [\"sm_90a\"], \"layers\": ["
+    "{\"name\": \"dsv3-bf16\", \"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, "
+    "\"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, \"weight_format\": \"bf16\", "
+    "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"},"
+    "{\"name\": \"dsv3-nvfp4-a16\", \"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, "
+    "\"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, \"weight_format\": \"nvfp4\", "
+    "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}";
+
+static const char *const kOptions[] = {"--gpu-architecture=sm_90a", "-std=c++20", "-default-device",
+                                       "--fmad=false", "--ptxas-options=-v"};
+#define NUM_OPTIONS (int)(sizeof kOptions / sizeof kOptions[0])
+
+typedef struct sources {
+    const char *names[256], *texts[256];
+    int count;
+} sources;
+
+static void embedded(sources *s) {
+    assert_true(mj_embedded_template_count <= 256);
+    s->count = (int)mj_embedded_template_count;
+    for (int i = 0; i < s->count; i++) {
+        s->names[i] = mj_embedded_templates[i].path;
+        s->texts[i] = mj_embedded_templates[i].text;
+    }
+}
+
+/* The compile input of one spec (source and name expression in the buffers). */
+static mj_compile_input input_of(const mj_kernel_spec *spec, const sources *s, char *source,
+                                 size_t source_cap, char *name, size_t name_cap) {
+    const mj_family_desc *d = mj_family_get((mj_family)spec->family);
+    assert_non_null(d);
+    assert_true(mj_family_name_expression(spec, name, name_cap) > 0);
+    snprintf(source, source_cap, "#include \"%s\"\n", d->template_path);
+    mj_compile_input in = {"build_check.cu", source,   name,     s->names,
+                           s->texts,         s->count, kOptions, NUM_OPTIONS};
+    return in;
+}
+
+/* ptxas's report of a clean build: every "bytes spill" count 0, no serialized wgmma. */
+static void check_report(const char *name, const char *log, int main_kernel) {
+    if (strstr(log, "C751") || strstr(log, "C752"))
+        fail_msg("%s: ptxas serializes wgmma:\n%s", name, log);
+    const char *s = log;
+    while ((s = strstr(s, " bytes spill ")) != NULL) {
+        const char *d = s;
+        while (d > log && d[-1] == ' ')
+            d--;
+        if (d == log || d[-1] != '0' || (d - 1 > log && d[-2] >= '0' && d[-2] <= '9'))
+            fail_msg("%s: ptxas reports spills:\n%s", name, log);
+        s += 13;
+    }
+    if (main_kernel && !strstr(log, " 0 bytes stack frame"))
+        fail_msg("%s: the main kernel has a stack frame:\n%s", name, log);
+}
+
+static int built = 0;
+
+static void check_manifest(mj_manifest *m, const sources *s) {
+    for (size_t i = 0; i < mj_manifest_kernel_count(m); i++) {
+        const mj_kernel_spec *spec = mj_manifest_kernel_spec(m, i);
+        if (spec->family != MJ_FAMILY_MEGA_MOE) continue;
+        char source[256], name[512];
+        mj_compile_input in = input_of(spec, s, source, sizeof source, name, sizeof name);
+        mj_compile_output out;
+        if (mj_nvrtc_compile(&in, &out) != MJ_OK)
+            fail_msg("%s does not compile: %.2000s", name, mj_last_error());
+        check_report(name, out.log, strstr(name, "mega_moe_kernel<") != NULL);
+        printf("clean: %s (%.1f s)\n", name, out.milliseconds / 1e3);
+        mj_compile_output_free(&out);
+        built++;
+    }
+}
+
+static void test_presets_build_clean(void **state) {
+    (void)state;
+    sources s;
+    embedded(&s);
+    for (const char *const *p = mj_manifest_preset_names(); *p; p++) {
+        mj_manifest *m = NULL;
+        assert_int_equal(mj_manifest_preset(*p, &m), MJ_OK);
+        assert_int_equal(mj_manifest_set_archs(m, "sm_90a"), MJ_OK);
+        check_manifest(m, &s);
+        mj_manifest_destroy(m);
+    }
+    mj_manifest *m = NULL;
+    if (mj_manifest_parse(kExtraLayers, &m) != MJ_OK) fail_msg("%s", mj_last_error());
+    check_manifest(m, &s);
+    mj_manifest_destroy(m);
+    assert_true(built >= 20);
+}
+
+/* PTX of the first main kernel of a manifest with one layer of (w, d). */
+static char *main_kernel_ptx(const char *weight, const char *dispatch, const sources *s) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 7168, \"intermediate\": 2048, "
+             "\"experts\": 256, \"topk\": 8, \"ranks\": 1, \"max_tokens_per_rank\": 64, "
+             "\"weight_format\": \"%s\", \"dispatch_format\": \"%s\", \"activation\": "
+             "\"swiglu\"}]}",
+             weight, dispatch);
+    mj_manifest *m = NULL;
+    if (mj_manifest_parse(json, &m) != MJ_OK) fail_msg("%s", mj_last_error());
+    char *ptx = NULL;
+    for (size_t i = 0; i < mj_manifest_kernel_count(m) && !ptx; i++) {
+        const mj_kernel_spec *spec = mj_manifest_kernel_spec(m, i);
+        char source[256], name[512];
+        if (spec->family != MJ_FAMILY_MEGA_MOE) continue;
+        mj_compile_input in = input_of(spec, s, source, sizeof source, name, sizeof name);
+        if (!strstr(name, "mega_moe_kernel<")) continue;
+        if (mj_nvrtc_ptx(&in, "compute_90a", &ptx) != MJ_OK)
+            fail_msg("%s: no PTX: %.2000s", name, mj_last_error());
+    }
+    mj_manifest_destroy(m);
+    assert_non_null(ptx);
+    return ptx;
+}
+
+static void test_ptx_holds_the_design(void **state) {
+    (void)state;
+    sources s;
+    embedded(&s);
+    static const struct {
+        const char *weight, *dispatch, *mma;
+    } kPaths[] = {
+        {"mxfp4", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"},
+        {"nvfp4", "bf16", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"},
+    };
+    for (size_t i = 0; i < sizeof kPaths / sizeof kPaths[0]; i++) {
+        char *ptx = main_kernel_ptx(kPaths[i].weight, kPaths[i].dispatch, &s);
+        if (!strstr(ptx, kPaths[i].mma))
+            fail_msg("%s/%s: no %s", kPaths[i].weight, kPaths[i].dispatch, kPaths[i].mma);
+        if (!strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"))
+            fail_msg("%s/%s: no bulk copy", kPaths[i].weight, kPaths[i].dispatch);
+        if (!strstr(ptx, "setmaxnreg.inc")) fail_msg("no register hand-over to the math warps");
+        free(ptx);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_presets_build_clean),
+        cmocka_unit_test(test_ptx_holds_the_design),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
