@@ -102,6 +102,15 @@ static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_wei
                        "mj_mega_moe: the symmetric buffer was sized for %d SMs, family set to %d "
                        "(set the MegaMoE family's SM count before creating the buffer)",
                        buf->num_sms, sms);
+    /* Emulated ranks wait on each other's CTAs, so all of their grids must be
+     * resident at once (one CTA fills an SM). */
+    int ranks = buf->cfg.num_ranks;
+    if (buf->rank < 0 && ranks > 1 && rt->cu && (long long)ranks * sms > rt->device_sms)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_mega_moe: %d emulated ranks x %d SMs each exceed the device's %d SMs "
+                       "(their grids must run concurrently; set the MegaMoE family's SM count to "
+                       "at most %d before creating the buffer)",
+                       ranks, sms, rt->device_sms, rt->device_sms / ranks);
     const mj_family_request req = {
         .buffer = &buf->cfg,
         .layer = &weights->cfg,

@@ -134,5 +134,29 @@ void test_invalid(ctx *c) {
         ok = run_check(c, &u, 1, 1, NULL);
     }
     record(ok);
+
+    if (g_real_rank < 0 && !g_comm) {
+        set_case("invalid: 2 emulated ranks of %d SMs each on a %d-SM device", c->device_sms,
+                 c->device_sms);
+        scenario two = kInvalid;
+        two.ranks = 2;
+        mj_moe_config mc = moe_cfg(sh, u.row, &two, 0);
+        mj_symm_config cfg = {
+            sizeof cfg, sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u.row->dispatch_fmt, 2, sh->I};
+        mj_symm_buffer *buf = NULL;
+        mj_weights *w = NULL;
+        ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, c->device_sms),
+                       "set num_sms") &&
+             expect_ok(mj_symm_buffer_create(c->rt, &cfg, &buf), "mj_symm_buffer_create") &&
+             expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+             load_all_random(w, &mc, -1, -1);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, buf, w, y, T, stats, c->s[0]), "emulated", 1) &
+                 nothing_written(c, u.local);
+        if (w) mj_weights_destroy(w);
+        if (buf) mj_symm_buffer_destroy(buf);
+        record(ok &&
+               expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms), "set num_sms"));
+    }
     run_teardown(&u);
 }
