@@ -4,7 +4,7 @@ reads from, with its regions as zero-copy views."""
 import ctypes
 import dataclasses
 
-from . import _capi, _lib, _torch
+from . import _capi, _dlpack, _lib, _torch
 from ._args import c_int
 from ._capi import Dtype, Format, ViewId
 from ._handle import Owner
@@ -43,14 +43,22 @@ class SymmConfig:
         )
 
 
-# Array-interface type strings; BF16 and E4M3 have none, so they are exposed
-# as same-sized integers and View.tensor() reinterprets them.
+# Per dtype: the array-interface type string and item size (BF16 and E4M3 have
+# no type string, so the interface shows them as same-sized integers) and the
+# DLPack type code and bits (E4M3 travels as bytes, reinterpreted after).
 _TYPESTR = {
     Dtype.U8: ("|u1", 1),
     Dtype.E4M3: ("|u1", 1),
     Dtype.BF16: ("<u2", 2),
     Dtype.I32: ("<i4", 4),
     Dtype.F32: ("<f4", 4),
+}
+_DLPACK = {
+    Dtype.U8: (_dlpack.K_DL_UINT, 8),
+    Dtype.E4M3: (_dlpack.K_DL_UINT, 8),
+    Dtype.BF16: (_dlpack.K_DL_BFLOAT, 16),
+    Dtype.I32: (_dlpack.K_DL_INT, 32),
+    Dtype.F32: (_dlpack.K_DL_FLOAT, 32),
 }
 
 
@@ -84,11 +92,8 @@ class View:
     @property
     def __cuda_array_interface__(self):
         typestr, size = _TYPESTR[self.dtype]
-        if len(self.shape) == 2:
-            strides = (self.row_stride_bytes, size)
-            shape = (self.shape[0], self.row_stride_bytes // size)
-        else:
-            strides, shape = None, self.shape
+        shape, strides = self._layout()
+        strides = tuple(s * size for s in strides) if len(shape) == 2 else None
         return {
             "shape": shape,
             "typestr": typestr,
@@ -98,12 +103,32 @@ class View:
             "stream": None,
         }
 
+    def _layout(self):
+        """(shape, strides) in elements."""
+        size = _TYPESTR[self.dtype][1]
+        if len(self.shape) == 2:
+            return (self.shape[0], self.row_stride_bytes // size), (self.row_stride_bytes // size, 1)
+        return self.shape, (1,)
+
+    def __dlpack__(self, stream=None, **_):
+        """DLPack export (a legacy "dltensor" capsule): the memory is ready, so the
+        consumer's stream needs no wait. E4M3 is exported as uint8."""
+        code, bits = _DLPACK[self.dtype]
+        shape, strides = self._layout()
+        return _dlpack.capsule(self.ptr, shape, strides, code, bits, *self.__dlpack_device__(), self)
+
+    def __dlpack_device__(self):
+        return (_dlpack.K_DL_CUDA, self.buffer.runtime.device_index or 0)
+
     def tensor(self):
-        """A torch tensor over the view's memory (no copy), of its dtype and shape.
-        Writing into it writes the buffer. The tensor keeps the view (and so the
-        buffer object) alive, but not an explicitly closed buffer's memory."""
+        """A torch tensor over the view's memory (no copy, through DLPack), of its
+        dtype and shape. Writing into it writes the buffer. The tensor keeps the
+        view (and so the buffer object) alive, but not an explicitly closed
+        buffer's memory."""
         torch = _torch.require("View.tensor()")
-        t = torch.as_tensor(self, device=torch.device("cuda", self.buffer.runtime.device_index or 0))
+        code, bits = _DLPACK[self.dtype]
+        shape, strides = self._layout()
+        t = _dlpack.to_torch(torch, self.ptr, shape, strides, code, bits, *self.__dlpack_device__(), self)
         want = _torch.view_dtype(torch, self.dtype)
         return t if t.dtype == want else t.view(want)
 
