@@ -3,14 +3,20 @@
 stdin: one JSON line {"manifest": text | "preset": name, "archs": str | null,
 "cache_dir": str}, then one kernel index per line; stdout: one JSON line per
 index {"index", "result", "seconds", "error"}. Exits at the end of stdin. NVRTC
-compiles one at a time inside a process, hence processes.
+compiles one at a time inside a process, hence processes. MEGAJIT_WORKER_NVRTC
+names the NVRTC the parent uses (the cache key holds its version).
 """
 
+import ctypes
 import json
+import os
 import sys
 
 
 def main():
+    nvrtc = os.environ.get("MEGAJIT_WORKER_NVRTC")
+    if nvrtc:  # the parent's NVRTC: megajit's dlopen("libnvrtc.so.13") then finds it
+        ctypes.CDLL(nvrtc)
     from .precompile import Manifest, build_one
     from .runtime import Runtime
 

@@ -179,7 +179,8 @@ def precompile(manifest_or_preset, archs=None, jobs=None, progress=None, cache_d
     a manifest path, JSON text or a dict. archs: replaces the manifest's
     architectures ("sm_90a,sm_100a" or a list). jobs: parallel compiles (default:
     the CPUs available); 1 compiles in this process, more start that many worker
-    processes (python -m megajit._worker, which see no GPU). progress: called
+    processes (python -m megajit._worker, which see no GPU and compile with
+    the NVRTC this process uses, so the keys match its runtimes'). progress: called
     with a KernelProgress after each kernel, in completion order, in this
     thread (an exception from it stops the run and propagates). cache_dir: the
     cache (default: MEGAJIT_CACHE_DIR or the default); a cache that can store
@@ -252,8 +253,29 @@ def _build_here(manifest, cache_dir, count, report):
             report(i, *build_one(rt, manifest, i))
 
 
+def loaded_nvrtc():
+    """Path of the libnvrtc.so.13 already mapped into this process (PyTorch's CUDA 13
+    wheels load their own at `import torch`), which megajit's dlopen of
+    "libnvrtc.so.13" then returns; None when none is loaded yet."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split(maxsplit=5)[-1].strip()
+                if os.path.basename(path).startswith("libnvrtc.so.13"):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
 def _worker_env():
     env = dict(os.environ)
+    # The cache key holds the NVRTC version: workers compile with this process's.
+    nvrtc = loaded_nvrtc()
+    if nvrtc:
+        env["MEGAJIT_WORKER_NVRTC"] = nvrtc
+    else:
+        env.pop("MEGAJIT_WORKER_NVRTC", None)
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["MEGAJIT_LIB"] = _lib.path()  # the workers load what this process loaded

@@ -108,6 +108,23 @@ def built_cache(tmp_path_factory, tiny_manifest_path):
     return cache
 
 
+@pytest.fixture(scope="session")
+def process_cache(tmp_path_factory, tiny_manifest_path):
+    """The tiny manifest's kernels built in this process (jobs=1): its keys are the
+    ones this process's runtimes look up, whichever NVRTC the process loaded
+    (PyTorch brings its own libnvrtc.so.13; the CLI uses CUDA_HOME's)."""
+    cache = tmp_path_factory.mktemp("process") / "cache"
+    assert megajit.precompile(tiny_manifest_path, jobs=1, cache_dir=cache).ok
+    return cache
+
+
+def same_nvrtc_as_cli():
+    """Whether this process compiles with the CLI's NVRTC (so both make the same keys)."""
+    with megajit.Runtime() as rt:
+        mine = rt.info().nvrtc_version
+    return mine == cli_json("info", "--json")["nvrtc_version"]
+
+
 @pytest.fixture
 def cache_copy(built_cache, tmp_path):
     """A private copy of built_cache (a directory with its database)."""

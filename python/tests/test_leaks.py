@@ -58,12 +58,12 @@ def measure(cache_dir, manifest_text, rounds):
     return open_fds() - fds, rss_kib() - rss, grown
 
 
-def test_create_destroy_loop_leaks_nothing(built_cache, tiny_manifest_path):
+def test_create_destroy_loop_leaks_nothing(process_cache, tiny_manifest_path):
     text = tiny_manifest_path.read_text()
     tracemalloc.start()
     try:
-        measure(built_cache, text, 20)  # warm-up: caches of the interpreter and libraries
-        fds, rss, py_bytes = measure(built_cache, text, ROUNDS)
+        measure(process_cache, text, 20)  # warm-up: caches of the interpreter and libraries
+        fds, rss, py_bytes = measure(process_cache, text, ROUNDS)
     finally:
         tracemalloc.stop()
     assert megajit.live_handles() == {}
@@ -74,10 +74,10 @@ def test_create_destroy_loop_leaks_nothing(built_cache, tiny_manifest_path):
     assert rss < 4096, f"resident memory grew by {rss} KiB over {ROUNDS} rounds"
 
 
-def test_garbage_collector_releases_handles(built_cache):
+def test_garbage_collector_releases_handles(process_cache):
     before = megajit.live_handles()
-    rt = megajit.Runtime(cache_dir=built_cache)
-    c = megajit.Cache(built_cache)
+    rt = megajit.Runtime(cache_dir=process_cache)
+    c = megajit.Cache(process_cache)
     m = megajit.Manifest.preset("qwen3-235b-ep4")
     assert megajit.live_handles() == {k: before.get(k, 0) + 1 for k in ("runtime", "cache", "manifest")}
     del rt, c, m
@@ -85,8 +85,8 @@ def test_garbage_collector_releases_handles(built_cache):
     assert megajit.live_handles() == before
 
 
-def test_runtime_close_closes_its_children(built_cache):
-    rt = megajit.Runtime(cache_dir=built_cache)
+def test_runtime_close_closes_its_children(process_cache):
+    rt = megajit.Runtime(cache_dir=process_cache)
     fam = rt.families["pre_dispatch"]
     rt.close()
     assert rt.closed and megajit.live_handles().get("runtime", 0) == 0
@@ -94,10 +94,10 @@ def test_runtime_close_closes_its_children(built_cache):
         fam.pdl
 
 
-def test_runtime_counters(built_cache, tiny_manifest_path):
+def test_runtime_counters(process_cache, tiny_manifest_path):
     """The library's counters: cached builds compile nothing and count no hits of memory."""
     m = megajit.Manifest.load(tiny_manifest_path)
-    with megajit.Runtime(cache_dir=built_cache) as rt:
+    with megajit.Runtime(cache_dir=process_cache) as rt:
         for _ in range(3):
             for i in range(len(m)):
                 assert m.build(rt, i)[0] == megajit.BuildResult.CACHED
