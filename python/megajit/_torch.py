@@ -70,6 +70,10 @@ def describe(t):
 def check_cuda(torch, t, name, dtype, shape, device_index):
     """data_ptr() of `t` after checking it is a contiguous CUDA tensor of `dtype` and
     `shape` (a tuple; None entries match any size) on the runtime's device."""
+    # The common case in as few attribute reads as possible (forward's hot path).
+    if (type(t) is torch.Tensor and t.dtype is dtype and t.get_device() == device_index
+            and t.shape == shape and t.is_contiguous()):
+        return t.data_ptr()
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"megajit: {name} must be a torch.Tensor, not {type(t).__name__}")
     if t.dtype != dtype:

@@ -12,7 +12,7 @@ from .errors import check, invalid
 from .runtime import parse_format
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class SymmConfig:
     """What a symmetric buffer is sized for (mj_symm_config).
 

@@ -52,7 +52,7 @@ def _projection(value):
         raise invalid(f"megajit: unknown projection {value!r} (gate, up or down)") from None
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class MoEConfig:
     """One MoE layer as one rank sees it (mj_moe_config).
 
@@ -210,10 +210,10 @@ class MegaMoE(Owner):
             self.close()
             raise
         self.buffer = buffer
-        self._torch = _torch.loaded()
         self._pre = lib.mj_pre_dispatch
         self._moe = lib.mj_mega_moe
         self._loaded = set()
+        self._fast = None  # what forward reads on every call, made at its first call
 
     def close(self):
         """Frees the weights and, when this layer made it, its buffer."""
@@ -397,34 +397,36 @@ class MegaMoE(Owner):
         (single-rank and one-process-per-GPU buffers; emulated ranks are not
         checked). With emulated ranks every rank's forward must be in flight
         together, on a stream each."""
-        torch = self._torch
-        if torch is None:
-            torch = self._torch = _torch.require("MegaMoE.forward")
-        c = self.config
-        dev = self.runtime.device_index
+        fast = self._fast
+        if fast is None:
+            torch = _torch.require("MegaMoE.forward")
+            c = self.config
+            fast = self._fast = (torch, _torch.raw_stream_fn(torch), self.runtime.device_index, c.hidden,
+                                 c.num_topk, c.max_tokens_per_rank, c.rank)
+        torch, raw_stream, dev, hidden, k, max_tokens, rank = fast
+        check = _torch.check_cuda
         x = hidden_states
-        if not isinstance(x, torch.Tensor) or x.dim() != 2:
-            _torch.check_cuda(torch, x, "hidden_states", torch.bfloat16, (None, c.hidden), dev)
+        if type(x) is not torch.Tensor or x.dim() != 2:
+            check(torch, x, "hidden_states", torch.bfloat16, (None, hidden), dev)
         n = x.shape[0]
-        if n > c.max_tokens_per_rank:
-            raise invalid(f"megajit: {n} tokens but max_tokens_per_rank is {c.max_tokens_per_rank}")
-        k = c.num_topk
-        xp = _torch.check_cuda(torch, x, "hidden_states", torch.bfloat16, (n, c.hidden), dev)
-        wp = _torch.check_cuda(torch, topk_weights, "topk_weights", torch.float32, (n, k), dev)
-        ip = _torch.check_cuda(torch, topk_ids, "topk_ids", torch.int32, (n, k), dev)
+        if n > max_tokens:
+            raise invalid(f"megajit: {n} tokens but max_tokens_per_rank is {max_tokens}")
+        xp = check(torch, x, "hidden_states", torch.bfloat16, (n, hidden), dev)
+        wp = check(torch, topk_weights, "topk_weights", torch.float32, (n, k), dev)
+        ip = check(torch, topk_ids, "topk_ids", torch.int32, (n, k), dev)
         rp = sp = None
         if recv_stats is not None:
-            rp = _torch.check_cuda(torch, recv_stats, "recv_stats", torch.int32, (c.local_experts,), dev)
+            rp = check(torch, recv_stats, "recv_stats", torch.int32, (self.config.local_experts,), dev)
         if expert_scales is not None:
-            sp = _torch.check_cuda(torch, expert_scales, "expert_scales", torch.float32, (c.num_experts,), dev)
+            sp = check(torch, expert_scales, "expert_scales", torch.float32, (self.config.num_experts,), dev)
         if out is None:
-            out = torch.empty((n, c.hidden), dtype=torch.bfloat16, device=x.device)
+            out = x.new_empty((n, hidden))
             yp = out.data_ptr()
         else:
-            yp = _torch.check_cuda(torch, out, "out", torch.bfloat16, (n, c.hidden), dev)
-        s = _torch.stream_handle(stream, dev)
+            yp = check(torch, out, "out", torch.bfloat16, (n, hidden), dev)
+        s = raw_stream(dev) if stream is None else _torch.stream_handle(stream, dev)
         rt, buf, w = self.runtime._handle(), self.buffer._handle(), self._handle()
-        st = self._pre(rt, buf, c.rank, xp or None, ip or None, wp or None, sp, n, s)
+        st = self._pre(rt, buf, rank, xp or None, ip or None, wp or None, sp, n, s)
         if st:
             raise make_error(st)
         st = self._moe(rt, buf, w, yp or None, n, rp, s)

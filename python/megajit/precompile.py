@@ -14,7 +14,7 @@ from . import _lib
 from ._args import c_int
 from ._capi import BuildResult
 from ._handle import Owner
-from .errors import check, invalid, make_error
+from .errors import check, make_error
 from .runtime import Runtime, _cstr, _str
 
 
