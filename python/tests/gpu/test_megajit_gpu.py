@@ -21,7 +21,8 @@ What it checks (H 512, I 128, E 16, K 4, T <= 64; about a minute on an H200):
   * a one-rank NCCL communicator from torch.distributed (gloo) and
     SymmBuffer.create_nccl;
   * the Python-side overhead of forward() over the two C calls (printed;
-    target < 5 us per call on a warm cache).
+    target < 5 us per call on a warm cache);
+  * the README's Python example, run as written in a fresh process.
 The last line is "N passed, N failed"; the exit status is 1 on any failure.
 
 Real ranks (one process per GPU, N = 2, 4, 8), under torchrun:
@@ -567,6 +568,23 @@ def test_real_ranks(args):
     dist.destroy_process_group()
 
 
+# ------------------------------------------------------------------ README
+
+def test_readme_example(tmp):
+    """The README's Python example, as a user would run it (a fresh process)."""
+    import re
+    import subprocess
+
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "README.md")
+    text = open(readme).read()
+    code = re.search(r"^## Python\n.*?```python\n(.*?)```", text, re.S | re.M).group(1)
+    code = code.replace("/tmp/mj-", os.path.join(tmp, "readme-"))
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    record(p.returncode == 0, "the README's Python example runs",
+           f"{time.perf_counter() - t0:.1f} s" + ("" if p.returncode == 0 else "\n" + p.stderr[-3000:]))
+
+
 # -------------------------------------------------------------------- main
 
 def manifest_for(cases, ranks, sms):
@@ -622,6 +640,7 @@ def main():
         guarded("bad input", test_bad_input, cache, models)
         guarded("overhead", test_overhead, rt, models)
         guarded("nccl", test_nccl_one_rank, rt, models, tmp)
+        guarded("readme", test_readme_example, tmp)
         rt.close()
         record(megajit.live_handles() == {}, "every handle closed", str(megajit.live_handles()))
     print(f"INFO {time.perf_counter() - t_start:.1f} s in all")
