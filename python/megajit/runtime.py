@@ -217,10 +217,9 @@ class Runtime(Owner):
             allow_compile=1 if allow_compile else 0,
         )
         if device is not None and not isinstance(device, int):
-            index = getattr(device, "index", None)
             if getattr(device, "type", "cuda") != "cuda":
                 raise invalid(f"megajit: device must be a CUDA device, got {device}")
-            device = 0 if index is None else index
+            device = getattr(device, "index", None)  # torch.device("cuda"): the current one
         release = self._bind_device(device)
         out = ctypes.c_void_p()
         try:
