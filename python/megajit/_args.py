@@ -25,3 +25,17 @@ def c_float(value, name):
         return float(value)
     except (TypeError, ValueError):
         raise TypeError(f"megajit: {name} must be a number, not {type(value).__name__}") from None
+
+
+def enum_member(enum_cls, value, what):
+    """A member of enum_cls from a member, its int or its name in lower case
+    ("mega_moe", "swiglu", "gate"); InvalidArgument naming the known ones."""
+    if isinstance(value, str):
+        by_name = {m.name.lower(): m for m in enum_cls}
+        if value.lower() in by_name:
+            return by_name[value.lower()]
+        raise invalid(f"megajit: unknown {what} {value!r} (known: {', '.join(by_name)})")
+    try:
+        return enum_cls(value)
+    except ValueError:
+        raise invalid(f"megajit: unknown {what} {value!r}") from None

@@ -9,6 +9,7 @@ program). Keep the C type strings exactly as the header spells them.
 """
 
 import ctypes
+import dataclasses
 import enum
 from ctypes import (
     CFUNCTYPE,
@@ -287,6 +288,19 @@ STRUCTS = {
     CacheStats: ("mj_cache_stats", None),
     Info: ("mj_info", None),
 }
+
+def as_plain(cls, raw, **given):
+    """The dataclass `cls` from the ctypes struct `raw`, field by field (same
+    names; C strings decoded, NULL as ""), with the fields in `given` as given."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name in given:
+            values[f.name] = given[f.name]
+            continue
+        v = getattr(raw, f.name)
+        values[f.name] = v.decode("utf-8", "replace") if isinstance(v, bytes) else ("" if v is None else v)
+    return cls(**values)
+
 
 # -------------------------------------------------------------- callbacks
 

@@ -5,7 +5,7 @@ import ctypes
 import dataclasses
 
 from . import _capi, _dlpack, _lib, _torch
-from ._args import c_int
+from ._args import c_int, enum_member
 from ._capi import Dtype, Format, ViewId
 from ._handle import Owner
 from .errors import check, invalid
@@ -215,14 +215,7 @@ class SymmBuffer(Owner):
         """megajit.View of one region of `rank` (ViewId or "x", "x_sf", "topk_idx",
         "topk_weights", "x_scales"). NotFound when the format has no such region."""
         if isinstance(view_id, str):
-            try:
-                view_id = ViewId[view_id.upper()]
-            except KeyError:
-                raise invalid(
-                    f"megajit: unknown view {view_id!r} (known: "
-                    + ", ".join(v.name.lower() for v in ViewId)
-                    + ")"
-                ) from None
+            view_id = enum_member(ViewId, view_id, "view")
         raw = _capi.View()
         check(
             _lib.load().mj_symm_buffer_view(

@@ -12,8 +12,16 @@ from .errors import check, invalid
 from .runtime import _cstr, _str
 
 
+class _Plain:
+    """Results are plain data: to_dict() gives the CLI's JSON object."""
+
+    def to_dict(self):
+        """The fields as a dict (the CLI's JSON keys)."""
+        return dataclasses.asdict(self)
+
+
 @dataclasses.dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(_Plain):
     """One cache entry, as `megajit cache ls --json` prints it."""
 
     key: str
@@ -31,13 +39,9 @@ class CacheEntry:
     compile_ms: float
     layer: str  # "": the cache itself; else the MEGAJIT_CACHE_RO snapshot holding it
 
-    def to_dict(self):
-        """The entry as a dict (the CLI's JSON object)."""
-        return dataclasses.asdict(self)
-
 
 @dataclasses.dataclass(frozen=True)
-class CacheDetail:
+class CacheDetail(_Plain):
     """One entry with its rendered source, NVRTC log, include closure and cubin."""
 
     entry: CacheEntry
@@ -48,7 +52,7 @@ class CacheDetail:
 
 
 @dataclasses.dataclass(frozen=True)
-class CacheStats:
+class CacheStats(_Plain):
     """Totals of a cache, as `megajit cache stat --json` prints them."""
 
     path: str
@@ -61,13 +65,9 @@ class CacheStats:
     journal_mode: str
     filesystem: str
 
-    def to_dict(self):
-        """The stats as a dict (the CLI's JSON object)."""
-        return dataclasses.asdict(self)
-
 
 @dataclasses.dataclass(frozen=True)
-class VerifyResult:
+class VerifyResult(_Plain):
     """What verify found, as `megajit cache verify --json` prints it."""
 
     checked: int
@@ -81,7 +81,7 @@ class VerifyResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class GcResult:
+class GcResult(_Plain):
     """What gc removed and the cubin bytes left."""
 
     removed: int
@@ -89,22 +89,7 @@ class GcResult:
 
 
 def _entry(e):
-    return CacheEntry(
-        key=e.key_hex.decode(),
-        family=_str(e.family),
-        kernel_name=_str(e.kernel_name),
-        lowered_name=_str(e.lowered_name),
-        arch=_str(e.arch),
-        compiler=_str(e.compiler),
-        flags=_str(e.flags),
-        cubin_bytes=e.cubin_bytes,
-        source_bytes=e.source_bytes,
-        created_at=e.created_at,
-        last_used_at=e.last_used_at,
-        hits=e.hits,
-        compile_ms=e.compile_ms,
-        layer=_str(e.layer),
-    )
+    return _capi.as_plain(CacheEntry, e, key=e.key_hex.decode())
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
@@ -189,17 +174,7 @@ class Cache(Owner):
         """CacheStats: entries, bytes, hits, compile times, journal mode, filesystem."""
         out = _capi.CacheStats()
         check(_lib.load().mj_cache_stat(self._handle(), ctypes.byref(out)))
-        return CacheStats(
-            path=self.path,
-            entries=out.entries,
-            cubin_bytes=out.cubin_bytes,
-            file_bytes=out.file_bytes,
-            hits=out.hits,
-            compile_ms_total=out.compile_ms_total,
-            compile_ms_max=out.compile_ms_max,
-            journal_mode=_str(out.journal_mode),
-            filesystem=_str(out.filesystem),
-        )
+        return _capi.as_plain(CacheStats, out, path=self.path)
 
     def verify(self):
         """Checks the database and every cubin against its hash (read-only): a

@@ -5,7 +5,7 @@ import ctypes
 import dataclasses
 
 from . import _capi, _lib, _torch
-from ._args import c_float, c_int
+from ._args import c_float, c_int, enum_member
 from ._capi import Activation, Format, Projection
 from ._handle import Owner
 from .buffer import SymmBuffer, SymmConfig
@@ -25,31 +25,6 @@ FORMAT_ROWS = {
 
 _GROUP = {Format.BF16: 0, Format.MXFP8: 32, Format.MXFP4: 32, Format.NVFP4: 16}
 _BITS = {Format.BF16: 16, Format.MXFP8: 8, Format.MXFP4: 4, Format.NVFP4: 4}
-
-
-def _activation(value):
-    if isinstance(value, str):
-        try:
-            return Activation[value.upper()]
-        except KeyError:
-            known = ", ".join(a.name.lower() for a in Activation)
-            raise invalid(f"megajit: unknown activation {value!r} (known: {known})") from None
-    try:
-        return Activation(value)
-    except ValueError:
-        raise invalid(f"megajit: unknown activation {value!r}") from None
-
-
-def _projection(value):
-    if isinstance(value, str):
-        try:
-            return Projection[value.upper()]
-        except KeyError:
-            raise invalid(f"megajit: unknown projection {value!r} (gate, up or down)") from None
-    try:
-        return Projection(value)
-    except ValueError:
-        raise invalid(f"megajit: unknown projection {value!r} (gate, up or down)") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +110,7 @@ class MoEConfig:
             max_tokens_per_rank=c_int(self.max_tokens_per_rank, "max_tokens_per_rank"),
             weight_format=int(parse_format(self.weight_format)),
             dispatch_format=int(parse_format(self.dispatch_format)),
-            activation=int(_activation(self.activation)),
+            activation=int(enum_member(Activation, self.activation, "activation")),
             clamp=c_float(self.clamp, "clamp"),
             block_m=c_int(self.block_m, "block_m"),
         )
@@ -238,7 +213,7 @@ class MegaMoE(Owner):
         sources may be freed (device sources are read after every pending
         operation of the context, cuCtxSynchronize). Not during graph capture."""
         e = c_int(expert, "expert", 0, self.config.local_experts - 1)
-        proj = _projection(projection)
+        proj = enum_member(Projection, projection, "projection (gate, up or down)")
         fmt = parse_format(self.config.weight_format)
         h, i = self.config.hidden, self.config.intermediate
         rows, cols = (h, i) if proj == Projection.DOWN else (i, h)

@@ -5,7 +5,7 @@ import dataclasses
 import os
 
 from . import _capi, _cuda, _lib, _torch
-from ._args import c_int
+from ._args import c_int, enum_member
 from ._capi import Family, Format
 from ._handle import Owner
 from .errors import check, invalid
@@ -41,17 +41,9 @@ def status_name(status):
 
 
 def family(value):
-    """A megajit.Family from a Family, its int or its name ("mega_moe")."""
-    if isinstance(value, str):
-        for f in Family:
-            if family_name(f) == value:
-                return f
-        names = ", ".join(family_name(f) for f in Family)
-        raise invalid(f"megajit: unknown kernel family {value!r} (known: {names})")
-    try:
-        return Family(value)
-    except ValueError:
-        raise invalid(f"megajit: unknown kernel family {value!r}") from None
+    """A megajit.Family from a Family, its int or its name ("mega_moe", as
+    mj_family_name spells it)."""
+    return enum_member(Family, value, "kernel family")
 
 
 def family_name(value):
@@ -278,27 +270,15 @@ class Runtime(Owner):
         """megajit.RuntimeStats: hits, compiles and compile time since creation."""
         out = _capi.RuntimeStats()
         check(_lib.load().mj_runtime_get_stats(self._handle(), ctypes.byref(out)))
-        return RuntimeStats(
-            out.memory_hits, out.disk_hits, out.compiles, out.healed, out.compile_seconds
-        )
+        return _capi.as_plain(RuntimeStats, out)
 
     def info(self):
         """megajit.Info: versions, device, arch and cache (as `megajit info --json`)."""
         out = _capi.Info()
         check(_lib.load().mj_runtime_info(self._handle(), ctypes.byref(out)))
         layers = _str(out.cache_ro_layers)
-        return Info(
-            megajit_version=_str(out.megajit_version),
-            nvrtc_version=_str(out.nvrtc_version),
-            driver_version=out.driver_version,
-            device_name=_str(out.device_name),
-            device_sms=out.device_sms,
-            arch=_str(out.arch),
-            cache_path=_str(out.cache_path),
-            cache_filesystem=_str(out.cache_filesystem),
-            cache_journal_mode=_str(out.cache_journal_mode),
-            cache_ro_layers=[p for p in layers.split(":") if p],
-            cache_disabled=bool(out.cache_disabled),
+        return _capi.as_plain(
+            Info, out, cache_ro_layers=[p for p in layers.split(":") if p], cache_disabled=bool(out.cache_disabled)
         )
 
     def __repr__(self):

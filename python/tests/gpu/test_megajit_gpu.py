@@ -191,6 +191,26 @@ def dequant_tokens(dfmt, x, sf):
     return nx.dequantize(dfmt, x.view(torch.uint8), sf, H)
 
 
+def reference(m, buf, rank, T, act="swiglu", clamp=0.0, views=None):
+    """The reference y of `rank`'s T tokens, from what pre-dispatch left in buf."""
+    x, sf, xs, ids, tw = views or read_views(buf, rank, T, m["dfmt"])
+    return nx.moe_reference(layer_of(m, act, clamp), dequant_tokens(m["dfmt"], x, sf), xs, ids[:T], tw[:T])
+
+
+def loaded(rt, m, cfg, buffer=None, max_tokens=None, host=False):
+    """A MegaMoE of cfg with model m's weights loaded and its kernels warmed up."""
+    moe = megajit.MegaMoE(rt, cfg, buffer=buffer)
+    load(moe, m, first=cfg.rank * cfg.local_experts, host=host)
+    moe.warmed = moe.warmup(max_tokens)
+    return moe
+
+
+def config(row, **fields):
+    """The test's layer shape for a format row, with `fields` changed."""
+    shape = dict(hidden=H, intermediate=I, num_experts=E, num_topk=K, max_tokens_per_rank=TMAX)
+    return megajit.MoEConfig.for_row(row, **{**shape, **fields})
+
+
 # --------------------------------------------------------------- the rows
 
 def check_views(name, buf, T, dfmt, x_in, ids_in, tw_in, views):
@@ -209,11 +229,8 @@ def check_views(name, buf, T, dfmt, x_in, ids_in, tw_in, views):
 def run_row(rt, row, act, clamp, models):
     name = f"{row} {act}{' clamp' if clamp else ''}"
     m = model(models, row)
-    cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                    max_tokens_per_rank=TMAX, activation=act, clamp=clamp)
-    with megajit.MegaMoE(rt, cfg) as moe:
-        load(moe, m, host=row == "bf16")  # the bf16 row loads from host memory
-        warmed = moe.warmup()
+    cfg = config(row, activation=act, clamp=clamp)
+    with loaded(rt, m, cfg, host=row == "bf16") as moe:  # the bf16 row loads from host memory
         dev = rt.device
         for i, T in enumerate(TOKENS):
             x, ids, tw = gen_inputs(T, seed=100 * i + len(name))
@@ -225,16 +242,14 @@ def run_row(rt, row, act, clamp, models):
                 continue
             views = read_views(moe.buffer, 0, T, m["dfmt"])
             check_views(name, moe.buffer, T, m["dfmt"], x, ids, tw, views)
-            xq, sf, xs, vid, vtw = views
-            a = dequant_tokens(m["dfmt"], xq, sf)
-            ref = nx.moe_reference(layer_of(m, act, clamp), a, xs, vid[:T], vtw[:T])
+            ref = reference(m, moe.buffer, 0, T, act, clamp, views)
             got = y.cpu()
             cd = nx.calc_diff(got, ref)
             want_stats = torch.bincount(ids[ids >= 0].long(), minlength=E).int()
             masked = (ids < 0).all(1)
             ok = cd < BAR and bool(torch.isfinite(got.float()).all())
             ok &= torch.equal(stats.cpu(), want_stats) and bool((got[masked] == 0).all())
-            record(ok, f"{name} T={T} (BLOCK_M {moe.block_m(T)} of {warmed})", f"calc_diff {cd:.3g}")
+            record(ok, f"{name} T={T} (BLOCK_M {moe.block_m(T)} of {moe.warmed})", f"calc_diff {cd:.3g}")
             if T == 37:
                 again = moe.run(T)
                 record(torch.equal(again, y), f"{name}: run() again on the same pre-dispatched input = forward")
@@ -245,13 +260,10 @@ def run_row(rt, row, act, clamp, models):
 
 def test_graph(rt, row, models, replays=100):
     m = model(models, row)
-    cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                    max_tokens_per_rank=TMAX)
+    cfg = config(row)
     dev = rt.device
     T = 37
-    with megajit.MegaMoE(rt, cfg) as moe:
-        load(moe, m)
-        moe.warmup()
+    with loaded(rt, m, cfg) as moe:
         x, ids, tw = gen_inputs(T, seed=7)
         xs_, ids_s, tw_s = x.to(dev), ids.to(dev), tw.to(dev)
         stats_s = torch.zeros(E, dtype=torch.int32, device=dev)
@@ -282,9 +294,7 @@ def test_graph(rt, row, models, replays=100):
             stats_ok &= torch.equal(graph_stats, e_stats)
             if i % 25 == 0:
                 torch.cuda.synchronize()
-                views = read_views(moe.buffer, 0, T, m["dfmt"])
-                ref = nx.moe_reference(layer_of(m, "swiglu", 0.0), dequant_tokens(m["dfmt"], views[0], views[1]),
-                                       views[2], views[3][:T], views[4][:T])
+                ref = reference(m, moe.buffer, 0, T)
                 worst = max(worst, nx.calc_diff(y_eager.cpu(), ref))
         torch.cuda.synchronize()
         el = time.perf_counter() - t0
@@ -301,8 +311,7 @@ def test_capture_error(cache_dir, models):
         # Another MegaMoE SM count: main kernels nobody compiled yet (the image and
         # pre-dispatch kernels are cached and load outside the capture below).
         rt2.families["mega_moe"].num_sms = 66
-        cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                        max_tokens_per_rank=TMAX)
+        cfg = config(row)
         with megajit.MegaMoE(rt2, cfg) as moe:
             load(moe, m)
             dev = rt2.device
@@ -348,8 +357,7 @@ def test_bad_input(cache_dir, models):
     m = model(models, row)
     with megajit.Runtime(cache_dir=cache_dir, check_device_inputs=True) as rt:
         dev = rt.device
-        cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                        max_tokens_per_rank=TMAX)
+        cfg = config(row)
         with megajit.MegaMoE(rt, cfg) as moe:
             x, ids, tw = gen_inputs(8, seed=5)
             xd, idd, twd = x.to(dev), ids.to(dev), tw.to(dev)
@@ -404,9 +412,7 @@ def test_bad_input(cache_dir, models):
             # after all that, the layer still works
             y = moe.forward(xd, twd, idd)
             torch.cuda.synchronize()
-            views = read_views(moe.buffer, 0, 8, m["dfmt"])
-            ref = nx.moe_reference(layer_of(m, "swiglu", 0.0), dequant_tokens(m["dfmt"], views[0], views[1]),
-                                   views[2], views[3][:8], views[4][:8])
+            ref = reference(m, moe.buffer, 0, 8)
             cd = nx.calc_diff(y.cpu(), ref)
             record(cd < BAR, "after the bad input the layer still computes (check_device_inputs on)", f"calc_diff {cd:.3g}")
         with megajit.SymmBuffer.create(rt, hidden=H, num_experts=E, num_topk=K, max_tokens_per_rank=8,
@@ -427,13 +433,10 @@ def test_bad_input(cache_dir, models):
 def test_overhead(rt, models):
     row = "mxfp8"
     m = model(models, row)
-    cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                    max_tokens_per_rank=TMAX)
+    cfg = config(row)
     dev = rt.device
     T = 8
-    with megajit.MegaMoE(rt, cfg) as moe:
-        load(moe, m)
-        moe.warmup(max_tokens=T)
+    with loaded(rt, m, cfg, max_tokens=T) as moe:
         x, ids, tw = (t.to(dev) for t in gen_inputs(T, seed=11))
         y = torch.empty(T, H, dtype=torch.bfloat16, device=dev)
         lib = megajit._lib.load()
@@ -488,20 +491,15 @@ def test_nccl_one_rank(rt, models, tmp):
     try:
         comm = distributed.nccl_communicator()
         record(comm.size == 1 and comm.rank == 0, "nccl_communicator over a torch.distributed group", repr(comm))
-        cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                        max_tokens_per_rank=16)
+        cfg = config(row, max_tokens_per_rank=16)
         buf = megajit.SymmBuffer.create_nccl(rt, cfg.symm_config(), comm)
-        moe = megajit.MegaMoE(rt, cfg, buffer=buf)
-        load(moe, m)
-        moe.warmup()
+        moe = loaded(rt, m, cfg, buffer=buf)
         dev = rt.device
         for T in (16, 5):
             x, ids, tw = gen_inputs(T, seed=40 + T)
             y = moe.forward(x.to(dev), tw.to(dev), ids.to(dev))
             torch.cuda.synchronize()
-            views = read_views(buf, 0, T, m["dfmt"])
-            ref = nx.moe_reference(layer_of(m, "swiglu", 0.0), dequant_tokens(m["dfmt"], views[0], views[1]),
-                                   views[2], views[3][:T], views[4][:T])
+            ref = reference(m, buf, 0, T)
             cd = nx.calc_diff(y.cpu(), ref)
             record(cd < BAR, f"create_nccl buffer (1 rank) {row} T={T}", f"calc_diff {cd:.3g}")
         moe.close()
@@ -533,12 +531,9 @@ def test_real_ranks(args):
     dev = rt.device
     for row in args.rows:
         m = make_model(row)
-        cfg = megajit.MoEConfig.for_row(row, hidden=H, intermediate=I, num_experts=E, num_topk=K,
-                                        max_tokens_per_rank=TMAX, num_ranks=world, rank=rank)
+        cfg = config(row, num_ranks=world, rank=rank)
         buf = megajit.SymmBuffer.create_nccl(rt, cfg.symm_config(), comm)
-        moe = megajit.MegaMoE(rt, cfg, buffer=buf)
-        load(moe, m, first=rank * cfg.local_experts)
-        moe.warmup()
+        moe = loaded(rt, m, cfg, buffer=buf)
         tokens = [TOKENS[(r + i) % len(TOKENS)] for i, r in enumerate(range(world))]
         inputs = [gen_inputs(tokens[r], seed=500 + r) for r in range(world)]
         x, ids, tw = inputs[rank]
@@ -554,9 +549,7 @@ def test_real_ranks(args):
         ok = torch.equal(stats.cpu(), want)
         cd = 0.0
         if T:
-            views = read_views(buf, rank, T, m["dfmt"])
-            ref = nx.moe_reference(layer_of(m, "swiglu", 0.0), dequant_tokens(m["dfmt"], views[0], views[1]),
-                                   views[2], views[3][:T], views[4][:T])
+            ref = reference(m, buf, rank, T)
             cd = nx.calc_diff(y.cpu(), ref)
             ok &= cd < BAR
         record(ok, f"rank {rank}/{world} {row} T={T}", f"calc_diff {cd:.3g}")
