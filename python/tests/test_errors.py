@@ -160,6 +160,16 @@ def test_block_m_needs_no_device():
         cfg.block_m_for(-1)
 
 
+def test_enum_names_are_the_librarys():
+    """Families, formats and activations go by the names the C API prints."""
+    for f in megajit.Family:
+        assert megajit.runtime.family_name(f) == f.name.lower()
+        assert megajit.runtime.family(f.name.lower()) == f
+    for f in megajit.Format:
+        assert megajit.format_name(f) == f.name.lower()
+    assert megajit.MoEConfig(**GOOD_MOE, activation="swigluoai")._c().activation == megajit.Activation.SWIGLUOAI
+
+
 def test_format_rows_and_names():
     for name, (w, d, l2) in megajit.FORMAT_ROWS.items():
         cfg = megajit.MoEConfig.for_row(name, **GOOD_MOE)
