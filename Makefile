@@ -43,7 +43,7 @@ RPATH_BIN := -Wl,-rpath,'$$ORIGIN/../lib'
 SONAME := libmegajit.so.0
 
 # Every target a person runs carries a "## what it does" comment: `make help` lists them.
-.PHONY: all deps lib cli test test-cpu test-gpu demo install clean help format format-check \
+.PHONY: all deps lib cli test test-cpu test-python test-gpu demo install clean help format format-check \
         check-header check-exports check-install
 all: lib cli $(BUILD)/lib/pkgconfig/megajit.pc ## build the library, the CLI and the pkg-config file
 
@@ -137,6 +137,20 @@ test-cpu: $(TEST_BIN) ## run every CPU test binary (ASan+UBSan); make test first
 	  echo "== $$t"; if MEGAJIT_BUILD=$(BUILD) $$t; then pass=$$((pass+1)); else fail=$$((fail+1)); fi; done; \
 	echo "binaries: $$pass passed, $$fail failed"; test $$fail = 0
 
+# The Python package as a user installs it: `pip install ./python` into a
+# private venv (pytest installed there when missing), then python/tests run
+# against the installed copy, from outside the source tree.
+PYTHON ?= python3
+PY_VENV := $(BUILD)/python-venv
+test-python: all ## pip install ./python into build/python-venv and run its CPU tests (pytest)
+	@test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV) || { \
+	  echo "test-python: $(PYTHON) -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
+	@$(PY_VENV)/bin/python -c "import pytest" 2>/dev/null || { echo "installing pytest"; \
+	  $(PY_VENV)/bin/python -m pip install -q --disable-pip-version-check pytest; }
+	$(PY_VENV)/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps ./python
+	cd $(BUILD) && MEGAJIT_TEST_INSTALLED=1 MEGAJIT_BUILD=$(abspath $(BUILD)) \
+	  $(abspath $(PY_VENV))/bin/python -m pytest -q -p no:cacheprovider $(abspath python/tests)
+
 check-exports: $(BUILD)/lib/libmegajit.so ## libmegajit.so.0 exports exactly the MJ_API functions
 	.ci/check-exports $(BUILD)/lib/libmegajit.so.0 include/megajit.h
 
@@ -156,12 +170,13 @@ check-install: all ## make install into a scratch DESTDIR ships no libcjson
 	  echo "check-install: make install copied libcjson into PREFIX" >&2; exit 1; fi
 	@echo "check-install: $$(find $(BUILD)/install-check -type f | wc -l) files installed, no libcjson"
 
-test: deps ## install deps, build, check the header, exports and install, run every CPU test
+test: deps ## install deps, build, check the header, exports and install, run every CPU test (C and Python)
 	$(MAKE) --no-print-directory all
 	$(MAKE) --no-print-directory check-header
 	$(MAKE) --no-print-directory check-exports
 	$(MAKE) --no-print-directory check-install
 	$(MAKE) --no-print-directory test-cpu
+	$(MAKE) --no-print-directory test-python
 
 # The launch-cost probe behind bench/README.md's floor (CUDA runtime, static).
 $(BUILD)/bench/launch_probe: bench/launch_probe.cu

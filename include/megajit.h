@@ -21,7 +21,16 @@
  *
  * Threading: a runtime may be shared by threads. Settings (SM count, PDL) are
  * per kernel family and guarded by the runtime's lock. Streams are always
- * passed by the caller; megajit never uses the legacy default stream on its own.
+ * passed by the caller; megajit never uses the legacy default stream on its own
+ * for launches (the synchronous copies of mj_weights_load and
+ * mj_weights_set_alphas are cuMemcpy calls, which the driver orders on it).
+ *
+ * Contexts: every call that touches the device (creating or destroying a
+ * buffer or weights, mj_weights_load, mj_weights_set_alphas, warm-up,
+ * pre-dispatch, MegaMoE) makes the runtime's context current on the calling
+ * thread (cuCtxSetCurrent, when another is current) and leaves it current. A
+ * thread that also drives another device makes that one current again after.
+ * Cache, manifest, family-setting, info and view calls touch no context.
  *
  * Environment (read once, when the first runtime is created):
  *   MEGAJIT_CACHE_DIR      writable cache directory (default $XDG_CACHE_HOME/megajit
@@ -119,7 +128,14 @@ typedef struct mj_runtime_options {
     /* 1 = after launches that take device-side indices (top-k ids), synchronize
      * the stream and turn a device-detected bad index into MJ_ERR_INVALID_ARG.
      * The kernels never write output for bad input either way; this only makes
-     * the error visible synchronously (tests, debugging). Ignored while capturing. */
+     * the error visible synchronously (tests, debugging). Ignored while capturing.
+     * It covers mj_pre_dispatch (ids outside [-1, num_experts): MJ_ERR_INVALID_ARG)
+     * and mj_mega_moe: after the launch it synchronizes the stream and reads the
+     * rank's device error word (a wait that timed out, a peer that never arrived,
+     * a kernel-detected inconsistency), returning MJ_ERR_CUDA with its meaning and
+     * clearing the word; for one-rank buffers and real ranks (create_nccl), not
+     * for emulated multi-rank buffers, whose ranks cannot be synchronized alone.
+     * mj_mega_moe does not re-check ids: pre-dispatch did. */
     int check_device_inputs;
     /* 1 (the default) = a launch or warm-up that needs a kernel neither loaded
      * nor cached compiles it; 0 = it fails with MJ_ERR_NOT_FOUND naming the
@@ -225,6 +241,20 @@ MJ_API mj_status mj_symm_buffer_create_nccl(mj_runtime *rt, const mj_symm_config
                                             void *nccl_comm, mj_symm_buffer **out);
 MJ_API void mj_symm_buffer_destroy(mj_symm_buffer *buf);
 
+/* The regions of one rank, P = max_tokens_per_rank rows, row-major, one token
+ * per row, rows packed (row_stride_bytes = a row's bytes):
+ *   X: BF16 [P, H] (dtype BF16), E4M3 [P, H] (MXFP8), or E2M1 pairs [P, H / 2]
+ *      bytes (MXFP4, NVFP4): element 2b in the LOW nibble of byte b, 2b + 1 in
+ *      the high nibble; an E2M1 code is a sign bit (8) and an index into
+ *      {0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+ *   X_SF: [P, H / group] scale bytes; byte g of a row scales elements
+ *      g * group .. g * group + group - 1 of that row: UE8M0 (2^(b - 127)),
+ *      group 32, for MXFP8 / MXFP4; UE4M3 (an E4M3 byte >= 0), group 16, NVFP4.
+ *   X_SCALES: [P] fp32, NVFP4 only: token t's element = E2M1 x UE4M3 x
+ *      x_scales[t] (the per-token scale multiplies the GEMM 1 accumulator).
+ *   TOPK_IDX [P, K] int32 global expert ids, -1 masked; TOPK_WEIGHTS [P, K] fp32.
+ * Rows >= the last pre-dispatch's num_tokens: ids -1, weights 0, X / X_SF /
+ * X_SCALES as they were. */
 typedef enum mj_view_id {
     MJ_VIEW_X = 0,            /* [P, H * bits / 8] tokens in the dispatch format */
     MJ_VIEW_X_SF = 1,         /* [P, H / group] scale bytes (u8); absent for BF16 */
@@ -265,7 +295,13 @@ MJ_API mj_status mj_symm_buffer_info(const mj_symm_buffer *buf, mj_symm_config *
  * Enqueues two kernels on `stream`: a check of the ids (PDL-chained to the
  * previous work when the family's PDL flag is set) and the persistent main
  * kernel on the pre-dispatch family's SM count, which starts loading at once
- * and writes nothing if any id lies outside [-1, num_experts). */
+ * and writes nothing if any id lies outside [-1, num_experts).
+ * Masked slots (id -1) of rows < num_tokens keep id -1 and their weight as
+ * given (expert_scales does not touch it); everything downstream skips them:
+ * they are not dispatched, not counted in recv_stats and not in the combine,
+ * so their weight never reaches y.
+ * num_tokens = 0 is valid: x, topk_ids and topk_weights may then be NULL; both
+ * kernels still run and every row's top-k slots become (-1, 0). */
 MJ_API mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
                                  const int32_t *topk_ids, const float *topk_weights,
                                  const float *expert_scales, int num_tokens, mj_stream stream);
@@ -281,7 +317,13 @@ typedef enum mj_activation {
 
 /* One MoE layer as one rank sees it. Supported (weight, dispatch) pairs and the
  * GEMM 2 input format they imply: bf16/bf16, mxfp8/mxfp8, mxfp4/mxfp8,
- * mxfp4/bf16, nvfp4/nvfp4, nvfp4/bf16. */
+ * mxfp4/bf16, nvfp4/nvfp4, nvfp4/bf16. The GEMM 2 input (the activation,
+ * quantized in GEMM 1's epilogue, NUMERICS.md step 6) is:
+ *   bf16/bf16 -> BF16        mxfp8/mxfp8 -> MXFP8     mxfp4/mxfp8 -> MXFP8
+ *   mxfp4/bf16 -> BF16       nvfp4/nvfp4 -> NVFP4     nvfp4/bf16 -> BF16
+ * i.e. the dispatch format; NVFP4's GEMM 2 input has no per-token scale (a
+ * UE4M3 scale per 16 from amax * fp32(1/6)), so l2_act_scale and l2_alpha are
+ * where a global scale of the activation goes. */
 typedef struct mj_moe_config {
     size_t struct_size;      /* sizeof(mj_moe_config), from MJ_MOE_CONFIG_INIT */
     int hidden;              /* H, a multiple of 256, <= 8192 */
@@ -323,13 +365,34 @@ typedef enum mj_projection {
  * weights' own; like the main kernels it comes from the cache or a compile
  * (a manifest lists it). MX weight scales must keep every decoded weight
  * exact in BF16: bytes 3..246, and with BF16 tokens (mxfp4-a16) each row's
- * bytes within 126 of each other. */
+ * bytes within 126 of each other.
+ * What "synchronous" means: the call returns when the image is written (the
+ * image kernel runs on a non-blocking stream of the weights' own, which the
+ * call synchronizes); it is ordered against none of the caller's streams. For
+ * from_device = 0 the sources are copied in with cuMemcpyHtoD. For
+ * from_device = 1 the scales are first copied to the host for the checks above
+ * (cuMemcpyDtoH, which waits for the legacy default stream and the blocking
+ * streams only), then cuCtxSynchronize waits for all pending work of the
+ * context, every stream included, before the image kernel reads data and
+ * scales: so a caller that wrote the scales on a non-blocking stream
+ * synchronizes that stream first. It blocks the calling thread and the whole
+ * context; it cannot run while a stream of the context captures a graph. */
 MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
                                  const void *data, const void *scales, int from_device);
 
 /* Per-expert fp32 scalars (default 1), kept in device arrays so a reload needs
  * no recompile and no CUDA-graph recapture: GEMM 1 gate/up alphas (NVFP4 global
- * scales), GEMM 2 alpha, and the GEMM 2 input scale (NUMERICS.md steps 2, 5, 7). */
+ * scales), GEMM 2 alpha, and the GEMM 2 input scale (NUMERICS.md steps 2, 5, 7).
+ * Which rows: for every (token, slot) pair routed to local expert local_expert,
+ *   l1_alpha_gate multiplies GEMM 1's gate rows (W1 rows 0..I-1, the gate
+ *     projection) and l1_alpha_up its up rows (I..2I-1), each times the token's
+ *     per-token scale (NVFP4 tokens; 1 otherwise), before the BF16 rounding;
+ *   l2_act_scale multiplies the activation h * v, with the slot's routing
+ *     weight, before it is quantized into GEMM 2's input;
+ *   l2_alpha multiplies GEMM 2's accumulator, all H output rows, before their
+ *     BF16 rounding.
+ * The values are copied with cuMemcpyHtoD, not ordered against a MegaMoE
+ * launch in flight on a non-blocking stream: change them between launches. */
 MJ_API mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
                                        float l1_alpha_up, float l2_alpha, float l2_act_scale);
 
@@ -347,10 +410,21 @@ MJ_API mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const m
  * into buf across ranks, expert GEMM 1, activation, GEMM 2 and combine, in one
  * persistent kernel of the MegaMoE family's SM count on `stream`. y: device
  * BF16 [num_tokens][H]. recv_stats (device int32 [E/R], may be NULL) gets the
- * received (token, slot) count of each local expert added. With emulated ranks
+ * received (token, slot) count of each local expert added: the valid slots only
+ * (ids >= 0) of every rank's first num_tokens rows, accumulated across calls
+ * (the kernel adds; zero it yourself). With emulated ranks
  * every rank's call must be in flight together (one stream each, the family SM
  * count divided among them, after mj_mega_moe_warmup of every rank): the ranks
- * wait for each other inside the kernel. */
+ * wait for each other inside the kernel.
+ * num_tokens = 0 is valid (y may be NULL): the kernel still launches, since
+ * with several ranks this rank's experts serve the others and it must take
+ * part; it writes no y row.
+ * The kernel reads the input regions and never modifies them (its counters are
+ * double-banked and reset by each launch), so it may run again on the same
+ * pre-dispatched input without another mj_pre_dispatch: it gives the same y
+ * (the sums are in a fixed order) and adds to recv_stats again. It reads the
+ * first num_tokens rows of its region (with ranks, each rank's own count): run
+ * it with the count that was pre-dispatched (rows past it hold ids -1, y = 0). */
 MJ_API mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
                              void *y, int num_tokens, int32_t *recv_stats, mj_stream stream);
 

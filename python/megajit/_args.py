@@ -1,0 +1,41 @@
+"""Argument conversion shared by the classes: C ints that cannot wrap around."""
+
+import operator
+
+from .errors import invalid
+
+INT_MAX = 2**31 - 1
+
+
+def c_int(value, name, lo=-(2**31), hi=INT_MAX):
+    """`value` as a Python int inside [lo, hi]: TypeError for a non-integer (a float
+    or a string), InvalidArgument outside the range (ctypes would wrap it)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"megajit: {name} must be an integer, not {type(value).__name__}") from None
+    if not lo <= v <= hi:
+        raise invalid(f"megajit: {name} {v} outside {lo}..{hi}")
+    return v
+
+
+def c_float(value, name):
+    """`value` as a Python float (TypeError for a non-number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"megajit: {name} must be a number, not {type(value).__name__}") from None
+
+
+def enum_member(enum_cls, value, what):
+    """A member of enum_cls from a member, its int or its name in lower case
+    ("mega_moe", "swiglu", "gate"); InvalidArgument naming the known ones."""
+    if isinstance(value, str):
+        by_name = {m.name.lower(): m for m in enum_cls}
+        if value.lower() in by_name:
+            return by_name[value.lower()]
+        raise invalid(f"megajit: unknown {what} {value!r} (known: {', '.join(by_name)})")
+    try:
+        return enum_cls(value)
+    except ValueError:
+        raise invalid(f"megajit: unknown {what} {value!r}") from None

@@ -1,0 +1,434 @@
+"""megajit.MegaMoE: one MoE layer's experts (one rank's), pre-dispatch + the
+MegaMoE kernel behind one forward() call with PyTorch tensors."""
+
+import ctypes
+import dataclasses
+
+from . import _capi, _lib, _torch
+from ._args import c_float, c_int, enum_member
+from ._capi import Activation, Format, Projection
+from ._handle import Owner
+from .buffer import SymmBuffer, SymmConfig
+from .errors import check, invalid, make_error
+from .runtime import format_name, parse_format
+
+# Supported (weight, dispatch) pairs -> the format GEMM 2's input is quantized
+# into (megajit.h, heuristics/moe_formats.c), by the row names of docs/mega-moe.md.
+FORMAT_ROWS = {
+    "bf16": (Format.BF16, Format.BF16, Format.BF16),
+    "mxfp8": (Format.MXFP8, Format.MXFP8, Format.MXFP8),
+    "mxfp4-a8": (Format.MXFP4, Format.MXFP8, Format.MXFP8),
+    "mxfp4-a16": (Format.MXFP4, Format.BF16, Format.BF16),
+    "nvfp4": (Format.NVFP4, Format.NVFP4, Format.NVFP4),
+    "nvfp4-a16": (Format.NVFP4, Format.BF16, Format.BF16),
+}
+
+_GROUP = {Format.BF16: 0, Format.MXFP8: 32, Format.MXFP4: 32, Format.NVFP4: 16}
+_BITS = {Format.BF16: 16, Format.MXFP8: 8, Format.MXFP4: 4, Format.NVFP4: 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class MoEConfig:
+    """One MoE layer as one rank sees it (mj_moe_config).
+
+    hidden: H, a multiple of 256 up to 8192. intermediate: I, a multiple of 64.
+    num_experts: global E, a multiple of num_ranks. num_topk: K.
+    max_tokens_per_rank: tokens per rank a forward() may take (the buffer's T_max).
+    weight_format, dispatch_format: one of the pairs of FORMAT_ROWS (names or
+    megajit.Format). activation: "swiglu", "swigluoai" or "situ". clamp: > 0
+    clamps the swiglu family (NUMERICS.md step 3). num_ranks, rank: expert
+    parallelism; this rank holds experts rank*E/R .. (rank+1)*E/R - 1.
+    block_m: 0 = the heuristics choose per token count; 8/16/32/64/128 forced.
+    """
+
+    hidden: int
+    intermediate: int
+    num_experts: int
+    num_topk: int
+    max_tokens_per_rank: int
+    weight_format: Format = Format.BF16
+    dispatch_format: Format = Format.BF16
+    activation: Activation = Activation.SWIGLU
+    clamp: float = 0.0
+    num_ranks: int = 1
+    rank: int = 0
+    block_m: int = 0
+
+    @classmethod
+    def for_row(cls, row, **fields):
+        """A config for a format row by name ("mxfp4-a8"; FORMAT_ROWS)."""
+        if row not in FORMAT_ROWS:
+            raise invalid(f"megajit: unknown format row {row!r} (known: {', '.join(FORMAT_ROWS)})")
+        w, d, _ = FORMAT_ROWS[row]
+        return cls(weight_format=w, dispatch_format=d, **fields)
+
+    @property
+    def local_experts(self):
+        """Experts this rank holds: num_experts / num_ranks."""
+        return self.num_experts // max(1, self.num_ranks)
+
+    @property
+    def l2_format(self):
+        """The format GEMM 2's input is quantized into (None for an unsupported pair)."""
+        pair = (parse_format(self.weight_format), parse_format(self.dispatch_format))
+        for w, d, l2 in FORMAT_ROWS.values():
+            if (w, d) == pair:
+                return l2
+        return None
+
+    def symm_config(self):
+        """The SymmConfig of the buffer this layer runs in."""
+        return SymmConfig(
+            hidden=self.hidden,
+            num_experts=self.num_experts,
+            num_topk=self.num_topk,
+            max_tokens_per_rank=self.max_tokens_per_rank,
+            dispatch_format=parse_format(self.dispatch_format),
+            num_ranks=self.num_ranks,
+            intermediate=self.intermediate,
+        )
+
+    def block_m_for(self, num_tokens):
+        """The BLOCK_M (tokens per tile) a launch with num_tokens per rank uses
+        (mj_mega_moe_block_m; no GPU needed). InvalidArgument for a bad config."""
+        out = ctypes.c_int()
+        check(
+            _lib.load().mj_mega_moe_block_m(
+                ctypes.byref(self._c()), c_int(num_tokens, "num_tokens"), ctypes.byref(out)
+            )
+        )
+        return out.value
+
+    def _c(self):
+        return _capi.MoeConfig(
+            hidden=c_int(self.hidden, "hidden"),
+            intermediate=c_int(self.intermediate, "intermediate"),
+            num_experts=c_int(self.num_experts, "num_experts"),
+            num_topk=c_int(self.num_topk, "num_topk"),
+            num_ranks=c_int(self.num_ranks, "num_ranks"),
+            rank=c_int(self.rank, "rank"),
+            max_tokens_per_rank=c_int(self.max_tokens_per_rank, "max_tokens_per_rank"),
+            weight_format=int(parse_format(self.weight_format)),
+            dispatch_format=int(parse_format(self.dispatch_format)),
+            activation=int(enum_member(Activation, self.activation, "activation")),
+            clamp=c_float(self.clamp, "clamp"),
+            block_m=c_int(self.block_m, "block_m"),
+        )
+
+
+def _host_pointer(obj, name, nbytes, keep):
+    """Address of a host buffer-protocol object of exactly nbytes (copied when read-only)."""
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise TypeError(
+            f"megajit: {name} must be a torch.Tensor or a host buffer (numpy array, bytes), "
+            f"not {type(obj).__name__}"
+        ) from None
+    if not mv.c_contiguous:
+        raise invalid(f"megajit: {name} must be C-contiguous")
+    mv = mv.cast("B")
+    if mv.nbytes != nbytes:
+        raise invalid(f"megajit: {name} has {mv.nbytes} bytes, expected {nbytes}")
+    data = bytearray(mv) if mv.readonly else mv
+    keep.append(data)
+    return ctypes.addressof((ctypes.c_char * nbytes).from_buffer(data))
+
+
+class MegaMoE(Owner):
+    """One rank's MegaMoE layer: its expert weights (mj_weights) in the kernel's
+    layout and the symmetric buffer it runs in.
+
+    MegaMoE(rt, config) with num_ranks = 1 makes its own buffer; with more ranks
+    pass `buffer=`: SymmBuffer.create_nccl(...) for one process per GPU, or one
+    SymmBuffer.create(...) shared by the MegaMoE of every emulated rank. Load
+    every projection of every local expert (load / load_experts), then warmup()
+    before serving or capturing CUDA graphs, then forward().
+    """
+
+    _kind = "weights"
+
+    def __init__(self, runtime, config=None, buffer=None, **fields):
+        if config is None:
+            try:
+                config = MoEConfig(**fields)
+            except TypeError as e:
+                raise TypeError(f"megajit: {e}") from None
+        elif fields:
+            config = dataclasses.replace(config, **fields)
+        if not isinstance(config, MoEConfig):
+            raise TypeError(f"megajit: config must be a megajit.MoEConfig, not {type(config).__name__}")
+        lib = _lib.load()
+        self.runtime = runtime
+        self.config = config
+        self._cfg = config._c()
+        out = ctypes.c_void_p()
+        check(lib.mj_weights_create(runtime._handle(), ctypes.byref(self._cfg), ctypes.byref(out)))
+        self._own(out.value, lib.mj_weights_destroy, parent=runtime)
+        self._owns_buffer = buffer is None
+        try:
+            if buffer is None:
+                if config.num_ranks != 1:
+                    raise invalid(
+                        "megajit: a MegaMoE of several ranks needs buffer= (SymmBuffer.create_nccl "
+                        "for one process per GPU, or one SymmBuffer.create shared by emulated ranks)"
+                    )
+                buffer = SymmBuffer.create(runtime, config.symm_config())
+            elif not isinstance(buffer, SymmBuffer):
+                raise TypeError(f"megajit: buffer must be a megajit.SymmBuffer, not {type(buffer).__name__}")
+            elif buffer.config != config.symm_config():
+                raise invalid(
+                    f"megajit: the buffer was made for {buffer.config} but this layer needs "
+                    f"{config.symm_config()}"
+                )
+        except BaseException:
+            self.close()
+            raise
+        self.buffer = buffer
+        self._pre = lib.mj_pre_dispatch
+        self._moe = lib.mj_mega_moe
+        self._loaded = set()
+        self._fast = None  # what forward reads on every call, made at its first call
+
+    def close(self):
+        """Frees the weights and, when this layer made it, its buffer."""
+        super().close()
+        buf = getattr(self, "buffer", None)
+        if buf is not None and self._owns_buffer:
+            buf.close()
+
+    # ---------------------------------------------------------- weights
+
+    def load(self, expert, projection, weight, scales=None):
+        """Loads one projection of local expert `expert` (0 .. E/R - 1) from the
+        checkpoint layout (mj_weights_load): `weight` row-major [out, in] with
+        gate/up [I, H] and down [H, I]:
+          bf16: torch.bfloat16 [out, in]
+          mxfp8: torch.float8_e4m3fn (or uint8 bytes) [out, in]
+          mxfp4, nvfp4: uint8 [out, in / 2], E2M1 pairs, the even element in the low nibble
+        `scales` [out, in / group]: UE8M0 bytes (uint8 or torch.float8_e8m0fnu) per 32
+        for the MX formats, UE4M3 (uint8 or torch.float8_e4m3fn) per 16 for NVFP4,
+        None for bf16. Tensors may be on the CPU or on the runtime's GPU (both the
+        same), or host buffers (numpy). Returns when the image is written: the
+        sources may be freed (device sources are read after every pending
+        operation of the context, cuCtxSynchronize). Not during graph capture."""
+        e = c_int(expert, "expert", 0, self.config.local_experts - 1)
+        proj = enum_member(Projection, projection, "projection (gate, up or down)")
+        fmt = parse_format(self.config.weight_format)
+        h, i = self.config.hidden, self.config.intermediate
+        rows, cols = (h, i) if proj == Projection.DOWN else (i, h)
+        group = _GROUP[fmt]
+        keep = []
+        wp, w_dev = self._source(weight, f"{proj.name.lower()} weight", fmt, rows, cols, None, keep)
+        sp, s_dev = 0, w_dev
+        if group and scales is None:
+            raise invalid(f"megajit: {format_name(fmt)} weights need scales [{rows}, {cols // group}]")
+        if not group and scales is not None:
+            raise invalid("megajit: bf16 weights take no scales")
+        if scales is not None:
+            sp, s_dev = self._source(scales, f"{proj.name.lower()} scales", fmt, rows, cols // group, "scales", keep)
+        if w_dev != s_dev:
+            raise invalid("megajit: weight and scales must both be on the GPU or both on the CPU")
+        if w_dev:
+            # The library copies the scales to the host for its checks before it
+            # synchronizes the context (megajit.h): PyTorch's streams are
+            # non-blocking, so finish the writes of every stream first.
+            _torch.require("MegaMoE.load").cuda.synchronize(self.runtime.device_index)
+        check(_lib.load().mj_weights_load(self._handle(), e, int(proj), wp or None, sp or None, 1 if w_dev else 0))
+        self._loaded.add((e, proj))
+
+    def _source(self, t, name, fmt, rows, cols, kind, keep):
+        """(address, on_device) of a weight or scale source after checking it."""
+        torch = _torch.loaded()
+        if torch is None or not isinstance(t, torch.Tensor):
+            if hasattr(t, "__cuda_array_interface__"):
+                raise TypeError(f"megajit: {name}: pass device memory as a torch.Tensor")
+            elem_bits = 8 if kind == "scales" else _BITS[fmt]
+            return _host_pointer(t, name, rows * cols * elem_bits // 8, keep), False
+        if kind == "scales":
+            allowed = {torch.uint8}
+            allowed.add(torch.float8_e4m3fn if fmt == Format.NVFP4 else getattr(torch, "float8_e8m0fnu", torch.uint8))
+            shape = (rows, cols)
+        elif fmt == Format.BF16:
+            allowed, shape = {torch.bfloat16}, (rows, cols)
+        elif fmt == Format.MXFP8:
+            allowed, shape = {torch.float8_e4m3fn, torch.uint8}, (rows, cols)
+        else:
+            allowed = {torch.uint8, getattr(torch, "float4_e2m1fn_x2", torch.uint8)}
+            shape = (rows, cols // 2)
+        if t.dtype not in allowed:
+            names = " or ".join(sorted(str(d) for d in allowed))
+            raise invalid(f"megajit: {name} must be {names}, got a {_torch.describe(t)}")
+        if tuple(t.shape) != shape:
+            raise invalid(f"megajit: {name} must have shape {list(shape)}, got a {_torch.describe(t)}")
+        if not t.is_contiguous():
+            raise invalid(f"megajit: {name} must be contiguous, got strides {t.stride()}")
+        if t.is_cuda:
+            dev = self.runtime.device_index
+            if dev is not None and t.get_device() != dev:
+                raise invalid(f"megajit: {name} is on {t.device} but the runtime uses cuda:{dev}")
+            return t.data_ptr(), True
+        if t.device.type != "cpu":
+            raise invalid(f"megajit: {name} must be on the CPU or a CUDA device, got {t.device}")
+        keep.append(t)
+        return t.data_ptr(), False
+
+    def load_experts(self, w13, w2, w13_scales=None, w2_scales=None):
+        """Loads every local expert from stacked tensors in vLLM's layout: w13
+        [E/R, 2I, H...] (gate rows 0..I-1, then up), w2 [E/R, H, I...], and their
+        scales stacked the same way (None for bf16); element layouts as load()."""
+        n, i = self.config.local_experts, self.config.intermediate
+        for name, t in (("w13", w13), ("w2", w2), ("w13_scales", w13_scales), ("w2_scales", w2_scales)):
+            if t is not None and (not hasattr(t, "shape") or len(t.shape) != 3 or t.shape[0] != n):
+                raise invalid(f"megajit: {name} must be stacked [{n}, ...] (local experts first)")
+            if t is not None and 2 * i != t.shape[1] and name.startswith("w13"):
+                raise invalid(f"megajit: {name} must have 2 * intermediate = {2 * i} rows per expert")
+        for e in range(n):
+            s13 = None if w13_scales is None else w13_scales[e]
+            self.load(e, "gate", w13[e, :i], None if s13 is None else s13[:i])
+            self.load(e, "up", w13[e, i:], None if s13 is None else s13[i:])
+            self.load(e, "down", w2[e], None if w2_scales is None else w2_scales[e])
+
+    def set_alphas(self, expert, l1_alpha_gate=1.0, l1_alpha_up=1.0, l2_alpha=1.0, l2_act_scale=1.0):
+        """Per-expert fp32 scalars (default 1), kept on the device so changing them needs
+        no recompile or graph recapture (mj_weights_set_alphas): l1_alpha_gate and
+        l1_alpha_up multiply GEMM 1's gate rows and up rows of this expert (with the
+        NVFP4 per-token scale, before the BF16 rounding, NUMERICS.md step 2);
+        l2_act_scale multiplies the activation (with the routing weight) before it
+        is quantized into GEMM 2's input (step 5); l2_alpha multiplies GEMM 2's
+        output rows before their BF16 rounding (step 7). Copied synchronously from
+        the host, not ordered with your streams: change them between launches."""
+        check(
+            _lib.load().mj_weights_set_alphas(
+                self._handle(),
+                c_int(expert, "expert"),
+                c_float(l1_alpha_gate, "l1_alpha_gate"),
+                c_float(l1_alpha_up, "l1_alpha_up"),
+                c_float(l2_alpha, "l2_alpha"),
+                c_float(l2_act_scale, "l2_act_scale"),
+            )
+        )
+
+    @property
+    def loaded(self):
+        """Whether every projection of every local expert has been loaded."""
+        return len(self._loaded) == 3 * self.config.local_experts
+
+    # ------------------------------------------------------------ launch
+
+    def block_m(self, num_tokens):
+        """The BLOCK_M a launch with num_tokens per rank uses (MoEConfig.block_m_for)."""
+        return self.config.block_m_for(num_tokens)
+
+    def warmup(self, max_tokens=None, stream=None):
+        """Compiles (or reads from the cache) and loads every kernel forward() can
+        use for 0..max_tokens tokens (default: max_tokens_per_rank), so a forward
+        never compiles and CUDA-graph capture cannot fail with CaptureError: one
+        MegaMoE kernel per BLOCK_M (mj_mega_moe_warmup, nothing runs), and the
+        pre-dispatch kernels, by a pre-dispatch of 0 tokens on `stream` (it
+        rewrites this rank's top-k rows to -1: call warmup before serving).
+        Emulated ranks: warm every rank before launching any. Returns the
+        BLOCK_Ms warmed."""
+        top = self.config.max_tokens_per_rank if max_tokens is None else max_tokens
+        top = c_int(top, "max_tokens", 0, self.config.max_tokens_per_rank)
+        lib = _lib.load()
+        first = {}
+        bm = ctypes.c_int()
+        for t in range(top + 1):
+            check(lib.mj_mega_moe_block_m(ctypes.byref(self._cfg), t, ctypes.byref(bm)))
+            first.setdefault(bm.value, t)
+        for t in first.values():
+            check(lib.mj_mega_moe_warmup(self.runtime._handle(), self.buffer._handle(), self._handle(), t))
+        dev = self.runtime.device_index
+        check(
+            lib.mj_pre_dispatch(
+                self.runtime._handle(), self.buffer._handle(), self.config.rank,
+                None, None, None, None, 0, _torch.stream_handle(stream, dev),
+            )
+        )
+        return sorted(first)
+
+    def forward(self, hidden_states, topk_weights, topk_ids, recv_stats=None, *, out=None,
+                expert_scales=None, stream=None):
+        """The layer's routed experts for this rank's tokens: pre-dispatch (quantize
+        into the buffer) then the MegaMoE kernel (dispatch, GEMM 1, activation,
+        GEMM 2, combine), both on `stream` (default: PyTorch's current stream, so it
+        captures into torch.cuda.graph). The call shape of vLLM's
+        DeepGemmMegaMoEExperts.forward.
+
+        hidden_states: torch.bfloat16 [T, H], T <= max_tokens_per_rank (T = 0 is
+          valid and still launches: peers may route to this rank's experts).
+        topk_weights: torch.float32 [T, K]; topk_ids: torch.int32 [T, K], global
+          expert ids, -1 = masked (a token with every slot masked gives 0).
+        recv_stats: optional torch.int32 [E/R]: each local expert's received valid
+          (token, slot) pairs of all ranks are ADDED (zero it yourself).
+        out: optional torch.bfloat16 [T, H] to write instead of a new tensor.
+        expert_scales: optional torch.float32 [E] multiplying each valid slot's weight.
+        Every tensor: contiguous, on the runtime's CUDA device. Returns out.
+
+        The routing weight multiplies the activation before GEMM 2 (NUMERICS.md
+        step 5), never the combine. With check_device_inputs (and not capturing)
+        the call synchronizes and raises for bad ids or a device error word
+        (single-rank and one-process-per-GPU buffers; emulated ranks are not
+        checked). With emulated ranks every rank's forward must be in flight
+        together, on a stream each."""
+        fast = self._fast
+        if fast is None:
+            torch = _torch.require("MegaMoE.forward")
+            c = self.config
+            fast = self._fast = (torch, _torch.raw_stream_fn(torch), self.runtime.device_index, c.hidden,
+                                 c.num_topk, c.max_tokens_per_rank, c.rank)
+        torch, raw_stream, dev, hidden, k, max_tokens, rank = fast
+        check = _torch.check_cuda
+        x = hidden_states
+        if type(x) is not torch.Tensor or x.dim() != 2:
+            check(torch, x, "hidden_states", torch.bfloat16, (None, hidden), dev)
+        n = x.shape[0]
+        if n > max_tokens:
+            raise invalid(f"megajit: {n} tokens but max_tokens_per_rank is {max_tokens}")
+        xp = check(torch, x, "hidden_states", torch.bfloat16, (n, hidden), dev)
+        wp = check(torch, topk_weights, "topk_weights", torch.float32, (n, k), dev)
+        ip = check(torch, topk_ids, "topk_ids", torch.int32, (n, k), dev)
+        rp = sp = None
+        if recv_stats is not None:
+            rp = check(torch, recv_stats, "recv_stats", torch.int32, (self.config.local_experts,), dev)
+        if expert_scales is not None:
+            sp = check(torch, expert_scales, "expert_scales", torch.float32, (self.config.num_experts,), dev)
+        if out is None:
+            out = x.new_empty((n, hidden))
+            yp = out.data_ptr()
+        else:
+            yp = check(torch, out, "out", torch.bfloat16, (n, hidden), dev)
+        s = raw_stream(dev) if stream is None else _torch.stream_handle(stream, dev)
+        rt, buf, w = self.runtime._handle(), self.buffer._handle(), self._handle()
+        st = self._pre(rt, buf, rank, xp or None, ip or None, wp or None, sp, n, s)
+        if st:
+            raise make_error(st)
+        st = self._moe(rt, buf, w, yp or None, n, rp, s)
+        if st:
+            raise make_error(st)
+        return out
+
+    __call__ = forward
+
+    def run(self, num_tokens, out=None, recv_stats=None, stream=None):
+        """mj_mega_moe alone, on what was last pre-dispatched into this rank's region
+        (buffer.pre_dispatch): the kernel only reads its input region, so it may run
+        again on the same pre-dispatched tokens and gives the same result (its
+        counters reset themselves). Returns out (bf16 [num_tokens, H])."""
+        torch = _torch.require("MegaMoE.run")
+        c = self.config
+        dev = self.runtime.device_index
+        n = c_int(num_tokens, "num_tokens", 0, c.max_tokens_per_rank)
+        if out is None:
+            out = torch.empty((n, c.hidden), dtype=torch.bfloat16, device=self.runtime.device)
+        yp = _torch.check_cuda(torch, out, "out", torch.bfloat16, (n, c.hidden), dev)
+        rp = None
+        if recv_stats is not None:
+            rp = _torch.check_cuda(torch, recv_stats, "recv_stats", torch.int32, (c.local_experts,), dev)
+        check(self._moe(self.runtime._handle(), self.buffer._handle(), self._handle(), yp or None, n, rp,
+                        _torch.stream_handle(stream, dev)))
+        return out
+
+    def __repr__(self):
+        return f"<megajit.MegaMoE {self.config}>"

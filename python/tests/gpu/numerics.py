@@ -1,0 +1,227 @@
+"""NUMERICS.md in PyTorch, for the GPU test: the element formats, the
+quantizers (weights, pre-dispatch, the GEMM 2 input) and the MegaMoE
+reference (dequantize, two matmuls, activation, weighted sum), all on the CPU
+in fp32 / fp64 so that no GPU math mode can change a rounding.
+
+Formats are megajit.Format values; a quantized tensor is (data, scales) in the
+checkpoint / symmetric-buffer byte layout: E4M3 bytes, E2M1 pairs (element 2b
+in the low nibble of byte b), UE8M0 or UE4M3 scale bytes along the last axis.
+"""
+
+import torch
+
+from megajit import Format
+
+GROUP = {Format.BF16: 0, Format.MXFP8: 32, Format.MXFP4: 32, Format.NVFP4: 16}
+E4M3_MAX = 448.0
+E2M1_MAX = 6.0
+_E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=torch.float64)
+
+
+def f32(x):
+    return torch.as_tensor(x, dtype=torch.float32)
+
+
+# ------------------------------------------------------------- elements
+
+def bf16_round(x):
+    """RNE to BF16, as the same dtype (float32 or float64) back."""
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
+def e4m3_bytes(x):
+    """fp32 -> E4M3 bytes, RNE with saturation to +-448."""
+    return x.to(torch.float32).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).view(torch.uint8)
+
+
+def e4m3_values(b):
+    """E4M3 bytes -> fp32."""
+    return b.contiguous().view(torch.float8_e4m3fn).to(torch.float32)
+
+
+def e2m1_codes(x):
+    """fp32 -> E2M1 codes 0..15 (NUMERICS.md thresholds; no negative zero)."""
+    a = x.abs()
+    idx = ((a > 0.25).int() + (a >= 0.75).int() + (a > 1.25).int() + (a >= 1.75).int()
+           + (a > 2.5).int() + (a >= 3.5).int() + (a > 5.0).int())
+    sign = torch.signbit(x) & (idx != 0)
+    return (idx + 8 * sign.int()).to(torch.uint8)
+
+
+def e2m1_values(codes):
+    """E2M1 codes -> fp64."""
+    c = codes.long()
+    v = _E2M1[c & 7]
+    return torch.where((c & 8) != 0, -v, v)
+
+
+def pack_fp4(codes):
+    """[..., n] codes -> [..., n / 2] bytes, the even element in the low nibble."""
+    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).to(torch.uint8)
+
+
+def unpack_fp4(data):
+    """[..., n / 2] bytes -> [..., n] codes."""
+    lo, hi = data & 0xF, data >> 4
+    return torch.stack([lo, hi], dim=-1).reshape(*data.shape[:-1], data.shape[-1] * 2)
+
+
+def pow2(e):
+    """2**e for integer tensors, exact, as fp64."""
+    return torch.ldexp(torch.ones(e.shape, dtype=torch.float64), e.long())
+
+
+def ue8m0_for_amax(amax, qmax):
+    """The UE8M0 byte of the smallest power of two >= max(amax, 1e-4) / qmax (fp32), in 1..254."""
+    v = torch.clamp_min(amax.to(torch.float32), 1e-4) / f32(qmax)
+    bits = v.view(torch.int32)
+    e = (bits >> 23) + ((bits & 0x7FFFFF) != 0).int()
+    return e.clamp(1, 254).to(torch.uint8)
+
+
+def groups(x, g):
+    return x.reshape(*x.shape[:-1], x.shape[-1] // g, g)
+
+
+# --------------------------------------------------------- quantizers
+
+def quantize_weight(fmt, w):
+    """One projection [out, in] (fp32) -> (data, scales or None, alpha) in the
+    checkpoint layout, as tests/reference/quant.c's mjr_quantize_weights after the
+    GPU test's NVFP4 pre-scaling (amax 2688 = 448 * 6, the inverse in the alpha)."""
+    w = w.to(torch.float32)
+    if fmt == Format.BF16:
+        return w.to(torch.bfloat16), None, 1.0
+    if fmt == Format.NVFP4:
+        amax = float(w.abs().max()) or 1.0
+        s = f32(2688.0) / f32(amax)
+        v = groups(w * s, 16)
+        sf = e4m3_bytes(v.abs().amax(-1) / f32(6.0))
+        sv = e4m3_values(sf)[..., None]
+        codes = torch.where(sv > 0, e2m1_codes(v / torch.where(sv > 0, sv, f32(1.0))), torch.zeros_like(v, dtype=torch.uint8))
+        return pack_fp4(codes.reshape(w.shape)), sf, float(f32(1.0) / s)
+    qmax = E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX
+    v = groups(w, 32)
+    e = ue8m0_for_amax(v.abs().amax(-1), qmax)
+    q = v * pow2(127 - e.int())[..., None].to(torch.float32)
+    if fmt == Format.MXFP8:
+        return e4m3_bytes(q).reshape(w.shape), e, 1.0
+    return pack_fp4(e2m1_codes(q).reshape(w.shape)), e, 1.0
+
+
+def dequantize(fmt, data, scales, cols):
+    """Checkpoint or buffer bytes -> fp64 [..., cols] (every element times its scale: exact)."""
+    if fmt == Format.BF16:
+        return data.view(torch.bfloat16).to(torch.float64) if data.dtype != torch.bfloat16 else data.to(torch.float64)
+    if fmt == Format.MXFP8:
+        v = e4m3_values(data.view(torch.uint8)).to(torch.float64)
+    else:
+        v = e2m1_values(unpack_fp4(data.view(torch.uint8)))
+    g = GROUP[fmt]
+    sf = scales.view(torch.uint8)
+    s = e4m3_values(sf).to(torch.float64) if fmt == Format.NVFP4 else pow2(sf.int() - 127)
+    return (groups(v, g) * s[..., None]).reshape(*v.shape[:-1], cols)
+
+
+def quantize_tokens(fmt, x):
+    """Pre-dispatch of BF16 rows [T, H] -> (x bytes, x_sf or None, x_scales or None)
+    bit for bit as the kernel (NUMERICS.md; tests/reference/quant.c)."""
+    xf = x.to(torch.float32)
+    if fmt == Format.BF16:
+        return x.view(torch.uint8).reshape(x.shape[0], -1), None, None
+    if fmt == Format.NVFP4:
+        row = torch.clamp_min(xf.abs().amax(-1), 1e-4)
+        pts = row / f32(2688.0)
+        six_pts = f32(6.0) * pts
+        v = groups(xf, 16)
+        sf = e4m3_bytes(v.abs().amax(-1) / six_pts[:, None])
+        sv = e4m3_values(sf)
+        denom = sv * pts[:, None]
+        inv = torch.where(sv > 0, f32(1.0) / torch.where(sv > 0, denom, f32(1.0)), f32(0.0))
+        codes = e2m1_codes(v * inv[..., None]).reshape(xf.shape)
+        return pack_fp4(codes), sf, pts
+    qmax = E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX
+    v = groups(xf, 32)
+    e = ue8m0_for_amax(v.abs().amax(-1), qmax)
+    q = v * pow2(127 - e.int())[..., None].to(torch.float32)
+    if fmt == Format.MXFP8:
+        return e4m3_bytes(q).reshape(xf.shape), e, None
+    return pack_fp4(e2m1_codes(q).reshape(xf.shape)), e, None
+
+
+def quantize_act(fmt, act):
+    """Step 6 (the L1 epilogue) on fp64 activations [n, I], back to the fp64 values
+    GEMM 2 reads; scale and code decisions in fp32 like the kernel."""
+    if fmt == Format.BF16:
+        return bf16_round(act)
+    a = act.to(torch.float32)
+    g = GROUP[fmt]
+    v = groups(a, g)
+    amax = v.abs().amax(-1)
+    if fmt == Format.NVFP4:
+        sv = e4m3_values(e4m3_bytes(amax * f32(0.16666667)))
+        inv = torch.where(sv > 0, f32(1.0) / torch.where(sv > 0, sv, f32(1.0)), f32(0.0))
+        q = e2m1_values(e2m1_codes(v * inv[..., None])) * sv[..., None].to(torch.float64)
+        return q.reshape(a.shape)
+    e = ue8m0_for_amax(amax, E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX)
+    q = v * pow2(127 - e.int())[..., None].to(torch.float32)
+    d = e4m3_values(e4m3_bytes(q)).to(torch.float64) if fmt == Format.MXFP8 else e2m1_values(e2m1_codes(q))
+    return (d * pow2(e.int() - 127)[..., None]).reshape(a.shape)
+
+
+# ------------------------------------------------------------ reference
+
+def activate(act, g, u):
+    """Step 4 (fp64; swigluoai with the kernel's fp32 constant 1.702f)."""
+    if act == "swiglu":
+        return g * torch.sigmoid(g) * u
+    if act == "swigluoai":
+        return g * torch.sigmoid(float(f32(1.702)) * g) * (u + 1.0)
+    return 4.0 * torch.tanh(g / 4.0) * torch.sigmoid(g) * (25.0 * torch.tanh(u / 25.0))
+
+
+def moe_reference(layer, a, xs, ids, tw, first_expert=0):
+    """Steps 1-8 for one rank's tokens.
+
+    layer: dict with w1 [E, 2I, H] and w2 [E, H, I] (fp64, dequantized), alpha_gate,
+      alpha_up, alpha_down, act_scale (fp32 [E]), l2 (Format), act (str), clamp (float).
+    a: the rank's dequantized tokens [T, H] (fp64); xs: per-token scale [T] (fp32).
+    ids, tw: the top-k ids [T, K] and weights [T, K] as pre-dispatch stored them.
+    Returns y [T, H] as BF16. Experts are global ids (first_expert unused here:
+    every expert's weights are given).
+    """
+    T, K = ids.shape
+    H = layer["w2"].shape[1]
+    I = layer["w2"].shape[2]
+    o = torch.zeros(T, K, H, dtype=torch.float32)
+    c = float(bf16_round(f32(layer["clamp"]))) if layer["clamp"] > 0 else 0.0
+    for e in sorted(set(int(v) for v in ids.flatten().tolist() if v >= 0)):
+        t, k = (ids == e).nonzero(as_tuple=True)
+        x = a[t]
+        w1, w2 = layer["w1"][e], layer["w2"][e]
+        mul_g = (xs[t] * layer["alpha_gate"][e]).to(torch.float64)
+        mul_u = (xs[t] * layer["alpha_up"][e]).to(torch.float64)
+        g = bf16_round((x @ w1[:I].T) * mul_g[:, None])
+        u = bf16_round((x @ w1[I:].T) * mul_u[:, None])
+        if c > 0:
+            g = torch.clamp(g, max=c)
+            u = torch.clamp(u, -c, c)
+        mul_act = (tw[t, k] * layer["act_scale"][e]).to(torch.float64)
+        act = activate(layer["act"], g, u) * mul_act[:, None]
+        actq = quantize_act(layer["l2"], act)
+        out = bf16_round((actq @ w2.T) * float(layer["alpha_down"][e]))
+        o[t, k] = out.to(torch.float32)
+    acc = torch.zeros(T, H, dtype=torch.float32)
+    valid = ids >= 0
+    for k in range(K):
+        acc = torch.where(valid[:, k, None], acc + o[:, k], acc)
+    y = torch.where(valid.any(1)[:, None], acc, torch.zeros_like(acc))
+    return y.to(torch.bfloat16)
+
+
+def calc_diff(x, y):
+    """NUMERICS.md: 1 - 2 sum(x y) / sum(x x + y y) in fp64, 0 when both are zero."""
+    x = x.to(torch.float64)
+    y = y.to(torch.float64)
+    sq = float((x * x + y * y).sum())
+    return 0.0 if sq == 0.0 else 1.0 - 2.0 * float((x * y).sum()) / sq

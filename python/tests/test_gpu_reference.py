@@ -1,0 +1,93 @@
+"""The GPU test's PyTorch side (python/tests/gpu/numerics.py and its model and
+inputs) against the C fp64 reference of tests/reference, on the CPU: weight
+quantization and pre-dispatch bit for bit, the MegaMoE reference within
+rounding (calc_diff < 1e-9), recv_stats exactly. Needs PyTorch (skipped in
+make test on a machine without it); the GPU test then compares the kernels
+with a reference already checked here."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, torch_or_skip
+
+torch = torch_or_skip()
+sys.path.insert(0, str(REPO / "python" / "tests" / "gpu"))
+
+import numerics as nx  # noqa: E402
+import test_megajit_gpu as gpu  # noqa: E402
+
+import megajit  # noqa: E402
+from megajit import Format  # noqa: E402
+
+ACTIVATIONS = {"swiglu": 0, "swigluoai": 1, "situ": 2}
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    exe = tmp_path_factory.mktemp("harness") / "reference_harness"
+    sources = [REPO / "python" / "tests" / "gpu" / "reference_harness.c",
+               REPO / "tests" / "reference" / "quant.c", REPO / "tests" / "reference" / "moe_ref.c"]
+    subprocess.run(["gcc", "-std=c11", "-O2", f"-I{REPO}", f"-I{REPO / 'templates'}", "-o", str(exe),
+                    *map(str, sources), "-lm"], check=True)
+    return exe
+
+
+def write(path, t):
+    path.write_bytes(bytes(t.contiguous().view(-1).view(torch.uint8).tolist()))
+
+
+def read(path):
+    return torch.tensor(list(path.read_bytes()), dtype=torch.uint8)
+
+
+@pytest.mark.parametrize("case", gpu.CASES, ids=lambda c: f"{c[0]}-{c[1]}{'-clamp' if c[2] else ''}")
+@pytest.mark.parametrize("T", [37, 1])
+def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
+    row, act, clamp = case
+    H, I, E, K = gpu.H, gpu.I, gpu.E, gpu.K
+    m = gpu.make_model(row)
+    x, ids, tw = gpu.gen_inputs(T, seed=T)
+    write(tmp_path / "w1.f32", m["master_w1"])
+    write(tmp_path / "w2.f32", m["master_w2"])
+    write(tmp_path / "alphas.f32", torch.stack([m["alpha_gate"], m["alpha_up"], m["alpha_down"], m["act_scale"]]))
+    write(tmp_path / "x.bf16", x)
+    write(tmp_path / "ids.i32", ids)
+    write(tmp_path / "tw.f32", tw)
+    wf, df, lf = megajit.FORMAT_ROWS[row]
+    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), ACTIVATIONS[act], clamp,
+                                                 H, I, E, K, T, gpu.TMAX, tmp_path))],
+                       capture_output=True, text=True, check=True)
+    xo, so, io, wo, xso = map(int, p.stdout.split())
+
+    # weights: the checkpoint bytes the GPU test loads are the C quantizer's
+    w13 = m["w13"].view(torch.uint8) if m["w13"].dtype != torch.uint8 else m["w13"]
+    assert torch.equal(read(tmp_path / "q1"), w13.contiguous().view(-1).view(torch.uint8))
+    assert torch.equal(read(tmp_path / "q2"), m["w2q"].contiguous().view(-1).view(torch.uint8))
+    if m["s13"] is not None:
+        assert torch.equal(read(tmp_path / "s1"), m["s13"].contiguous().view(-1))
+        assert torch.equal(read(tmp_path / "s2"), m["s2"].contiguous().view(-1))
+
+    # pre-dispatch: numerics.quantize_tokens is the C reference's, bit for bit
+    region = read(tmp_path / "region")
+    qx, qsf, qxs = nx.quantize_tokens(df, x)
+    xq = region[xo:xo + qx.numel() * qx.element_size()].view(T, -1)
+    assert torch.equal(xq, qx.contiguous().view(torch.uint8).view(T, -1))
+    sf = region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None
+    if qsf is not None:
+        assert torch.equal(sf, qsf)
+    xs = region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T)
+    if qxs is not None:
+        assert torch.equal(xs, qxs)
+    vid = region[io:io + 4 * T * K].view(torch.int32).view(T, K)
+    vtw = region[wo:wo + 4 * T * K].view(torch.float32).view(T, K)
+    assert torch.equal(vid, ids) and torch.equal(vtw, tw)
+
+    # the MegaMoE reference, from the same quantized inputs
+    tokens = xq.view(torch.bfloat16) if df == Format.BF16 else xq
+    ref = nx.moe_reference(gpu.layer_of(m, act, clamp), gpu.dequant_tokens(df, tokens, sf), xs, vid, vtw)
+    c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
+    assert nx.calc_diff(ref, c_y) < 1e-9
+    assert torch.equal(read(tmp_path / "stats").view(torch.int32),
+                       torch.bincount(ids[ids >= 0].long(), minlength=E).int())
