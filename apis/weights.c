@@ -155,9 +155,6 @@ static mj_status write_image(mj_weights *w, int e, mj_projection proj, const voi
             st = mj_device_upload(rt, staging + data_bytes, scales, sf_bytes, what);
         src = staging;
         src_sf = sf_bytes ? staging + data_bytes : 0;
-    } else {
-        /* The caller's writes into the sources come first, on whatever stream. */
-        st = mj_device_synchronize(rt, "mj_weights_load: waiting for the sources");
     }
     if (st == MJ_OK) {
         mj_moe_image_args args = {
@@ -196,6 +193,10 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
                        "mj_weights_load: local expert %d %s: bf16 weights take no scales", e,
                        kProjectionNames[proj]);
     mj_status st = mj_runtime_bind(w->rt);
+    /* The caller's writes into device sources come first, on whatever stream:
+     * the scale check below reads them too. */
+    if (st == MJ_OK && from_device)
+        st = mj_device_synchronize(w->rt, "mj_weights_load: waiting for the sources");
     if (st != MJ_OK) return st;
     int hidden = w->cfg.hidden, inter = w->cfg.intermediate;
     int rows = proj == MJ_PROJ_DOWN ? hidden : inter;

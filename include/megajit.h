@@ -370,13 +370,11 @@ typedef enum mj_projection {
  * image kernel runs on a non-blocking stream of the weights' own, which the
  * call synchronizes); it is ordered against none of the caller's streams. For
  * from_device = 0 the sources are copied in with cuMemcpyHtoD. For
- * from_device = 1 the scales are first copied to the host for the checks above
- * (cuMemcpyDtoH, which waits for the legacy default stream and the blocking
- * streams only), then cuCtxSynchronize waits for all pending work of the
- * context, every stream included, before the image kernel reads data and
- * scales: so a caller that wrote the scales on a non-blocking stream
- * synchronizes that stream first. It blocks the calling thread and the whole
- * context; it cannot run while a stream of the context captures a graph. */
+ * from_device = 1 cuCtxSynchronize first waits for all pending work of the
+ * context, every stream included (the caller's writes into the sources), then
+ * the scales are copied to the host for the checks above and the image kernel
+ * reads data and scales. It blocks the calling thread and the whole context;
+ * it cannot run while a stream of the context captures a graph. */
 MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
                                  const void *data, const void *scales, int from_device);
 

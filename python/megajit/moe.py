@@ -229,11 +229,6 @@ class MegaMoE(Owner):
             sp, s_dev = self._source(scales, f"{proj.name.lower()} scales", fmt, rows, cols // group, "scales", keep)
         if w_dev != s_dev:
             raise invalid("megajit: weight and scales must both be on the GPU or both on the CPU")
-        if w_dev:
-            # The library copies the scales to the host for its checks before it
-            # synchronizes the context (megajit.h): PyTorch's streams are
-            # non-blocking, so finish the writes of every stream first.
-            _torch.require("MegaMoE.load").cuda.synchronize(self.runtime.device_index)
         check(_lib.load().mj_weights_load(self._handle(), e, int(proj), wp or None, sp or None, 1 if w_dev else 0))
         self._loaded.add((e, proj))
 
