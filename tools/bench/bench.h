@@ -8,8 +8,13 @@
 
 #include "include/megajit.h"
 
-/* xorshift64*: fast enough to fill gigabytes of random weights. */
+/* xorshift64*: fast enough to fill gigabytes of random weights. The state
+ * must not be 0 (mj_bench_seed never returns 0). */
 uint64_t mj_bench_rng(uint64_t *state);
+/* A generator state derived from h and v (splitmix64 of their mix): chained
+ * over the parts of a configuration, the same parts give the same stream on
+ * every rank and in every run. Never 0. */
+uint64_t mj_bench_seed(uint64_t h, uint64_t v);
 /* Sorts v and returns its median. */
 float mj_bench_median_ms(float *v, int n);
 /* The device's copy bandwidth (bytes read + written per second / 1e9): median
