@@ -17,6 +17,8 @@ int cmd_precompile(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `megajit bench mega-moe` (tools/megajit/bench_mega_moe.c); argv[0] is "mega-moe". */
+int cmd_bench_mega_moe(int argc, char **argv);
 
 /* Prints "megajit CMD: <message>" and the usage to stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
