@@ -117,8 +117,8 @@ static void test_jobs(void **state) {
     const int rows = mj_moe_format_count();
     mj_bench_checker *ck = mj_bench_checker_new(3);
     assert_non_null(ck);
-    mj_bench_check_result *res = calloc((size_t)rows * 3, sizeof *res);
-    uint16_t x[N * H], y[N * H], bad[N * H];
+    mj_bench_check_result *res = calloc((size_t)rows * 4, sizeof *res);
+    uint16_t x[N * H], y[N * H], bad[N * H], holed[N * H];
     int32_t ids[N * K];
     float tw[N * K];
     uint64_t rng = 11;
@@ -130,16 +130,19 @@ static void test_jobs(void **state) {
         mj_bench_weights *w = mj_bench_weights_new(row->weight_fmt, H, I, 3, 17 + (uint64_t)r);
         assert_non_null(w);
         reference_all_experts(w, row, x, ids, tw, y);
-        /* right; rows of tokens 0 and 1 swapped; one element unwritten */
+        /* right; rows of tokens 0 and 1 swapped; one element counted
+         * unwritten by the scan; and that element still poison */
         memcpy(bad, y, sizeof bad);
         memcpy(bad, y + H, H * sizeof *y);
         memcpy(bad + H, y, H * sizeof *y);
-        const uint16_t *outs[2] = {y, bad};
-        for (int v = 0; v < 3; v++) {
-            mj_bench_check_result *out = &res[r * 3 + v];
-            if (v == 2) out->unwritten = 1;
+        memcpy(holed, y, sizeof holed);
+        holed[H + 5] = MJ_BENCH_POISON;
+        const uint16_t *outs[4] = {y, bad, y, holed};
+        for (int v = 0; v < 4; v++) {
+            mj_bench_check_result *out = &res[r * 4 + v];
+            if (v >= 2) out->unwritten = 1;
             mj_bench_check_job *j =
-                mj_bench_check_job_new(w, row, H, I, K, N, x, ids, tw, outs[v == 1], out);
+                mj_bench_check_job_new(w, row, H, I, K, N, x, ids, tw, outs[v], out);
             assert_non_null(j);
             mj_bench_checker_submit(ck, j);
         }
@@ -148,8 +151,8 @@ static void test_jobs(void **state) {
     mj_bench_checker_finish(ck);
     for (int r = 0; r < rows; r++) {
         const char *name = mj_moe_format_at(r)->name;
-        const mj_bench_check_result *ok = &res[r * 3], *wrong = &res[r * 3 + 1],
-                                    *holes = &res[r * 3 + 2];
+        const mj_bench_check_result *ok = &res[r * 4], *wrong = &res[r * 4 + 1],
+                                    *holes = &res[r * 4 + 2], *nan = &res[r * 4 + 3];
         if (!ok->done || !ok->ok || ok->calc_diff != 0.0)
             fail_msg("%s: the reference's own output failed: %s", name, ok->message);
         assert_string_equal(ok->message, "");
@@ -159,6 +162,10 @@ static void test_jobs(void **state) {
             fail_msg("%s: swapped rows passed (%s)", name, wrong->message);
         if (!holes->done || holes->ok || strcmp(holes->message, "1 elements of y unwritten") != 0)
             fail_msg("%s: an unwritten element passed (%s)", name, holes->message);
+        if (!nan->done || nan->ok ||
+            strcmp(nan->message, "calc_diff undefined over 3 tokens (y holds NaN); 1 elements "
+                                 "of y unwritten") != 0)
+            fail_msg("%s: a poisoned element passed (%s)", name, nan->message);
     }
     free(res);
 }

@@ -544,6 +544,10 @@ mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "mj_bench_mega_moe: %d tokens is outside 1..%d (max_tokens)",
                            o->tokens[i], o->max_tokens);
+    /* A point that never runs still says which token count it was. */
+    memset(points, 0, (size_t)o->num_tokens * sizeof *points);
+    for (int i = 0; i < o->num_tokens; i++)
+        points[i].tokens = o->tokens[i];
     mj_status st = mj_runtime_bind(rt);
     if (st != MJ_OK) return st;
     moe_run b;

@@ -131,6 +131,8 @@ void mj_bench_check_job_run(mj_bench_check_job *j) {
     if (rc != 0)
         ADD("the fp64 reference refused the check (%s); ",
             rc == -2 ? "out of host memory" : "a bench bug: bad arguments");
+    else if (isnan(out->calc_diff))
+        ADD("calc_diff undefined over %d tokens (y holds NaN); ", j->n);
     else if (!(out->calc_diff < out->bar))
         ADD("calc_diff %.3g over %d tokens, bar %.0e; ", out->calc_diff, j->n, out->bar);
     if (out->unwritten) ADD("%zu elements of y unwritten; ", out->unwritten);
