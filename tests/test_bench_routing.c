@@ -189,14 +189,14 @@ static void test_dump(void **state) {
     int32_t *ids[2] = {sets[0].ids, sets[1].ids};
     float *w[2] = {sets[0].w, sets[1].w};
     char dir[128];
-    snprintf(dir, sizeof dir, "%s/routing", scratch_dir);
+    snprintf(dir, sizeof dir, "%s/routing/uniform", scratch_dir); /* parents made too */
     cJSON *configs = cJSON_CreateArray();
-    assert_int_equal(mj_bench_dump_routing(dir, configs, &shape, MJ_BENCH_ROUTING_SKEWED, 2, 3, 2,
-                                           ids, w),
-                     MJ_OK);
-    assert_int_equal(mj_bench_dump_routing(dir, configs, &shape, MJ_BENCH_ROUTING_SKEWED, 2, 1, 1,
-                                           ids, w),
-                     MJ_OK);
+    assert_int_equal(
+        mj_bench_dump_routing(dir, configs, &shape, MJ_BENCH_ROUTING_SKEWED, 2, 3, 2, ids, w),
+        MJ_OK);
+    assert_int_equal(
+        mj_bench_dump_routing(dir, configs, &shape, MJ_BENCH_ROUTING_SKEWED, 2, 1, 1, ids, w),
+        MJ_OK);
     assert_int_equal(mj_bench_dump_index(dir, configs), MJ_OK);
     cJSON_Delete(configs);
     size_t len;
@@ -249,7 +249,7 @@ static void test_dump(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),      cmocka_unit_test(test_uniform),
+        cmocka_unit_test(test_names),         cmocka_unit_test(test_uniform),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_skewed),
         cmocka_unit_test(test_dump),
     };

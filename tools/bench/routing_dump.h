@@ -20,7 +20,7 @@
 #include "tools/bench/moe_routing.h"
 #include "tools/bench/moe_shapes.h"
 
-/* Writes the sets' files into dir (created when missing) and appends the
+/* Writes the sets' files into dir (created with its parents when missing) and appends the
  * configuration's entry to configs. ids[s] and weights[s]: set s, tokens x
  * topk each. */
 mj_status mj_bench_dump_routing(const char *dir, cJSON *configs, const mj_bench_moe_shape *shape,

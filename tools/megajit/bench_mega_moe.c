@@ -478,8 +478,10 @@ int cmd_bench_mega_moe(int argc, char **argv) {
     }
     if (!checker) rc = cli_fail(kCmd, "cannot start the check threads");
     mj_bench_checker_finish(checker);
+    /* A routing index that cannot be written fails the run, after its results. */
+    int dump_failed = 0;
     if (!rc && dumps && mj_bench_dump_index(a.dump_dir, dumps) != MJ_OK)
-        rc = cli_fail(kCmd, "writing the routing index");
+        dump_failed = cli_fail(kCmd, "writing the routing index");
     cJSON_Delete(dumps);
 
     int failed = 0;
@@ -522,5 +524,5 @@ int cmd_bench_mega_moe(int argc, char **argv) {
         free(cfgs[i].points);
     mj_runtime_destroy(rt);
     mj_launcher_leave(comm);
-    return rc ? rc : failed ? CLI_EXIT_FAIL : 0;
+    return rc ? rc : failed || dump_failed ? CLI_EXIT_FAIL : 0;
 }
