@@ -28,16 +28,21 @@ static int parse_words(mj_moe_bench_args *a, const char *const *words) {
 }
 #define PARSE(a, ...) parse_words(a, (const char *const[]){__VA_ARGS__, NULL})
 
+static void expect_shape(const mj_bench_moe_shape *s, const char *name, int hidden,
+                         int intermediate, int experts, int topk) {
+    assert_string_equal(s->name, name);
+    assert_int_equal(s->hidden, hidden);
+    assert_int_equal(s->intermediate, intermediate);
+    assert_int_equal(s->experts, experts);
+    assert_int_equal(s->topk, topk);
+}
+
 static void test_defaults(void **state) {
     (void)state;
     mj_moe_bench_args a;
     assert_int_equal(parse_words(&a, (const char *const[]){NULL}), MJ_MOE_ARGS_OK);
     assert_int_equal(a.num_shapes, 1);
-    assert_string_equal(a.shapes[0].name, "deepseek-v3");
-    assert_int_equal(a.shapes[0].hidden, 7168);
-    assert_int_equal(a.shapes[0].intermediate, 2048);
-    assert_int_equal(a.shapes[0].experts, 256);
-    assert_int_equal(a.shapes[0].topk, 8);
+    expect_shape(&a.shapes[0], "deepseek-v3", 7168, 2048, 256, 8);
     assert_int_equal(a.num_rows, mj_moe_format_count());
     assert_int_equal(a.num_tokens, 6);
     const int want[] = {1, 8, 64, 256, 1024, 4096};
@@ -61,13 +66,8 @@ static void test_flags(void **state) {
     const char *names[] = {"deepseek-v3", "kimi-k2", "qwen3-235b", "gpt-oss-120b"};
     const int dims[4][4] = {
         {7168, 2048, 256, 8}, {7168, 2048, 384, 8}, {4096, 1536, 128, 8}, {2880, 2880, 128, 4}};
-    for (int i = 0; i < 4; i++) {
-        assert_string_equal(a.shapes[i].name, names[i]);
-        assert_int_equal(a.shapes[i].hidden, dims[i][0]);
-        assert_int_equal(a.shapes[i].intermediate, dims[i][1]);
-        assert_int_equal(a.shapes[i].experts, dims[i][2]);
-        assert_int_equal(a.shapes[i].topk, dims[i][3]);
-    }
+    for (int i = 0; i < 4; i++)
+        expect_shape(&a.shapes[i], names[i], dims[i][0], dims[i][1], dims[i][2], dims[i][3]);
     assert_int_equal(a.num_rows, 1);
     assert_string_equal(mj_moe_format_at(a.rows[0])->name, "nvfp4-a16");
     assert_int_equal(a.num_tokens, 2);
@@ -95,11 +95,7 @@ static void test_overrides(void **state) {
                            "--intermediate", "768", "--experts", "64"),
                      MJ_MOE_ARGS_OK);
     assert_int_equal(a.num_shapes, 1);
-    assert_string_equal(a.shapes[0].name, "custom");
-    assert_int_equal(a.shapes[0].hidden, 2048);
-    assert_int_equal(a.shapes[0].intermediate, 768);
-    assert_int_equal(a.shapes[0].experts, 64);
-    assert_int_equal(a.shapes[0].topk, 4);
+    expect_shape(&a.shapes[0], "custom", 2048, 768, 64, 4);
     /* An override equal to the named value keeps the name. */
     assert_int_equal(PARSE(&a, "--shape", "kimi-k2", "--experts", "384"), MJ_MOE_ARGS_OK);
     assert_string_equal(a.shapes[0].name, "kimi-k2");

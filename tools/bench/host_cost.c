@@ -15,37 +15,6 @@
 #define ROUNDS 40
 #define BATCH 25
 
-typedef struct bare_launch {
-    CUlaunchConfig config;
-    CUlaunchAttribute attrs[1];
-    CUfunction function;
-} bare_launch;
-
-/* The launch mj_jit_launch makes for lc, built once, as a caller launching
- * the kernel itself would (the kernel is loaded and its shared-memory limit
- * set by one mj_jit_launch first). */
-static void bare_of(const mj_kernel *k, const mj_launch_config *lc, CUstream stream,
-                    bare_launch *b) {
-    memset(b, 0, sizeof *b);
-    unsigned n = 0;
-    if (lc->pdl) {
-        b->attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        b->attrs[n].value.programmaticStreamSerializationAllowed = 1;
-        n++;
-    }
-    b->config = (CUlaunchConfig){.gridDimX = lc->grid[0],
-                                 .gridDimY = lc->grid[1],
-                                 .gridDimZ = lc->grid[2],
-                                 .blockDimX = lc->block[0],
-                                 .blockDimY = lc->block[1],
-                                 .blockDimZ = lc->block[2],
-                                 .sharedMemBytes = lc->smem_bytes,
-                                 .hStream = stream,
-                                 .attrs = b->attrs,
-                                 .numAttrs = n};
-    b->function = k->function;
-}
-
 static mj_status drain(const mj_cuda *cu, CUstream stream) {
     CUresult r = cu->cuStreamSynchronize(stream);
     return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "bench host cost: a launch failed");
@@ -63,14 +32,15 @@ mj_status mj_bench_host_cost_measure(mj_runtime *rt, mj_symm_buffer *buf, const 
     if (st == MJ_OK) st = mj_jit_launch(rt, k, &lc, stream, params);
     if (st == MJ_OK) st = drain(cu, stream);
     if (st != MJ_OK) return st;
-    if (lc.cluster_x > 1)
-        return mj_fail(MJ_ERR_UNSUPPORTED, "bench host cost: the MegaMoE kernel launches as a "
-                                           "cluster, which the bare launch does not model");
-    bare_launch b;
-    bare_of(k, &lc, stream, &b);
-    float *api = malloc(ROUNDS * BATCH * sizeof *api),
-          *bare = malloc(ROUNDS * BATCH * sizeof *bare);
-    if (!api || !bare) st = mj_fail(MJ_ERR_NOMEM, "bench host cost: out of host memory");
+    /* The launch mj_jit_launch makes, built once, as a caller launching the
+     * kernel itself would (the first launch above loaded it and set its
+     * shared-memory limit). */
+    CUlaunchAttribute attrs[MJ_JIT_LAUNCH_ATTRS];
+    CUlaunchConfig bare;
+    mj_jit_launch_config(&lc, stream, attrs, &bare);
+    const CUfunction fn = k->function;
+    float *api = malloc(ROUNDS * BATCH * sizeof *api), *raw = malloc(ROUNDS * BATCH * sizeof *raw);
+    if (!api || !raw) st = mj_fail(MJ_ERR_NOMEM, "bench host cost: out of host memory");
     for (int round = 0; st == MJ_OK && round < ROUNDS; round++) {
         for (int i = 0; st == MJ_OK && i < BATCH; i++) {
             const double t0 = mj_monotonic_ms();
@@ -80,8 +50,8 @@ mj_status mj_bench_host_cost_measure(mj_runtime *rt, mj_symm_buffer *buf, const 
         if (st == MJ_OK) st = drain(cu, stream);
         for (int i = 0; st == MJ_OK && i < BATCH; i++) {
             const double t0 = mj_monotonic_ms();
-            CUresult r = cu->cuLaunchKernelEx(&b.config, b.function, params, NULL);
-            bare[round * BATCH + i] = (float)(mj_monotonic_ms() - t0);
+            CUresult r = cu->cuLaunchKernelEx(&bare, fn, params, NULL);
+            raw[round * BATCH + i] = (float)(mj_monotonic_ms() - t0);
             if (r != CUDA_SUCCESS) st = mj_cuda_fail(r, "bench host cost: cuLaunchKernelEx");
         }
         if (st == MJ_OK) st = drain(cu, stream);
@@ -89,10 +59,10 @@ mj_status mj_bench_host_cost_measure(mj_runtime *rt, mj_symm_buffer *buf, const 
     if (st == MJ_OK) {
         out->calls = ROUNDS * BATCH;
         out->api_us = mj_bench_median_ms(api, out->calls) * 1e3;
-        out->bare_us = mj_bench_median_ms(bare, out->calls) * 1e3;
+        out->bare_us = mj_bench_median_ms(raw, out->calls) * 1e3;
         out->extra_us = out->api_us - out->bare_us;
     }
     free(api);
-    free(bare);
+    free(raw);
     return st;
 }

@@ -91,18 +91,23 @@ static mj_status upload(const mj_cuda *cu, CUdeviceptr *p, const void *h, size_t
     return cu_check(cu->cuMemcpyHtoD(*p, h, n), what);
 }
 
-static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
+mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
+                                 int ranks, int rank, int max_tokens) {
     return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
-                           .hidden = o->shape->hidden,
-                           .intermediate = o->shape->intermediate,
-                           .num_experts = o->shape->experts,
-                           .num_topk = o->shape->topk,
-                           .num_ranks = o->num_ranks,
+                           .hidden = s->hidden,
+                           .intermediate = s->intermediate,
+                           .num_experts = s->experts,
+                           .num_topk = s->topk,
+                           .num_ranks = ranks,
                            .rank = rank,
-                           .max_tokens_per_rank = o->max_tokens,
-                           .weight_format = (mj_format)o->row->weight_fmt,
-                           .dispatch_format = (mj_format)o->row->dispatch_fmt,
+                           .max_tokens_per_rank = max_tokens,
+                           .weight_format = (mj_format)row->weight_fmt,
+                           .dispatch_format = (mj_format)row->dispatch_fmt,
                            .activation = MJ_ACTIVATION_SWIGLU};
+}
+
+static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
+    return mj_bench_moe_layer(o->shape, o->row, o->num_ranks, rank, o->max_tokens);
 }
 
 /* The seed of everything a configuration draws: the same on every rank and

@@ -56,6 +56,11 @@ typedef struct mj_bench_mega_moe_options {
     mj_bench_host_cost *host_cost;
 } mj_bench_mega_moe_options;
 
+/* The layer the benchmark runs for shape s in format row `row` as rank `rank`
+ * of `ranks`, on buffers of max_tokens per rank (swiglu, no clamp). */
+mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
+                                 int ranks, int rank, int max_tokens);
+
 /* Fills points[0..num_tokens) (their checks complete when the checker
  * finishes) and *num_sms, the SM count each rank ran on. The weights are
  * random: MJ_BENCH_WEIGHT_CLASSES projections over all experts

@@ -138,18 +138,8 @@ static int plan_specs(const mj_moe_bench_args *a, const config *cfgs, int n, int
     }
     for (int i = 0; i < n; i++) {
         if (!runnable(&cfgs[i])) continue;
-        const mj_bench_moe_shape *s = cfgs[i].shape;
-        const mj_moe_format_row *row = cfgs[i].row;
-        const mj_moe_config layer = {.struct_size = sizeof(mj_moe_config),
-                                     .hidden = s->hidden,
-                                     .intermediate = s->intermediate,
-                                     .num_experts = s->experts,
-                                     .num_topk = s->topk,
-                                     .num_ranks = ranks,
-                                     .max_tokens_per_rank = a->max_tokens,
-                                     .weight_format = (mj_format)row->weight_fmt,
-                                     .dispatch_format = (mj_format)row->dispatch_fmt,
-                                     .activation = MJ_ACTIVATION_SWIGLU};
+        const mj_moe_config layer =
+            mj_bench_moe_layer(cfgs[i].shape, cfgs[i].row, ranks, 0, a->max_tokens);
         const mj_symm_config buffer = mj_symm_config_of_moe(&layer);
         mj_kernel_spec spec;
         for (int k = 0; k < MJ_PD_NUM_KERNELS; k++)
