@@ -5,7 +5,7 @@ rank): row, shape, routing, T, megajit us, floor us, time / floor, bound,
 pre-dispatch + MegaMoE us and / floor, the peer's us and megajit's speedup over
 it, and the check. The ceilings and host cost of each run are printed first.
 
-    python3 bench/merge_mega_moe.py BENCH.json [BENCH.json ...] [--torch TORCH.json]
+    python3 bench/merge_mega_moe.py BENCH.json [BENCH.json ...] [--torch TORCH.json ...]
 """
 
 import argparse
@@ -29,15 +29,16 @@ def key(r):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bench", nargs="+", help="megajit bench mega-moe --json outputs")
-    ap.add_argument("--torch", help="bench/torch_moe_peer.py --json output")
+    ap.add_argument("--torch", action="append", default=[],
+                    help="bench/torch_moe_peer.py --json output (repeatable)")
     args = ap.parse_args()
 
-    peer, impl = {}, None
-    if args.torch:
-        t = load(args.torch)
+    peer, impls = {}, []
+    for path in args.torch:
+        t = load(path)
         if t:
-            impl = f"torch {t['torch']}, {t['impl']}"
-            peer = {key(r): r["us"] for r in t["results"]}
+            impls.append(f"torch {t['torch']}, {t['impl']}")
+            peer.update({key(r): r["us"] for r in t["results"]})
 
     header = ["ROW", "SHAPE", "ROUTING", "T", "US", "FLOOR US", "T/FLOOR", "BOUND", "PD+MOE US",
               "(PD+MOE)/FLOOR", "TORCH US", "SPEEDUP", "STATUS"]
@@ -73,7 +74,7 @@ def main():
     for row in rows:
         print("  ".join(cell.ljust(w) if i in (0, 1, 2, 7, 12) else cell.rjust(w)
                         for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
-    print(f"peer: {impl}" if impl else "peer: no PyTorch numbers")
+    print(f"peer: {'; '.join(sorted(set(impls)))}" if impls else "peer: no PyTorch numbers")
     return 1 if missing else 0
 
 
