@@ -124,7 +124,7 @@ static void test_jobs(void **state) {
     uint64_t rng = 11;
     for (int i = 0; i < N * H; i++)
         x[i] = mjr_bf16_from_f32((float)(int64_t)(mj_bench_rng(&rng) % 2001 - 1000) / 500.0f);
-    assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_UNIFORM, E, K, N, 3, ids, tw), 0);
+    assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_UNIFORM, E, K, N, 3, 0, ids, tw), 0);
     for (int r = 0; r < rows; r++) {
         const mj_moe_format_row *row = mj_moe_format_at(r);
         mj_bench_weights *w = mj_bench_weights_new(row->weight_fmt, H, I, 3, 17 + (uint64_t)r);

@@ -30,7 +30,7 @@ static routed route(mj_bench_routing kind, int experts, int topk, int tokens, ui
                 malloc((size_t)tokens * (size_t)topk * sizeof(float))};
     assert_non_null(r.ids);
     assert_non_null(r.w);
-    assert_int_equal(mj_bench_route(kind, experts, topk, tokens, seed, r.ids, r.w), 0);
+    assert_int_equal(mj_bench_route(kind, experts, topk, tokens, seed, 0, r.ids, r.w), 0);
     return r;
 }
 
@@ -96,6 +96,19 @@ static void test_deterministic(void **state) {
         routed_free(&b);
         routed_free(&c);
     }
+    /* Parts of one seed (ranks) draw their own tokens around one hot set. */
+    int32_t p0[64 * 8], p1[64 * 8];
+    float w0[64 * 8], w1[64 * 8];
+    assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_SKEWED, 256, 8, 64, 5, 0, p0, w0), 0);
+    assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_SKEWED, 256, 8, 64, 5, 1, p1, w1), 0);
+    assert_memory_not_equal(p0, p1, sizeof p0);
+    int32_t hot[26];
+    mj_bench_hot_set(256, 5, hot);
+    int on_hot = 0;
+    for (int i = 0; i < 64 * 8; i++)
+        for (int h = 0; h < 26; h++)
+            on_hot += (p0[i] == hot[h]) + (p1[i] == hot[h]);
+    assert_int_equal(on_hot, 64 * 8); /* half of both parts' 1024 pairs */
     /* The hot set depends on the seed alone, not on how many tokens follow. */
     int32_t h1[26], h2[26];
     mj_bench_hot_set(256, 99, h1);

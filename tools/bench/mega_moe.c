@@ -286,7 +286,7 @@ static mj_status sets_make(moe_run *b, int tokens, moe_sets **out) {
         const uint64_t set_seed = mj_bench_seed(seed, (uint64_t)i);
         for (int r = 0; st == MJ_OK && r < b->ranks; r++)
             if (mj_bench_route(o->routing, sh->experts, sh->topk, tokens,
-                               mj_bench_seed(mj_bench_seed(set_seed, SEED_ROUTING), (uint64_t)r),
+                               mj_bench_seed(set_seed, SEED_ROUTING), r,
                                s->ids[i] + (size_t)r * T * K, s->tw[i] + (size_t)r * T * K))
                 st = mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (routing)");
         for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++) {

@@ -62,7 +62,7 @@ static int32_t draw_distinct(uint64_t *rng, const int32_t *pool, int n, const un
 }
 
 int mj_bench_route(mj_bench_routing kind, int experts, int topk, int tokens, uint64_t seed,
-                   int32_t *ids, float *weights) {
+                   int part, int32_t *ids, float *weights) {
     const int skewed = kind == MJ_BENCH_ROUTING_SKEWED;
     const int n_hot = mj_bench_hot_count(experts);
     int32_t *hot = skewed ? malloc((size_t)n_hot * sizeof *hot) : NULL;
@@ -77,7 +77,7 @@ int mj_bench_route(mj_bench_routing kind, int experts, int topk, int tokens, uin
         for (int i = 0; i < n_hot; i++)
             is_hot[hot[i]] = 1;
     }
-    uint64_t rng = mj_bench_seed(seed, STREAM_TOKENS);
+    uint64_t rng = mj_bench_seed(mj_bench_seed(seed, STREAM_TOKENS), (uint64_t)part);
     for (int t = 0; t < tokens; t++) {
         int32_t *id = ids + (size_t)t * (size_t)topk;
         int h = 0;

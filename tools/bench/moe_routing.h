@@ -22,15 +22,18 @@ int mj_bench_hot_count(int experts);
  * distinct ids in [0, experts), written to hot. */
 void mj_bench_hot_set(int experts, uint64_t seed, int32_t *hot);
 
-/* Routes `tokens` tokens: ids[t * topk + k] are distinct per token, in
+/* Routes `tokens` tokens of one part of a batch (a rank's: part = the rank):
+ * ids[t * topk + k] are distinct per token, in
  * [0, experts) (topk <= experts), weights in [0.05, 1). Uniform: each token's
  * ids are a uniform draw of topk distinct experts. Skewed: token t puts
  * topk (t + 1) / 2 - topk t / 2 of its slots (so floor(topk tokens / 2) pairs
  * in all) on distinct experts of mj_bench_hot_set(experts, seed) and the
  * rest on distinct others, the slots in random order; when the hot set (or
  * the rest) is too small for that, as close to it as distinct ids allow.
- * Returns 0, -1 when out of memory (nothing useful written). */
+ * Every part of one seed shares its hot set (the skew is the batch's, not a
+ * rank's) and draws its own tokens. Returns 0, -1 when out of memory
+ * (nothing useful written). */
 int mj_bench_route(mj_bench_routing kind, int experts, int topk, int tokens, uint64_t seed,
-                   int32_t *ids, float *weights);
+                   int part, int32_t *ids, float *weights);
 
 #endif
