@@ -21,6 +21,10 @@ CLI_SRC := $(wildcard tools/megajit/*.c)
 # Benchmarks and the launch_ranks client: linked into the CLI and the GPU tests, never the library.
 BENCH_SRC := $(wildcard tools/bench/*.c)
 REF_SRC := $(wildcard tests/reference/*.c)
+# The parts of the benchmarks and the CLI that need no device: the CPU tests link them too.
+HOST_TOOL_SRC := tools/bench/rng.c tools/bench/moe_shapes.c tools/bench/moe_routing.c \
+                 tools/bench/moe_floor.c tools/bench/moe_weights.c tools/bench/moe_check.c \
+                 tools/bench/routing_dump.c tools/megajit/util.c tools/megajit/bench_moe_args.c
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_CXX_SRC := $(wildcard tests/test_*.cpp)
 # GPU test programs; tests/gpu/test_X.c also links its parts, tests/gpu/X/*.c, and
@@ -30,7 +34,7 @@ GPU_CHECK_OBJ := $(BUILD)/obj/tests/gpu/check.o
 gpu_parts = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/gpu/$(patsubst test_%,%,$(1))/*.c))
 
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/templates_embedded.o
-SAN_OBJ := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC) $(REF_SRC)) $(BUILD)/san/gen/templates_embedded.o
+SAN_OBJ := $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRC) $(REF_SRC) $(HOST_TOOL_SRC)) $(BUILD)/san/gen/templates_embedded.o
 CLI_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BENCH_SRC))
 REF_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REF_SRC))
@@ -103,9 +107,10 @@ $(BUILD)/lib/libcjson.so.1:
 $(BUILD)/san/libmegajit.a: $(SAN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bin/megajit: $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson.so.1
+# The MegaMoE benchmark checks its outputs against the fp64 reference (tests/reference).
+$(BUILD)/bin/megajit: $(CLI_OBJ) $(BENCH_OBJ) $(REF_OBJ) $(BUILD)/lib/libmegajit.a $(BUILD)/lib/libcjson.so.1
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BENCH_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BENCH_OBJ) $(REF_OBJ) $(BUILD)/lib/libmegajit.a $(RPATH_BIN) -L$(BUILD)/lib $(LIBS)
 
 # pkg-config file for a prefix: $(call pc_file,PREFIX,OUT)
 pc_file = printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: megajit\nDescription: JIT MoE kernel runtime\nVersion: 0.1.0\nLibs: -L$${libdir} -lmegajit\nLibs.private: $(LIBS)\nCflags: -I$${includedir}\n' '$(1)' > $(2)

@@ -160,7 +160,10 @@ MJ_API const char *mj_runtime_arch(const mj_runtime *rt);
 typedef enum mj_family {
     MJ_FAMILY_PRE_DISPATCH = 0,
     MJ_FAMILY_MEGA_MOE = 1,
-    MJ_FAMILY_COUNT_ = 2
+    /* The kernels `megajit bench` measures the card's read bandwidth and BF16
+     * tensor rate with; no MoE layer launches them. */
+    MJ_FAMILY_BENCH_CEILINGS = 2,
+    MJ_FAMILY_COUNT_ = 3
 } mj_family;
 
 /* Name of a family ("pre_dispatch"); NULL for an unknown one. */

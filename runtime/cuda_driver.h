@@ -37,6 +37,7 @@
     X(cuStreamSynchronize, 2000)                                                                   \
     X(cuStreamCreate, 2000)                                                                        \
     X(cuStreamDestroy, 4000)                                                                       \
+    X(cuStreamWaitEvent, 3020)                                                                     \
     X(cuMemAlloc, 3020)                                                                            \
     X(cuMemFree, 3020)                                                                             \
     X(cuMemsetD8Async, 3020)                                                                       \

@@ -342,6 +342,35 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
     return st;
 }
 
+void mj_jit_launch_config(const mj_launch_config *cfg, mj_stream stream,
+                          CUlaunchAttribute attrs[MJ_JIT_LAUNCH_ATTRS], CUlaunchConfig *out) {
+    unsigned n = 0;
+    if (cfg->cluster_x > 1) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = cfg->cluster_x;
+        attrs[n].value.clusterDim.y = 1;
+        attrs[n].value.clusterDim.z = 1;
+        n++;
+    }
+    if (cfg->pdl) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n].value.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    *out = (CUlaunchConfig){
+        .gridDimX = cfg->grid[0],
+        .gridDimY = cfg->grid[1],
+        .gridDimZ = cfg->grid[2],
+        .blockDimX = cfg->block[0],
+        .blockDimY = cfg->block[1],
+        .blockDimZ = cfg->block[2],
+        .sharedMemBytes = cfg->smem_bytes,
+        .hStream = (CUstream)stream,
+        .attrs = attrs,
+        .numAttrs = n,
+    };
+}
+
 mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg, mj_stream stream,
                         void **args) {
     const mj_cuda *cu = rt->cu;
@@ -364,32 +393,9 @@ mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cf
         pthread_mutex_unlock(&k->load_lock);
         if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "cuFuncSetAttribute(max dynamic smem)");
     }
-    CUlaunchAttribute attrs[2];
-    unsigned n = 0;
-    if (cfg->cluster_x > 1) {
-        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attrs[n].value.clusterDim.x = cfg->cluster_x;
-        attrs[n].value.clusterDim.y = 1;
-        attrs[n].value.clusterDim.z = 1;
-        n++;
-    }
-    if (cfg->pdl) {
-        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attrs[n].value.programmaticStreamSerializationAllowed = 1;
-        n++;
-    }
-    CUlaunchConfig lc = {
-        .gridDimX = cfg->grid[0],
-        .gridDimY = cfg->grid[1],
-        .gridDimZ = cfg->grid[2],
-        .blockDimX = cfg->block[0],
-        .blockDimY = cfg->block[1],
-        .blockDimZ = cfg->block[2],
-        .sharedMemBytes = cfg->smem_bytes,
-        .hStream = (CUstream)stream,
-        .attrs = attrs,
-        .numAttrs = n,
-    };
+    CUlaunchAttribute attrs[MJ_JIT_LAUNCH_ATTRS];
+    CUlaunchConfig lc;
+    mj_jit_launch_config(cfg, stream, attrs, &lc);
     CUresult r = cu->cuLaunchKernelEx(&lc, fn, args, NULL);
     if (r != CUDA_SUCCESS) return mj_cuda_fail(r, k->name_expression);
     return MJ_OK;

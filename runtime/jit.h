@@ -9,6 +9,7 @@
 #define MJ_JIT_H
 
 #include "include/megajit.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/kernel_spec.h"
 #include "runtime/templates.h"
 
@@ -31,6 +32,12 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
 /* Launches with cuLaunchKernelEx; args as for cuLaunchKernel. */
 mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cfg, mj_stream stream,
                         void **args);
+
+/* The cuLaunchKernelEx configuration mj_jit_launch makes of cfg on stream;
+ * its attributes live in attrs. */
+#define MJ_JIT_LAUNCH_ATTRS 2
+void mj_jit_launch_config(const mj_launch_config *cfg, mj_stream stream,
+                          CUlaunchAttribute attrs[MJ_JIT_LAUNCH_ATTRS], CUlaunchConfig *out);
 
 /* Ensures spec is in the on-disk cache (compiles when missing, whatever the
  * runtime's compile switch: this is what precompiling is). Needs no device.

@@ -412,6 +412,11 @@ static void test_bad_flags(void **state) {
         {{"cache", "frobnicate"}, "frobnicate"},
         {{"cache", "ls", "--json", "--cache"}, "--cache"},
         {{"bench", "pre-dispatch", "--format", "fp7"}, "fp7"},
+        {{"bench", "mega-moe", "--shape", "llama"}, "unknown shape 'llama'"},
+        {{"bench", "mega-moe", "--routing", "zipf"}, "expected uniform or skewed"},
+        {{"bench", "mega-moe", "--tokens", "8,256", "--max-tokens", "64"},
+         "--max-tokens 64 is below the largest --tokens value (256)"},
+        {{"bench", "mega-moe", "--shape", "all", "--topk", "4"}, "name it with --shape"},
         {{"info", "--verbose"}, "--verbose"},
         {{"transmogrify"}, "transmogrify"},
         {{NULL}, "usage"},
@@ -987,6 +992,12 @@ static void test_read_only_commands_create_nothing(void **state) {
         {{"cache", "gc", "--max-bytes", "0"}, 0, "removed 0 entries"},
         {{"cache", "show", "abcd"}, 1, ""},
         {{"bench", "pre-dispatch", "--iters", "1"}, 1, ""},
+        {{"bench", "mega-moe", "--tokens", "1"}, 1, ""},
+        /* Nothing runnable is said before any device is looked for. */
+        {{"bench", "mega-moe", "--shape", "gpt-oss-120b"},
+         1,
+         "not runnable: pre-dispatch needs hidden % 256 == 0"},
+        {{"bench", "mega-moe", "--shape", "gpt-oss-120b", "--json"}, 1, "\"not runnable\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         proc p;

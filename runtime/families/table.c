@@ -1,4 +1,5 @@
 /* The table of kernel families, indexed by mj_family. */
+#include "runtime/families/bench_ceilings.h"
 #include "runtime/families/family.h"
 #include "runtime/families/mega_moe.h"
 #include "runtime/families/pre_dispatch.h"
@@ -6,6 +7,7 @@
 static const mj_family_desc *const kFamilies[MJ_FAMILY_COUNT_] = {
     [MJ_FAMILY_PRE_DISPATCH] = &mj_pre_dispatch_family,
     [MJ_FAMILY_MEGA_MOE] = &mj_mega_moe_family,
+    [MJ_FAMILY_BENCH_CEILINGS] = &mj_bench_ceilings_family,
 };
 
 const mj_family_desc *mj_family_get(mj_family family) {

@@ -1,16 +1,25 @@
 /*
- * MegaMoE benchmark: the median layer time next to the per-rank floor, the
- * time the device needs just to stream the local expert weights that uniform
- * routing touches at its measured copy bandwidth. Decode is weight-bound, so
- * the fraction of that floor is what the kernel leaves on the table.
+ * MegaMoE benchmark: one (shape, format row, routing) on one symmetric buffer
+ * and one set of weights, every token count of the list on them (the buffer
+ * sized for the largest, as a server creates it once).
+ *
+ * Per token count: several input sets (tokens, top-k ids and weights; the
+ * routing of each hits other experts), cycled so no step finds its weights or
+ * tokens in L2; each step pre-dispatches its set. Two passes of CUDA-event
+ * timed steps: MegaMoE alone (the events around the launches, after the
+ * pre-dispatch is done) and pre-dispatch + MegaMoE back to back. Then one
+ * more launch on set 0 with a poisoned output, checked on the host against
+ * the fp64 reference (tools/bench/moe_check.h) while the next counts run.
  */
+#include "tools/bench/mega_moe.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "include/megajit.h"
+#include "apis/mega_moe_impl.h"
+#include "runtime/clock.h"
 #include "runtime/configs.h"
 #include "runtime/error.h"
 #include "runtime/nccl_lib.h"
@@ -18,47 +27,58 @@
 #include "templates/layout/symm_layout.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/launcher.h"
+#include "tools/bench/moe_weights.h"
+#include "tools/bench/routing_dump.h"
+#include "tools/bench/timer.h"
 
-#define MOE_DEFAULT_ITERS 100
-#define MOE_MAX_ITERS 100000
-/* The first steps load the kernels and settle clocks and the ranks' skew. */
-#define MOE_WARMUP_STEPS 5
-#define COPY_ITERS 20
+/* Input sets per token count: enough that their BF16 tokens exceed twice the
+ * L2 where that fits in MAX_SETS (the weights they hit always do: one
+ * DeepSeek-V3 expert is 23-88 MB), at least MIN_SETS. */
+#define MIN_SETS 4
+#define MAX_SETS 8
+/* Without --iters: steps of each pass filling about PASS_BUDGET_S. */
+#define PASS_BUDGET_S 0.4
+#define MIN_AUTO_ITERS 3
+#define MAX_AUTO_ITERS 200
+/* Stream seeds of one configuration: routing, tokens. */
+enum { SEED_ROUTING = 1, SEED_TOKENS = 2, SEED_WEIGHTS = 3 };
 
-typedef struct moe_bench {
+typedef struct moe_run {
+    mj_runtime *rt;
     const mj_cuda *cu;
-    int ranks, local_ranks, own_rank; /* local_ranks: R emulated here, or 1 */
+    const mj_bench_mega_moe_options *o;
+    int ranks, local_ranks, own_rank, local_experts;
+    int restore_sms, saved_sms; /* emulated ranks: the MegaMoE family's SM count to put back */
+    int num_sms;
+    int l2_bytes;
     mj_symm_buffer *buf;
     mj_weights *w[MJ_MAX_RANKS];
     CUstream s[MJ_MAX_RANKS];
-    CUdeviceptr x[MJ_MAX_RANKS], ids[MJ_MAX_RANKS], tw[MJ_MAX_RANKS], y[MJ_MAX_RANKS];
-    CUdeviceptr wdata, wscales;
-    CUevent *events;
-    float *times_ms;
-    int iters;
-    void *host;
-} moe_bench;
+    CUevent go, done[MJ_MAX_RANKS];
+    CUdeviceptr y[MJ_MAX_RANKS];
+    CUdeviceptr wdata, wsf;
+    mj_bench_weights *hw;
+    mj_bench_timer timer;
+    uint16_t *y_host; /* one rank's y: max_tokens x H */
+} moe_run;
 
-static void moe_free(moe_bench *b) {
-    const mj_cuda *cu = b->cu;
-    for (int r = 0; r < b->local_ranks; r++)
-        if (b->s[r]) cu->cuStreamSynchronize(b->s[r]);
-    if (b->events)
-        for (int i = 0; i < 2 * b->iters; i++)
-            if (b->events[i]) cu->cuEventDestroy(b->events[i]);
-    for (int r = 0; r < b->local_ranks; r++) {
-        if (b->w[r]) mj_weights_destroy(b->w[r]);
-        CUdeviceptr p[] = {b->x[r], b->ids[r], b->tw[r], b->y[r]};
-        for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-            if (p[i]) cu->cuMemFree(p[i]);
-        if (b->s[r]) cu->cuStreamDestroy(b->s[r]);
-    }
-    if (b->wdata) cu->cuMemFree(b->wdata);
-    if (b->wscales) cu->cuMemFree(b->wscales);
-    if (b->buf) mj_symm_buffer_destroy(b->buf);
-    free(b->events);
-    free(b->times_ms);
-    free(b->host);
+/* One token count's inputs. Routing of every rank (a rank's floor needs who
+ * routes to its experts), tokens of the local ranks. */
+typedef struct moe_sets {
+    int n, tokens;
+    int32_t *ids[MAX_SETS]; /* [ranks x tokens][K] */
+    float *tw[MAX_SETS];
+    uint16_t *x0; /* set 0 of every local rank: [local ranks][tokens][H], for the check */
+    CUdeviceptr x[MAX_SETS][MJ_MAX_RANKS], dids[MAX_SETS][MJ_MAX_RANKS],
+        dtw[MAX_SETS][MJ_MAX_RANKS];
+} moe_sets;
+
+static int global_rank(const moe_run *b, int lr) {
+    return b->local_ranks > 1 ? lr : b->own_rank;
+}
+
+static mj_status cu_check(CUresult r, const char *what) {
+    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
 }
 
 static mj_status upload(const mj_cuda *cu, CUdeviceptr *p, const void *h, size_t n,
@@ -68,265 +88,494 @@ static mj_status upload(const mj_cuda *cu, CUdeviceptr *p, const void *h, size_t
         *p = 0;
         return mj_cuda_fail(r, what);
     }
-    r = cu->cuMemcpyHtoD(*p, h, n);
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
+    return cu_check(cu->cuMemcpyHtoD(*p, h, n), what);
 }
 
-/* Random BF16 of magnitude 2^-9..2^-4 (exponent 118..123): finite through
- * both GEMMs, and the values do not change the time. */
-static uint16_t small_bf16(uint64_t *rng) {
-    uint64_t v = mj_bench_rng(rng);
-    return (uint16_t)((v & 0x807Fu) | ((118u + (unsigned)((v >> 16) % 6)) << 7));
-}
-
-/* One expert projection's worth of random weight bytes and scales; every
- * projection of every local expert loads from these (gate and up are [I][H],
- * down [H][I]: the same element count). E4M3 bytes keep exponent <= 7 (never
- * NaN); UE8M0 scales 120..130 and UE4M3 0x30..0x40 are inside the ranges the
- * loader accepts. */
-static mj_status make_weight_source(moe_bench *b, const mj_bench_mega_moe_options *o,
-                                    uint64_t *rng) {
-    const size_t elems = (size_t)o->hidden * (size_t)o->intermediate;
-    const int fmt = (int)o->weight_format, bits = mj_format_bits(fmt), group = mj_format_group(fmt);
-    const size_t data_bytes = elems * (size_t)bits / 8, sf_bytes = group ? elems / group : 0;
-    uint8_t *h = malloc(data_bytes > sf_bytes ? data_bytes : sf_bytes);
-    if (!h) return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory");
-    if (fmt == MJ_FORMAT_BF16) {
-        uint16_t *v = (uint16_t *)h;
-        for (size_t i = 0; i < elems; i++)
-            v[i] = small_bf16(rng);
-    } else {
-        for (size_t i = 0; i < data_bytes; i++) {
-            uint8_t v = (uint8_t)mj_bench_rng(rng);
-            h[i] = fmt == MJ_FORMAT_MXFP8 ? (uint8_t)((v & 0x80u) | (v & 0x3Fu)) : v;
-        }
-    }
-    mj_status st = upload(b->cu, &b->wdata, h, data_bytes, "bench mega-moe: weight source");
-    if (st == MJ_OK && group) {
-        for (size_t i = 0; i < sf_bytes; i++) {
-            unsigned v = (unsigned)(mj_bench_rng(rng) >> 33);
-            h[i] = (uint8_t)(fmt == MJ_FORMAT_NVFP4 ? 0x30u + v % 17u : 120u + v % 11u);
-        }
-        st = upload(b->cu, &b->wscales, h, sf_bytes, "bench mega-moe: scale source");
-    }
-    free(h);
-    return st;
-}
-
-/* Uniform routing: K distinct experts per token, weights in (0.05, 1). */
-static mj_status make_rank_inputs(moe_bench *b, int lr, const mj_bench_mega_moe_options *o,
-                                  uint64_t *rng) {
-    const size_t T = (size_t)o->num_tokens, H = (size_t)o->hidden, K = (size_t)o->num_topk;
-    uint16_t *x = b->host;
-    int32_t *ids = (int32_t *)(x + T * H);
-    float *tw = (float *)(ids + T * K);
-    for (size_t i = 0; i < T * H; i++)
-        x[i] = (uint16_t)(small_bf16(rng) + (5u << 7)); /* 2^-4..2^1 */
-    for (size_t t = 0; t < T; t++)
-        for (size_t k = 0; k < K; k++) {
-            int32_t v;
-            int dup;
-            do {
-                v = (int32_t)(mj_bench_rng(rng) % (uint64_t)o->num_experts);
-                dup = 0;
-                for (size_t j = 0; j < k; j++)
-                    dup |= ids[t * K + j] == v;
-            } while (dup);
-            ids[t * K + k] = v;
-            tw[t * K + k] = 0.05f + 0.95f * (float)(mj_bench_rng(rng) >> 40) / 16777216.0f;
-        }
-    mj_status st;
-    if ((st = upload(b->cu, &b->x[lr], x, T * H * 2, "bench mega-moe: x")) != MJ_OK ||
-        (st = upload(b->cu, &b->ids[lr], ids, T * K * 4, "bench mega-moe: top-k ids")) != MJ_OK ||
-        (st = upload(b->cu, &b->tw[lr], tw, T * K * 4, "bench mega-moe: top-k weights")) != MJ_OK)
-        return st;
-    CUresult r = b->cu->cuMemAlloc(&b->y[lr], T * H * 2);
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, "bench mega-moe: y");
-}
-
-/* The benchmarked layer as rank `rank` sees it; its buffer config derives from it. */
-static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
+mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
+                                 int ranks, int rank, int max_tokens) {
     return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
-                           .hidden = o->hidden,
-                           .intermediate = o->intermediate,
-                           .num_experts = o->num_experts,
-                           .num_topk = o->num_topk,
-                           .num_ranks = o->num_ranks,
+                           .hidden = s->hidden,
+                           .intermediate = s->intermediate,
+                           .num_experts = s->experts,
+                           .num_topk = s->topk,
+                           .num_ranks = ranks,
                            .rank = rank,
-                           .max_tokens_per_rank = o->num_tokens,
-                           .weight_format = o->weight_format,
-                           .dispatch_format = o->dispatch_format,
+                           .max_tokens_per_rank = max_tokens,
+                           .weight_format = (mj_format)row->weight_fmt,
+                           .dispatch_format = (mj_format)row->dispatch_fmt,
                            .activation = MJ_ACTIVATION_SWIGLU};
 }
 
-static mj_status load_rank_weights(moe_bench *b, mj_runtime *rt, int lr,
-                                   const mj_bench_mega_moe_options *o) {
-    mj_moe_config mc = layer_of(o, b->local_ranks > 1 ? lr : b->own_rank);
-    mj_status st = mj_weights_create(rt, &mc, &b->w[lr]);
-    const void *data = (const void *)(uintptr_t)b->wdata;
-    const void *sf = b->wscales ? (const void *)(uintptr_t)b->wscales : NULL;
-    for (int e = 0; st == MJ_OK && e < o->num_experts / o->num_ranks; e++)
-        for (int p = MJ_PROJ_GATE; st == MJ_OK && p <= MJ_PROJ_DOWN; p++)
-            st = mj_weights_load(b->w[lr], e, (mj_projection)p, data, sf, 1);
+static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
+    return mj_bench_moe_layer(o->shape, o->row, o->num_ranks, rank, o->max_tokens);
+}
+
+/* The seed of everything a configuration draws: the same on every rank and
+ * for every format row of a shape, so their routing is the same and the
+ * PyTorch peer can be given it. */
+static uint64_t config_seed(const mj_bench_mega_moe_options *o, int tokens) {
+    const mj_bench_moe_shape *s = o->shape;
+    const uint64_t parts[] = {
+        (uint64_t)s->hidden,  (uint64_t)s->intermediate, (uint64_t)s->experts, (uint64_t)s->topk,
+        (uint64_t)o->routing, (uint64_t)o->num_ranks,    (uint64_t)tokens};
+    uint64_t h = 0x6d6567616a6974ull; /* "megajit" */
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        h = mj_bench_seed(h, parts[i]);
+    return h;
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void run_free(moe_run *b) {
+    const mj_cuda *cu = b->cu;
+    for (int r = 0; r < b->local_ranks; r++)
+        if (b->s[r]) cu->cuStreamSynchronize(b->s[r]);
+    mj_bench_timer_free(&b->timer);
+    for (int r = 0; r < b->local_ranks; r++) {
+        if (b->w[r]) mj_weights_destroy(b->w[r]);
+        if (b->y[r]) cu->cuMemFree(b->y[r]);
+        if (b->done[r]) cu->cuEventDestroy(b->done[r]);
+        if (b->s[r]) cu->cuStreamDestroy(b->s[r]);
+    }
+    if (b->go) cu->cuEventDestroy(b->go);
+    if (b->wdata) cu->cuMemFree(b->wdata);
+    if (b->wsf) cu->cuMemFree(b->wsf);
+    if (b->buf) mj_symm_buffer_destroy(b->buf);
+    if (b->restore_sms) mj_family_set_num_sms(b->rt, MJ_FAMILY_MEGA_MOE, b->saved_sms);
+    mj_bench_weights_release(b->hw);
+    free(b->y_host);
+}
+
+/* Every local rank's experts from the weight classes on the device. */
+static mj_status load_weights(moe_run *b, int lr) {
+    const mj_bench_mega_moe_options *o = b->o;
+    mj_moe_config mc = layer_of(o, global_rank(b, lr));
+    mj_status st = mj_weights_create(b->rt, &mc, &b->w[lr]);
+    const size_t pb = b->hw->data_bytes, sb = b->hw->sf_bytes;
+    for (int le = 0; st == MJ_OK && le < b->local_experts; le++) {
+        const int e = global_rank(b, lr) * b->local_experts + le;
+        const mj_bench_expert_sources src = mj_bench_weights_sources(b->hw, e);
+        const int proj[3] = {src.gate, src.up, src.down};
+        for (int p = MJ_PROJ_GATE; st == MJ_OK && p <= MJ_PROJ_DOWN; p++) {
+            const void *data = (const void *)(uintptr_t)(b->wdata + (size_t)proj[p] * pb);
+            const void *sf =
+                b->wsf ? (const void *)(uintptr_t)(b->wsf + (size_t)proj[p] * sb) : NULL;
+            st = mj_weights_load(b->w[lr], le, (mj_projection)p, data, sf, 1);
+        }
+    }
     return st;
 }
 
-/* All local ranks' launches of one step, back to back on their own streams:
- * emulated ranks wait for each other inside the kernel, so all must be in flight. */
-static mj_status launch_step(moe_bench *b, mj_runtime *rt, int num_tokens) {
-    for (int lr = 0; lr < b->local_ranks; lr++) {
-        mj_status st = mj_mega_moe(rt, b->buf, b->w[lr], (void *)(uintptr_t)b->y[lr], num_tokens,
-                                   NULL, b->s[lr]);
-        if (st != MJ_OK) return st;
-    }
-    return MJ_OK;
-}
-
-static mj_status sync_all(moe_bench *b) {
-    for (int lr = 0; lr < b->local_ranks; lr++) {
-        CUresult r = b->cu->cuStreamSynchronize(b->s[lr]);
-        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "bench mega-moe: stream synchronize");
-    }
-    return MJ_OK;
-}
-
-static mj_status moe_run(moe_bench *b, mj_runtime *rt, const mj_bench_mega_moe_options *o,
-                         mj_bench_mega_moe_result *out) {
+static mj_status run_setup(moe_run *b) {
+    const mj_bench_mega_moe_options *o = b->o;
     const mj_cuda *cu = b->cu;
-    CUresult r;
     mj_status st;
-    uint64_t rng = ((uint64_t)time(NULL) ^ ((uint64_t)clock() << 32) ^ 0x9E3779B97F4A7C15ull) +
-                   (uint64_t)b->own_rank * 0xD1B54A32D192ED03ull;
-    const size_t T = (size_t)o->num_tokens, H = (size_t)o->hidden, K = (size_t)o->num_topk;
-    b->host = malloc(T * H * 2 + 2 * T * K * 4);
-    b->events = calloc((size_t)b->iters * 2, sizeof *b->events);
-    b->times_ms = calloc((size_t)b->iters, sizeof *b->times_ms);
-    if (!b->host || !b->events || !b->times_ms)
-        return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory");
-    for (int i = 0; i < 2 * b->iters; i++)
-        if ((r = cu->cuEventCreate(&b->events[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench mega-moe: cuEventCreate");
-
-    /* The buffer records the family SM count: emulated ranks share the device. */
-    int saved_sms = 0;
-    if ((st = mj_family_get_num_sms(rt, MJ_FAMILY_MEGA_MOE, &saved_sms)) != MJ_OK) return st;
+    CUresult r =
+        cu->cuDeviceGetAttribute(&b->l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, b->rt->device);
+    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "bench mega-moe: cuDeviceGetAttribute(L2)");
+    /* The buffer records the family SM count and every launch must use the
+     * same: emulated ranks share the device for the whole run. */
     if (b->local_ranks > 1) {
-        int sms = rt->device_sms / b->local_ranks;
-        if ((st = mj_family_set_num_sms(rt, MJ_FAMILY_MEGA_MOE, sms < 1 ? 1 : sms)) != MJ_OK)
+        const int sms = b->rt->device_sms / b->local_ranks;
+        if (sms < 1)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "bench mega-moe: %d emulated ranks need at least as many SMs; the "
+                           "device has %d",
+                           b->local_ranks, b->rt->device_sms);
+        if ((st = mj_family_get_num_sms(b->rt, MJ_FAMILY_MEGA_MOE, &b->saved_sms)) != MJ_OK ||
+            (st = mj_family_set_num_sms(b->rt, MJ_FAMILY_MEGA_MOE, sms)) != MJ_OK)
             return st;
+        b->restore_sms = 1;
     }
     const mj_moe_config layer = layer_of(o, b->own_rank);
     const mj_symm_config cfg = mj_symm_config_of_moe(&layer);
-    st = o->nccl_comm ? mj_symm_buffer_create_nccl(rt, &cfg, o->nccl_comm, &b->buf)
-                      : mj_symm_buffer_create(rt, &cfg, &b->buf);
-    int run_sms = 0;
-    if (st == MJ_OK) st = mj_symm_buffer_info(b->buf, NULL, &run_sms, NULL);
-    mj_status restore = mj_family_set_num_sms(rt, MJ_FAMILY_MEGA_MOE, saved_sms);
-    if (st != MJ_OK || (st = restore) != MJ_OK) return st;
+    st = o->nccl_comm ? mj_symm_buffer_create_nccl(b->rt, &cfg, o->nccl_comm, &b->buf)
+                      : mj_symm_buffer_create(b->rt, &cfg, &b->buf);
+    if (st == MJ_OK) st = mj_symm_buffer_info(b->buf, NULL, &b->num_sms, NULL);
+    if (st != MJ_OK) return st;
 
-    if ((st = make_weight_source(b, o, &rng)) != MJ_OK) return st;
+    const mj_bench_moe_shape *sh = o->shape;
+    b->hw = mj_bench_weights_new(o->row->weight_fmt, sh->hidden, sh->intermediate,
+                                 MJ_BENCH_WEIGHT_CLASSES,
+                                 mj_bench_seed(config_seed(o, 0), SEED_WEIGHTS));
+    if (!b->hw) return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (weights)");
+    const size_t ring = (size_t)(b->hw->classes + 1);
+    if ((st = upload(cu, &b->wdata, b->hw->data, ring * b->hw->data_bytes,
+                     "bench mega-moe: weight source")) != MJ_OK ||
+        (b->hw->sf && (st = upload(cu, &b->wsf, b->hw->sf, ring * b->hw->sf_bytes,
+                                   "bench mega-moe: scale source")) != MJ_OK))
+        return st;
+    const size_t y_bytes = (size_t)o->max_tokens * (size_t)sh->hidden * 2;
+    if ((r = cu->cuEventCreate(&b->go, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+        b->go = NULL;
+        return mj_cuda_fail(r, "bench mega-moe: cuEventCreate");
+    }
     for (int lr = 0; lr < b->local_ranks; lr++) {
-        if ((r = cu->cuStreamCreate(&b->s[lr], CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+        if ((r = cu->cuStreamCreate(&b->s[lr], CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+            b->s[lr] = NULL;
             return mj_cuda_fail(r, "bench mega-moe: cuStreamCreate");
-        if ((st = load_rank_weights(b, rt, lr, o)) != MJ_OK ||
-            (st = make_rank_inputs(b, lr, o, &rng)) != MJ_OK)
-            return st;
+        }
+        if ((r = cu->cuEventCreate(&b->done[lr], CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+            b->done[lr] = NULL;
+            return mj_cuda_fail(r, "bench mega-moe: cuEventCreate");
+        }
+        if ((r = cu->cuMemAlloc(&b->y[lr], y_bytes)) != CUDA_SUCCESS) {
+            b->y[lr] = 0;
+            return mj_cuda_fail(r, "bench mega-moe: cuMemAlloc(y)");
+        }
+        if ((st = load_weights(b, lr)) != MJ_OK) return st;
     }
+    b->y_host = malloc(y_bytes);
+    if (!b->y_host) return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (y)");
+    return mj_bench_timer_init(&b->timer, cu, o->iters ? o->iters : MAX_AUTO_ITERS);
+}
+
+/* ---------------------------------------------------------- input sets */
+
+static void sets_free(const mj_cuda *cu, moe_sets *s) {
+    for (int i = 0; i < MAX_SETS; i++) {
+        free(s->ids[i]);
+        free(s->tw[i]);
+        for (int r = 0; r < MJ_MAX_RANKS; r++) {
+            CUdeviceptr p[] = {s->x[i][r], s->dids[i][r], s->dtw[i][r]};
+            for (size_t j = 0; j < sizeof p / sizeof p[0]; j++)
+                if (p[j]) cu->cuMemFree(p[j]);
+        }
+    }
+    free(s->x0);
+    free(s);
+}
+
+/* Random BF16 tokens of magnitude 2^-4..2^1 (exponent 123..128). */
+static void fill_tokens(uint64_t seed, uint16_t *x, size_t n) {
+    uint64_t rng = seed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = mj_bench_rng(&rng);
+        x[i] = (uint16_t)((v & 0x807Fu) | ((123u + (unsigned)((v >> 16) % 6)) << 7));
+    }
+}
+
+static mj_status sets_make(moe_run *b, int tokens, moe_sets **out) {
+    const mj_bench_mega_moe_options *o = b->o;
+    const mj_bench_moe_shape *sh = o->shape;
+    const size_t T = (size_t)tokens, H = (size_t)sh->hidden, K = (size_t)sh->topk;
+    const size_t x_bytes = T * H * 2;
+    moe_sets *s = calloc(1, sizeof *s);
+    uint16_t *x = malloc(x_bytes);
+    if (!s || !x) {
+        free(s);
+        free(x);
+        return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (inputs)");
+    }
+    *out = s;
+    s->tokens = tokens;
+    s->n = MIN_SETS;
+    while (s->n < MAX_SETS && (size_t)s->n * x_bytes <= 2 * (size_t)b->l2_bytes)
+        s->n++;
+    s->x0 = malloc((size_t)b->local_ranks * x_bytes);
+    mj_status st = s->x0 ? MJ_OK : mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory");
+    const uint64_t seed = config_seed(o, tokens);
+    for (int i = 0; st == MJ_OK && i < s->n; i++) {
+        const size_t pairs = (size_t)b->ranks * T * K;
+        s->ids[i] = malloc(pairs * sizeof(int32_t));
+        s->tw[i] = malloc(pairs * sizeof(float));
+        if (!s->ids[i] || !s->tw[i]) {
+            st = mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (routing)");
+            break;
+        }
+        const uint64_t set_seed = mj_bench_seed(seed, (uint64_t)i);
+        for (int r = 0; st == MJ_OK && r < b->ranks; r++)
+            if (mj_bench_route(o->routing, sh->experts, sh->topk, tokens,
+                               mj_bench_seed(set_seed, SEED_ROUTING), r,
+                               s->ids[i] + (size_t)r * T * K, s->tw[i] + (size_t)r * T * K))
+                st = mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (routing)");
+        for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++) {
+            const int r = global_rank(b, lr);
+            uint16_t *xh = i == 0 ? s->x0 + (size_t)lr * T * H : x;
+            fill_tokens(mj_bench_seed(mj_bench_seed(set_seed, SEED_TOKENS), (uint64_t)r), xh,
+                        T * H);
+            if ((st = upload(b->cu, &s->x[i][lr], xh, x_bytes, "bench mega-moe: x")) == MJ_OK &&
+                (st = upload(b->cu, &s->dids[i][lr], s->ids[i] + (size_t)r * T * K,
+                             T * K * sizeof(int32_t), "bench mega-moe: top-k ids")) == MJ_OK)
+                st = upload(b->cu, &s->dtw[i][lr], s->tw[i] + (size_t)r * T * K,
+                            T * K * sizeof(float), "bench mega-moe: top-k weights");
+        }
+    }
+    free(x);
     /* Uploads from pageable memory may still be in flight on return. */
-    if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS)
-        return mj_cuda_fail(r, "bench mega-moe: inputs");
-    for (int lr = 0; lr < b->local_ranks; lr++) {
-        int rank = b->local_ranks > 1 ? lr : b->own_rank;
-        st = mj_pre_dispatch(rt, b->buf, rank, (const void *)(uintptr_t)b->x[lr],
-                             (const int32_t *)(uintptr_t)b->ids[lr],
-                             (const float *)(uintptr_t)b->tw[lr], NULL, o->num_tokens, b->s[lr]);
-        if (st != MJ_OK) return st;
-    }
-    if ((st = sync_all(b)) != MJ_OK) return st;
-    for (int lr = 0; lr < b->local_ranks; lr++)
-        if ((st = mj_mega_moe_warmup(rt, b->buf, b->w[lr], o->num_tokens)) != MJ_OK) return st;
-    /* Real ranks: nobody spins in the kernel while a peer still compiles. */
-    if (o->nccl_comm && (st = mj_launcher_barrier(o->nccl_comm, o->num_ranks)) != MJ_OK) return st;
-    for (int i = 0; i < MOE_WARMUP_STEPS; i++)
-        if ((st = launch_step(b, rt, o->num_tokens)) != MJ_OK) return st;
-    if ((st = sync_all(b)) != MJ_OK) return st;
-    if (o->nccl_comm && (st = mj_launcher_barrier(o->nccl_comm, o->num_ranks)) != MJ_OK) return st;
+    if (st == MJ_OK) st = cu_check(b->cu->cuCtxSynchronize(), "bench mega-moe: inputs");
+    if (st == MJ_OK && o->dump_dir)
+        st = mj_bench_dump_routing(o->dump_dir, o->dump_configs, sh, o->routing, b->ranks, tokens,
+                                   s->n, s->ids, s->tw);
+    return st;
+}
 
-    /* A step ends on the first local rank's stream only when every rank's
-     * kernel of that step has run: they wait for each other inside. */
-    for (int i = 0; i < b->iters; i++) {
-        if ((r = cu->cuEventRecord(b->events[2 * i], b->s[0])) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench mega-moe: cuEventRecord");
-        if ((st = launch_step(b, rt, o->num_tokens)) != MJ_OK) return st;
-        if ((r = cu->cuEventRecord(b->events[2 * i + 1], b->s[0])) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench mega-moe: cuEventRecord");
-    }
-    if ((st = sync_all(b)) != MJ_OK) return st;
-    for (int i = 0; i < b->iters; i++)
-        if ((r = cu->cuEventElapsedTime(&b->times_ms[i], b->events[2 * i], b->events[2 * i + 1])) !=
-            CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench mega-moe: cuEventElapsedTime");
-    const double step_ms = mj_bench_median_ms(b->times_ms, b->iters);
-    if (step_ms <= 0.0)
-        return mj_fail(MJ_ERR_CUDA, "bench mega-moe: the median step time was not positive");
+/* --------------------------------------------------------------- floor */
 
-    const int fmt = (int)o->weight_format, group = mj_format_group(fmt);
-    const double E = o->num_experts, local = E / o->num_ranks;
-    const double hit = local * (1.0 - pow(1.0 - (double)o->num_topk / E,
-                                          (double)o->num_tokens * (double)o->num_ranks));
-    const double hi = (double)o->hidden * (double)o->intermediate;
-    const double per_expert = 3.0 * hi * mj_format_bits(fmt) / 8.0 + (group ? 3.0 * hi / group : 0);
-    double gbps = 0;
-    if ((st = mj_bench_copy_gbps(rt, 0, COPY_ITERS, &gbps)) != MJ_OK) return st;
-    out->kernel_us = step_ms * 1e3;
-    out->experts_hit = hit;
-    out->weight_bytes = hit * per_expert;
-    out->copy_gbps = gbps;
-    out->rank_floor_us = out->weight_bytes / (gbps * 1e3);
-    out->ranks_on_device = b->local_ranks;
-    out->floor_us = out->rank_floor_us * b->local_ranks;
-    out->fraction_of_floor = out->floor_us / out->kernel_us;
-    out->num_sms = run_sms;
-    return mj_mega_moe_block_m(&layer, o->num_tokens, &out->block_m);
+/* What this device must move and compute for each set, averaged: the
+ * experts hit on its ranks (emulated: all of them; a real rank: its own),
+ * their bytes, and its tokens in and out. */
+static void floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_point *p) {
+    const mj_bench_mega_moe_options *o = b->o;
+    const mj_bench_moe_shape *sh = o->shape;
+    const size_t pairs = (size_t)b->ranks * (size_t)s->tokens * (size_t)sh->topk;
+    const double expert_bytes =
+        mj_bench_expert_bytes(o->row->weight_fmt, sh->hidden, sh->intermediate);
+    const double token_bytes = mj_bench_token_bytes(o->row->dispatch_fmt, sh->hidden, sh->topk);
+    unsigned char *seen = malloc((size_t)b->local_experts);
+    double hit = 0, routed = 0;
+    for (int i = 0; seen && i < s->n; i++)
+        for (int lr = 0; lr < b->local_ranks; lr++) {
+            const int lo = global_rank(b, lr) * b->local_experts, hi = lo + b->local_experts;
+            hit += mj_bench_distinct_experts(s->ids[i], pairs, lo, hi, seen);
+            for (size_t j = 0; j < pairs; j++)
+                routed += s->ids[i][j] >= lo && s->ids[i][j] < hi;
+        }
+    free(seen);
+    p->experts_hit = hit / s->n;
+    p->bytes = p->experts_hit * expert_bytes + (double)b->local_ranks * s->tokens * token_bytes;
+    p->flops = mj_bench_moe_flops(sh->hidden, sh->intermediate, routed / s->n);
+    p->floor =
+        mj_bench_floor_of(p->bytes, p->flops, o->ceilings->read_gbps, o->ceilings->bf16_tflops);
+}
+
+/* --------------------------------------------------------------- steps */
+
+/* The other local ranks' streams wait for what stream 0 has done so far. */
+static mj_status fork_streams(moe_run *b) {
+    if (b->local_ranks == 1) return MJ_OK;
+    mj_status st = cu_check(b->cu->cuEventRecord(b->go, b->s[0]), "bench mega-moe: cuEventRecord");
+    for (int lr = 1; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = cu_check(b->cu->cuStreamWaitEvent(b->s[lr], b->go, 0),
+                      "bench mega-moe: cuStreamWaitEvent");
+    return st;
+}
+
+/* Stream 0 waits for everything the other local ranks' streams have queued. */
+static mj_status join_streams(moe_run *b) {
+    mj_status st = MJ_OK;
+    for (int lr = 1; st == MJ_OK && lr < b->local_ranks; lr++)
+        if ((st = cu_check(b->cu->cuEventRecord(b->done[lr], b->s[lr]),
+                           "bench mega-moe: cuEventRecord")) == MJ_OK)
+            st = cu_check(b->cu->cuStreamWaitEvent(b->s[0], b->done[lr], 0),
+                          "bench mega-moe: cuStreamWaitEvent");
+    return st;
+}
+
+static mj_status pre_dispatch_all(moe_run *b, const moe_sets *s, int set) {
+    mj_status st = MJ_OK;
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = mj_pre_dispatch(b->rt, b->buf, global_rank(b, lr),
+                             (const void *)(uintptr_t)s->x[set][lr],
+                             (const int32_t *)(uintptr_t)s->dids[set][lr],
+                             (const float *)(uintptr_t)s->dtw[set][lr], NULL, s->tokens, b->s[lr]);
+    return st;
+}
+
+/* Every local rank's launch, back to back on its own stream: emulated ranks
+ * wait for each other inside the kernel, so all must be in flight. */
+static mj_status mega_moe_all(moe_run *b, int tokens) {
+    mj_status st = MJ_OK;
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = mj_mega_moe(b->rt, b->buf, b->w[lr], (void *)(uintptr_t)b->y[lr], tokens, NULL,
+                         b->s[lr]);
+    return st;
+}
+
+typedef enum pass { PASS_MOE, PASS_PD_MOE } pass;
+
+/* One step on set `set`; timed as interval i when i >= 0. PASS_MOE: the
+ * events bracket the MegaMoE launches only, after every rank's
+ * pre-dispatch; PASS_PD_MOE: both, back to back. */
+static mj_status step(moe_run *b, const moe_sets *s, int set, pass p, int i) {
+    mj_status st = MJ_OK;
+    if (p == PASS_MOE && (st = pre_dispatch_all(b, s, set)) == MJ_OK) st = join_streams(b);
+    if (st == MJ_OK && i >= 0) st = mj_bench_timer_start(&b->timer, i, b->s[0]);
+    if (st == MJ_OK) st = fork_streams(b);
+    if (st == MJ_OK && p == PASS_PD_MOE) st = pre_dispatch_all(b, s, set);
+    if (st == MJ_OK) st = mega_moe_all(b, s->tokens);
+    if (st == MJ_OK) st = join_streams(b);
+    if (st == MJ_OK && i >= 0) st = mj_bench_timer_stop(&b->timer, i, b->s[0]);
+    return st;
+}
+
+/* Synchronizes every local stream and turns any rank's device error word (a
+ * wait that timed out in the kernel) into a status naming it. */
+static mj_status settle(moe_run *b) {
+    mj_status st = MJ_OK;
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = cu_check(b->cu->cuStreamSynchronize(b->s[lr]), "bench mega-moe: a launch failed");
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = mj_mega_moe_check_errors(b->rt, b->buf, global_rank(b, lr), b->s[lr]);
+    return st;
+}
+
+/* Real ranks: nobody starts a launch that waits for peers while one of them
+ * still compiles or loads. */
+static mj_status align_ranks(moe_run *b) {
+    return b->o->nccl_comm ? mj_launcher_barrier(b->o->nccl_comm, b->ranks) : MJ_OK;
+}
+
+static mj_status time_pass(moe_run *b, const moe_sets *s, pass p, int iters, double *us) {
+    mj_status st = align_ranks(b);
+    for (int i = 0; st == MJ_OK && i < iters; i++)
+        st = step(b, s, i % s->n, p, i);
+    double ms = 0;
+    if (st == MJ_OK) st = mj_bench_timer_median(&b->timer, iters, &ms);
+    if (st == MJ_OK) st = settle(b);
+    *us = ms * 1e3;
+    return st;
+}
+
+/* Kernels loaded (compiled when the cache lacks them), clocks settled; the
+ * host time of one synchronized step sizes the passes. */
+static mj_status warm_up(moe_run *b, const moe_sets *s, double *step_s) {
+    mj_status st = MJ_OK;
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = mj_mega_moe_warmup(b->rt, b->buf, b->w[lr], s->tokens);
+    if (st == MJ_OK) st = align_ranks(b);
+    if (st == MJ_OK) st = step(b, s, 0, PASS_PD_MOE, -1);
+    if (st == MJ_OK) st = settle(b);
+    const double t0 = mj_monotonic_ms();
+    if (st == MJ_OK) st = step(b, s, 1 % s->n, PASS_PD_MOE, -1);
+    if (st == MJ_OK) st = settle(b);
+    *step_s = (mj_monotonic_ms() - t0) / 1e3;
+    return st;
+}
+
+/* --------------------------------------------------------------- check */
+
+/* Set 0 once more with every y poisoned; its scan now, its reference on the
+ * checker pool. */
+static mj_status check_point(moe_run *b, const moe_sets *s, mj_bench_moe_point *p) {
+    const mj_bench_mega_moe_options *o = b->o;
+    const mj_bench_moe_shape *sh = o->shape;
+    const size_t T = (size_t)s->tokens, H = (size_t)sh->hidden, K = (size_t)sh->topk;
+    const size_t y_elems = (size_t)o->max_tokens * H;
+    mj_status st = MJ_OK;
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = cu_check(b->cu->cuMemsetD8Async(b->y[lr], (unsigned char)(MJ_BENCH_POISON & 0xFF),
+                                             y_elems * 2, b->s[lr]),
+                      "bench mega-moe: poisoning y");
+    if (st == MJ_OK) st = align_ranks(b);
+    if (st == MJ_OK) st = step(b, s, 0, PASS_PD_MOE, -1);
+    if (st == MJ_OK) st = settle(b);
+
+    const int total = b->local_ranks * s->tokens;
+    int idx[MJ_BENCH_CHECK_ALL];
+    const int n = mj_bench_check_sample(total, idx);
+    uint16_t *x = malloc((size_t)n * H * 2), *y = malloc((size_t)n * H * 2);
+    int32_t *ids = malloc((size_t)n * K * sizeof *ids);
+    float *tw = malloc((size_t)n * K * sizeof *tw);
+    if (st == MJ_OK && (!x || !y || !ids || !tw))
+        st = mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (check)");
+    mj_bench_check_result *out = &p->check;
+    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++) {
+        st = cu_check(b->cu->cuMemcpyDtoH(b->y_host, b->y[lr], y_elems * 2),
+                      "bench mega-moe: reading y");
+        size_t unwritten, nonfinite, past;
+        mj_bench_scan_output(b->y_host, T * H, y_elems, &unwritten, &nonfinite, &past);
+        out->unwritten += unwritten;
+        out->nonfinite += nonfinite;
+        out->past += past;
+        /* The sampled tokens of this rank: global index lr x T + t. */
+        for (int i = 0; st == MJ_OK && i < n; i++) {
+            if (idx[i] / s->tokens != lr) continue;
+            const size_t t = (size_t)(idx[i] % s->tokens), r = (size_t)global_rank(b, lr);
+            memcpy(x + (size_t)i * H, s->x0 + ((size_t)lr * T + t) * H, H * 2);
+            memcpy(y + (size_t)i * H, b->y_host + t * H, H * 2);
+            memcpy(ids + (size_t)i * K, s->ids[0] + (r * T + t) * K, K * sizeof *ids);
+            memcpy(tw + (size_t)i * K, s->tw[0] + (r * T + t) * K, K * sizeof *tw);
+        }
+    }
+    mj_bench_check_job *job =
+        st == MJ_OK ? mj_bench_check_job_new(b->hw, o->row, sh->hidden, sh->intermediate, sh->topk,
+                                             n, x, ids, tw, y, out)
+                    : NULL;
+    if (st == MJ_OK && !job) st = mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory");
+    if (job) mj_bench_checker_submit(o->checker, job);
+    free(x);
+    free(y);
+    free(ids);
+    free(tw);
+    return st;
+}
+
+/* --------------------------------------------------------------- points */
+
+static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point *p) {
+    const mj_bench_mega_moe_options *o = b->o;
+    memset(p, 0, sizeof *p);
+    p->tokens = tokens;
+    const mj_moe_config layer = layer_of(o, b->own_rank);
+    mj_status st = mj_mega_moe_block_m(&layer, tokens, &p->block_m);
+    moe_sets *s = NULL;
+    if (st == MJ_OK) st = sets_make(b, tokens, &s);
+    if (st == MJ_OK) {
+        p->sets = s->n;
+        floor_of(b, s, p);
+    }
+    double step_s = 0;
+    if (st == MJ_OK) st = warm_up(b, s, &step_s);
+    if (st == MJ_OK && first && o->host_cost)
+        st = mj_bench_host_cost_measure(b->rt, b->buf, b->w[0], b->s[0], o->host_cost);
+    if (st == MJ_OK) {
+        const double fit = PASS_BUDGET_S / (step_s > 0 ? step_s : 1e-6);
+        p->iters = o->iters               ? o->iters
+                   : fit < MIN_AUTO_ITERS ? MIN_AUTO_ITERS
+                   : fit > MAX_AUTO_ITERS ? MAX_AUTO_ITERS
+                                          : (int)fit;
+        st = time_pass(b, s, PASS_MOE, p->iters, &p->us);
+    }
+    if (st == MJ_OK) st = time_pass(b, s, PASS_PD_MOE, p->iters, &p->pd_moe_us);
+    if (st == MJ_OK) st = check_point(b, s, p);
+    if (s) sets_free(b->cu, s);
+    return st;
 }
 
 mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
-                            mj_bench_mega_moe_result *out) {
-    if (!rt || !o || !out)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_bench_mega_moe: rt, o and out must not be NULL");
-    if ((int)o->weight_format < 0 || o->weight_format >= MJ_FORMAT_COUNT_ ||
-        (int)o->dispatch_format < 0 || o->dispatch_format >= MJ_FORMAT_COUNT_)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_bench_mega_moe: unknown format");
-    if (o->hidden <= 0 || o->intermediate <= 0 || o->num_experts <= 0 || o->num_topk <= 0 ||
-        o->num_topk > o->num_experts || o->num_tokens <= 0 || o->num_ranks < 1 ||
-        o->num_ranks > MJ_MAX_RANKS || o->num_experts % o->num_ranks || o->iters < 0 ||
-        o->iters > MOE_MAX_ITERS)
+                            mj_bench_moe_point *points, int *num_sms) {
+    if (!rt || !o || !points || !num_sms || !o->shape || !o->row || !o->tokens || !o->ceilings ||
+        !o->checker || !o->dump_dir != !o->dump_configs)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_bench_mega_moe: missing an argument");
+    if (o->num_ranks < 1 || o->num_ranks > MJ_MAX_RANKS || o->shape->experts % o->num_ranks ||
+        o->num_tokens < 1 || o->iters < 0 || (o->host_cost && (o->nccl_comm || o->num_ranks > 1)))
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "mj_bench_mega_moe: hidden %d, intermediate %d, experts %d, topk %d "
-                       "(<= experts), tokens %d must be positive, ranks %d in 1..%d dividing the "
-                       "experts, iters %d in 0..%d (0 = %d)",
-                       o->hidden, o->intermediate, o->num_experts, o->num_topk, o->num_tokens,
-                       o->num_ranks, MJ_MAX_RANKS, o->iters, MOE_MAX_ITERS, MOE_DEFAULT_ITERS);
+                       "mj_bench_mega_moe: ranks %d must divide the %d experts, at least one token "
+                       "count, iters >= 0, and the host cost needs one rank on the device",
+                       o->num_ranks, o->shape->experts);
+    for (int i = 0; i < o->num_tokens; i++)
+        if (o->tokens[i] < 1 || o->tokens[i] > o->max_tokens)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "mj_bench_mega_moe: %d tokens is outside 1..%d (max_tokens)",
+                           o->tokens[i], o->max_tokens);
+    /* A point that never runs still says which token count it was. */
+    memset(points, 0, (size_t)o->num_tokens * sizeof *points);
+    for (int i = 0; i < o->num_tokens; i++)
+        points[i].tokens = o->tokens[i];
     mj_status st = mj_runtime_bind(rt);
     if (st != MJ_OK) return st;
-    moe_bench b;
+    moe_run b;
     memset(&b, 0, sizeof b);
+    b.rt = rt;
     b.cu = rt->cu;
+    b.o = o;
     b.ranks = o->num_ranks;
     b.local_ranks = o->nccl_comm ? 1 : o->num_ranks;
-    b.iters = o->iters ? o->iters : MOE_DEFAULT_ITERS;
+    b.local_experts = o->shape->experts / o->num_ranks;
     if (o->nccl_comm) {
         const mj_nccl *n = mj_nccl_get();
         if (!n) return MJ_ERR_UNSUPPORTED;
         ncclResult_t nr = n->ncclCommUserRank((ncclComm_t)o->nccl_comm, &b.own_rank);
         if (nr != ncclSuccess) return mj_nccl_fail(n, nr, "mj_bench_mega_moe: ncclCommUserRank");
     }
-    memset(out, 0, sizeof *out);
-    st = moe_run(&b, rt, o, out);
+    st = run_setup(&b);
+    *num_sms = b.num_sms;
+    for (int i = 0; st == MJ_OK && i < o->num_tokens; i++)
+        st = run_point(&b, o->tokens[i], i == 0, &points[i]);
+    /* Freeing calls into the runtime, which may replace the thread's error. */
     char why[1024];
     snprintf(why, sizeof why, "%s", mj_last_error());
-    moe_free(&b);
-    if (st == MJ_OK) return MJ_OK;
-    memset(out, 0, sizeof *out);
-    return mj_fail(st, "%s", why);
+    run_free(&b);
+    return st == MJ_OK ? MJ_OK : mj_fail(st, "%s", why);
 }

@@ -53,15 +53,6 @@ typedef struct bench {
     uint64_t *host_chunk;
 } bench;
 
-uint64_t mj_bench_rng(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* Uniform in [-1, 1). */
 static float rng_sym(uint64_t *s) {
     return (float)(mj_bench_rng(s) >> 40) * (2.0f / 16777216.0f) - 1.0f;

@@ -17,12 +17,16 @@ int cmd_precompile(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `megajit bench mega-moe` (tools/megajit/bench_mega_moe.c); argv[0] is "mega-moe". */
+int cmd_bench_mega_moe(int argc, char **argv);
 
 /* Prints "megajit CMD: <message>" and the usage to stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Reports what getopt_long rejected (it returned '?' or ':'); returns CLI_EXIT_USAGE. */
 int cli_bad_option(const char *cmd, const char *usage, char **argv, int c);
+/* The sentence cli_bad_option prints, into out. */
+void cli_bad_option_message(char **argv, int c, char *out, size_t cap);
 /* Prints "megajit CMD: <what>: <mj_last_error()>"; returns CLI_EXIT_FAIL. */
 int cli_fail(const char *cmd, const char *what);
 /* Prints obj as JSON on stdout and frees it; CLI_EXIT_FAIL when obj is NULL (out of memory). */

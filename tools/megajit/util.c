@@ -31,12 +31,20 @@ int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) {
     return CLI_EXIT_USAGE;
 }
 
-int cli_bad_option(const char *cmd, const char *usage, char **argv, int c) {
+void cli_bad_option_message(char **argv, int c, char *out, size_t cap) {
     const char *arg = argv[optind - 1];
-    if (c == ':') return cli_usage_error(cmd, usage, "option '%s' needs a value", arg);
-    if (optopt && strncmp(arg, "--", 2) != 0)
-        return cli_usage_error(cmd, usage, "unknown option '-%c'", optopt);
-    return cli_usage_error(cmd, usage, "unknown option '%s'", arg);
+    if (c == ':')
+        snprintf(out, cap, "option '%s' needs a value", arg);
+    else if (optopt && strncmp(arg, "--", 2) != 0)
+        snprintf(out, cap, "unknown option '-%c'", optopt);
+    else
+        snprintf(out, cap, "unknown option '%s'", arg);
+}
+
+int cli_bad_option(const char *cmd, const char *usage, char **argv, int c) {
+    char message[256];
+    cli_bad_option_message(argv, c, message, sizeof message);
+    return cli_usage_error(cmd, usage, "%s", message);
 }
 
 int cli_fail(const char *cmd, const char *what) {

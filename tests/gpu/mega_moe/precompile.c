@@ -3,18 +3,15 @@
 
 #include <signal.h>
 
+#include "tools/bench/prebuild.h"
+
 /* ------------------------------------------------- parallel precompile */
 
-/* NVRTC compiles are serialized inside one process and the matrix needs ~100
- * kernels (BLOCK_M, SM count, ranks, activation and clamp are all template
- * parameters), so the library's pool of worker processes builds them into the
- * on-disk cache first; the test's runtime then only loads cubins. This
- * process must not have touched CUDA before the pool forks. */
-typedef struct spec_list {
-    mj_kernel_spec *v;
-    char (*desc)[96];
-    int n, cap;
-} spec_list;
+/* The matrix needs ~100 kernels (BLOCK_M, SM count, ranks, activation and
+ * clamp are all template parameters): the library's pool of worker processes
+ * builds them into the on-disk cache first (tools/bench/prebuild.h), and the
+ * test's runtime then only loads cubins. */
+typedef mj_bench_spec_list spec_list;
 
 static void plan_add(spec_list *l, const shape *sh, int row_index, const scenario *sc, int sms_full,
                      int quick, mj_arch arch) {
@@ -28,20 +25,10 @@ static void plan_add(spec_list *l, const shape *sh, int row_index, const scenari
         if (mj_mega_moe_block_m(&mc, sc->tokens[r], &bm) != MJ_OK ||
             mj_mega_moe_spec(&mc, bm, sms, g_comm != NULL, arch, &spec) != MJ_OK)
             continue; /* the test itself reports it */
-        int dup = 0;
-        for (int i = 0; i < l->n && !dup; i++)
-            dup = !memcmp(&l->v[i], &spec, sizeof spec);
-        if (dup) continue;
-        if (l->n == l->cap) {
-            l->cap = l->cap ? 2 * l->cap : 64;
-            l->v = realloc(l->v, (size_t)l->cap * sizeof *l->v);
-            l->desc = realloc(l->desc, (size_t)l->cap * sizeof *l->desc);
-            if (!l->v || !l->desc) _exit(3);
-        }
-        snprintf(l->desc[l->n], sizeof l->desc[0], "%s R=%d %s%s bm=%d sms=%d", row->name,
-                 sc->ranks, mj_moe_activation_name(sc->act), sc->clamp > 0 ? "+clamp" : "", bm,
-                 sms);
-        l->v[l->n++] = spec;
+        char desc[128];
+        snprintf(desc, sizeof desc, "%s R=%d %s%s bm=%d sms=%d", row->name, sc->ranks,
+                 mj_moe_activation_name(sc->act), sc->clamp > 0 ? "+clamp" : "", bm, sms);
+        if (mj_bench_spec_list_add(l, &spec, desc)) _exit(3);
     }
 }
 
@@ -83,60 +70,6 @@ static void plan_all(spec_list *l, int ds, mj_arch arch) {
     plan_timing(l, ds, arch);
 }
 
-/* The device's SM count and architecture, read by a child process: this one
- * must not touch CUDA before the precompile workers fork. 0 without a device. */
-static int probe_device(int *sms, char *arch, size_t arch_cap) {
-    struct {
-        int sms;
-        char arch[16];
-    } probe = {0, ""};
-    int fds[2];
-    if (pipe(fds) != 0) return 0;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        mj_runtime *rt = NULL;
-        mj_info info;
-        if (mj_runtime_create(&rt, NULL) == MJ_OK && mj_runtime_info(rt, &info) == MJ_OK) {
-            probe.sms = info.device_sms;
-            snprintf(probe.arch, sizeof probe.arch, "%s", info.arch);
-        }
-        _exit(write(fds[1], &probe, sizeof probe) == (ssize_t)sizeof probe ? 0 : 1);
-    }
-    close(fds[1]);
-    if (pid < 0 || read(fds[0], &probe, sizeof probe) != (ssize_t)sizeof probe) probe.sms = 0;
-    close(fds[0]);
-    if (pid > 0) waitpid(pid, NULL, 0);
-    *sms = probe.sms;
-    snprintf(arch, arch_cap, "%s", probe.arch);
-    return probe.sms > 0;
-}
-
-typedef struct precompile_tally {
-    const spec_list *plan;
-    int compiled, cached, failed;
-} precompile_tally;
-
-static mj_status build_planned(mj_runtime *rt, size_t index, void *ctx, mj_build_result *result,
-                               double *seconds) {
-    const spec_list *plan = ctx;
-    return mj_jit_build(rt, &plan->v[index], result, seconds);
-}
-
-static void count_built(const mj_build_report *r, void *ctx) {
-    precompile_tally *t = ctx;
-    if (r->result == MJ_BUILD_COMPILED) {
-        t->compiled++;
-    } else if (r->result == MJ_BUILD_CACHED) {
-        t->cached++;
-    } else {
-        t->failed++;
-        /* The first lines of a compile error are what the kernel author needs. */
-        printf("precompile FAILED %s: %s\n", t->plan->desc[r->index], r->error);
-    }
-}
-
 void precompile(void) {
     const char *dis = getenv("MEGAJIT_CACHE_DISABLE");
     if (dis && !strcmp(dis, "1")) {
@@ -145,7 +78,7 @@ void precompile(void) {
     }
     int sms = 0;
     char arch[16];
-    if (!probe_device(&sms, arch, sizeof arch)) {
+    if (!mj_bench_probe_device(&sms, arch, sizeof arch)) {
         printf("precompile: skipped (no device to plan for)\n");
         return;
     }
@@ -154,26 +87,17 @@ void precompile(void) {
     int jobs = mj_build_pool_default_jobs();
     if (jobs > 16) jobs = 16;
     if (g_timing && jobs > 6) jobs = 6;
-    precompile_tally tally = {.plan = &plan};
     const mj_runtime_options rt_opts = MJ_RUNTIME_OPTIONS_INIT;
-    const mj_build_pool pool = {.count = (size_t)plan.n,
-                                .jobs = jobs,
-                                .runtime = &rt_opts,
-                                .build = build_planned,
-                                .build_ctx = &plan,
-                                .report = count_built,
-                                .report_ctx = &tally};
     double t0 = now_s();
-    int workers = 0, stop_signal = 0;
-    if (mj_build_pool_run(&pool, &workers, &stop_signal) != MJ_OK)
+    mj_bench_prebuild_result r;
+    if (mj_bench_prebuild(&plan, &rt_opts, jobs, stdout, "precompile", &r) != MJ_OK)
         printf("precompile: %s\n", mj_last_error());
-    if (stop_signal) { /* the interrupt was meant for the test */
+    if (r.stop_signal) { /* the interrupt was meant for the test */
         fflush(NULL);
-        signal(stop_signal, SIG_DFL);
-        raise(stop_signal);
+        signal(r.stop_signal, SIG_DFL);
+        raise(r.stop_signal);
     }
     printf("precompile: %d kernels (%d compiled, %d cached, %d failed) by %d workers in %.1f s\n",
-           plan.n, tally.compiled, tally.cached, tally.failed, workers, now_s() - t0);
-    free(plan.v);
-    free(plan.desc);
+           plan.n, r.compiled, r.cached, r.failed, r.workers, now_s() - t0);
+    mj_bench_spec_list_free(&plan);
 }

@@ -1,0 +1,181 @@
+/*
+ * The MegaMoE benchmark's checks (tools/bench/moe_check.c) and the weights
+ * they compare against (tools/bench/moe_weights.c), on a small shape for
+ * every format row: a kernel output equal to the fp64 reference of the full
+ * expert set passes, a wrong or partly written one fails and says why.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "heuristics/moe_formats.h"
+#include "templates/layout/symm_layout.h"
+#include "tests/reference/moe_ref.h"
+#include "tests/reference/quant.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/moe_check.h"
+#include "tools/bench/moe_routing.h"
+
+enum { H = 256, I = 64, E = 8, K = 2, N = 3 };
+
+static void test_sample(void **state) {
+    (void)state;
+    int idx[MJ_BENCH_CHECK_ALL];
+    assert_int_equal(mj_bench_check_sample(1, idx), 1);
+    assert_int_equal(idx[0], 0);
+    assert_int_equal(mj_bench_check_sample(8, idx), 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(idx[i], i);
+    assert_int_equal(mj_bench_check_sample(9, idx), 4);
+    const int nine[] = {0, 2, 5, 8};
+    assert_memory_equal(idx, nine, sizeof nine);
+    assert_int_equal(mj_bench_check_sample(4096, idx), 4);
+    const int big[] = {0, 1365, 2730, 4095};
+    assert_memory_equal(idx, big, sizeof big);
+}
+
+static void test_scan(void **state) {
+    (void)state;
+    uint16_t y[8] = {0x3f80, MJ_BENCH_POISON, 0x7f80, 0xffc0,
+                     0x0000, MJ_BENCH_POISON, 0x1234, MJ_BENCH_POISON};
+    size_t unwritten, nonfinite, past;
+    mj_bench_scan_output(y, 5, 8, &unwritten, &nonfinite, &past);
+    assert_int_equal(unwritten, 1);
+    assert_int_equal(nonfinite, 2); /* +inf and a NaN other than the poison */
+    assert_int_equal(past, 1);      /* 0x1234 after the 5 written */
+}
+
+/* gate = projection c, up = c + 1 adjacent to it, down = c + 2, all mod the
+ * class count, and the ring's extra projection repeats the first. */
+static void test_weight_classes(void **state) {
+    (void)state;
+    mj_bench_weights *w = mj_bench_weights_new(MJ_FMT_MXFP4, H, I, 3, 5);
+    assert_non_null(w);
+    assert_int_equal(w->data_bytes, (size_t)H * I / 2);
+    assert_int_equal(w->sf_bytes, (size_t)H * I / 32);
+    assert_memory_equal(w->data + 3 * w->data_bytes, w->data, w->data_bytes);
+    assert_memory_equal(w->sf + 3 * w->sf_bytes, w->sf, w->sf_bytes);
+    assert_memory_not_equal(w->data, w->data + w->data_bytes, w->data_bytes);
+    for (int e = 0; e < 7; e++) {
+        const mj_bench_expert_sources s = mj_bench_weights_sources(w, e);
+        assert_int_equal(s.gate, e % 3);
+        assert_int_equal(s.up, s.gate + 1);
+        assert_int_equal(s.down, (e % 3 + 2) % 3);
+    }
+    mj_bench_weights_release(w);
+}
+
+/* The reference over all E experts, each assembled from its projections
+ * independently of the ring: what the device's weights compute. */
+static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format_row *row,
+                                  const uint16_t *x, const int32_t *ids, const float *tw,
+                                  uint16_t *y) {
+    const size_t pb = w->data_bytes, sb = w->sf_bytes;
+    uint8_t *w1 = malloc(E * 2 * pb), *w1sf = malloc(E * 2 * sb + 1);
+    mjr_expert_weights ex[E];
+    for (int e = 0; e < E; e++) {
+        const int c = e % w->classes;
+        const int up = (c + 1) % w->classes, down = (c + 2) % w->classes;
+        memcpy(w1 + (size_t)e * 2 * pb, w->data + (size_t)c * pb, pb);
+        memcpy(w1 + (size_t)e * 2 * pb + pb, w->data + (size_t)up * pb, pb);
+        if (sb) {
+            memcpy(w1sf + (size_t)e * 2 * sb, w->sf + (size_t)c * sb, sb);
+            memcpy(w1sf + (size_t)e * 2 * sb + sb, w->sf + (size_t)up * sb, sb);
+        }
+        ex[e] = (mjr_expert_weights){w1 + (size_t)e * 2 * pb,
+                                     sb ? w1sf + (size_t)e * 2 * sb : NULL,
+                                     w->data + (size_t)down * pb,
+                                     sb ? w->sf + (size_t)down * sb : NULL,
+                                     1.0f,
+                                     1.0f,
+                                     1.0f,
+                                     1.0f};
+    }
+    const int fmt = row->dispatch_fmt, group = mj_format_group(fmt);
+    const size_t xb = (size_t)H * (size_t)mj_format_bits(fmt) / 8, xsb = group ? H / group : 0;
+    uint8_t *xq = malloc(N * xb), *xsf = malloc(N * xsb + 1);
+    float xs[N];
+    for (int t = 0; t < N; t++)
+        mjr_quantize_row(fmt, x + t * H, H, xq + t * xb, xsf + t * xsb, &xs[t]);
+    const mjr_moe_shape s = {H, I, E, K, 1, N, row->weight_fmt, fmt, row->l2_input_fmt, 0, 0, 0};
+    const mjr_rank_input in = {N, xq, group ? xsf : NULL, fmt == MJ_FMT_NVFP4 ? xs : NULL, ids, tw};
+    uint16_t *const ys[1] = {y};
+    assert_int_equal(mjr_moe_forward(&s, ex, &in, ys, NULL), 0);
+    free(w1);
+    free(w1sf);
+    free(xq);
+    free(xsf);
+}
+
+static void test_jobs(void **state) {
+    (void)state;
+    const int rows = mj_moe_format_count();
+    mj_bench_checker *ck = mj_bench_checker_new(3);
+    assert_non_null(ck);
+    mj_bench_check_result *res = calloc((size_t)rows * 4, sizeof *res);
+    uint16_t x[N * H], y[N * H], bad[N * H], holed[N * H];
+    int32_t ids[N * K];
+    float tw[N * K];
+    uint64_t rng = 11;
+    for (int i = 0; i < N * H; i++)
+        x[i] = mjr_bf16_from_f32((float)(int64_t)(mj_bench_rng(&rng) % 2001 - 1000) / 500.0f);
+    assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_UNIFORM, E, K, N, 3, 0, ids, tw), 0);
+    for (int r = 0; r < rows; r++) {
+        const mj_moe_format_row *row = mj_moe_format_at(r);
+        mj_bench_weights *w = mj_bench_weights_new(row->weight_fmt, H, I, 3, 17 + (uint64_t)r);
+        assert_non_null(w);
+        reference_all_experts(w, row, x, ids, tw, y);
+        /* right; rows of tokens 0 and 1 swapped; one element counted
+         * unwritten by the scan; and that element still poison */
+        memcpy(bad, y, sizeof bad);
+        memcpy(bad, y + H, H * sizeof *y);
+        memcpy(bad + H, y, H * sizeof *y);
+        memcpy(holed, y, sizeof holed);
+        holed[H + 5] = MJ_BENCH_POISON;
+        const uint16_t *outs[4] = {y, bad, y, holed};
+        for (int v = 0; v < 4; v++) {
+            mj_bench_check_result *out = &res[r * 4 + v];
+            if (v >= 2) out->unwritten = 1;
+            mj_bench_check_job *j =
+                mj_bench_check_job_new(w, row, H, I, K, N, x, ids, tw, outs[v], out);
+            assert_non_null(j);
+            mj_bench_checker_submit(ck, j);
+        }
+        mj_bench_weights_release(w); /* the jobs hold their own references */
+    }
+    mj_bench_checker_finish(ck);
+    for (int r = 0; r < rows; r++) {
+        const char *name = mj_moe_format_at(r)->name;
+        const mj_bench_check_result *ok = &res[r * 4], *wrong = &res[r * 4 + 1],
+                                    *holes = &res[r * 4 + 2], *nan = &res[r * 4 + 3];
+        if (!ok->done || !ok->ok || ok->calc_diff != 0.0)
+            fail_msg("%s: the reference's own output failed: %s", name, ok->message);
+        assert_string_equal(ok->message, "");
+        assert_int_equal(ok->tokens, N);
+        assert_true(ok->bar == (r == 0 ? 1e-4 : 1e-3));
+        if (!wrong->done || wrong->ok || !strstr(wrong->message, "calc_diff"))
+            fail_msg("%s: swapped rows passed (%s)", name, wrong->message);
+        if (!holes->done || holes->ok || strcmp(holes->message, "1 elements of y unwritten") != 0)
+            fail_msg("%s: an unwritten element passed (%s)", name, holes->message);
+        if (!nan->done || nan->ok ||
+            strcmp(nan->message, "calc_diff undefined over 3 tokens (y holds NaN); 1 elements "
+                                 "of y unwritten") != 0)
+            fail_msg("%s: a poisoned element passed (%s)", name, nan->message);
+    }
+    free(res);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_weight_classes),
+        cmocka_unit_test(test_jobs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

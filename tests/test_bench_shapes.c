@@ -1,0 +1,67 @@
+/*
+ * The MegaMoE benchmark's named shapes (tools/bench/moe_shapes.c) and the
+ * reason a shape cannot run, in the library's own limits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "templates/layout/codes.h"
+#include "tools/bench/moe_shapes.h"
+
+static void test_table(void **state) {
+    (void)state;
+    assert_int_equal(mj_bench_moe_shape_count(), 4);
+    assert_string_equal(mj_bench_moe_shape_at(0)->name, "deepseek-v3");
+    assert_null(mj_bench_moe_shape_at(4));
+    assert_null(mj_bench_moe_shape_at(-1));
+    const mj_bench_moe_shape *s = mj_bench_moe_shape_by_name("gpt-oss-120b");
+    assert_non_null(s);
+    assert_int_equal(s->hidden, 2880);
+    assert_int_equal(s->intermediate, 2880);
+    assert_int_equal(s->experts, 128);
+    assert_int_equal(s->topk, 4);
+    assert_null(mj_bench_moe_shape_by_name("all"));
+    assert_null(mj_bench_moe_shape_by_name(NULL));
+}
+
+static void test_runnable(void **state) {
+    (void)state;
+    char why[256];
+    for (int i = 0; i < 3; i++)
+        for (int fmt = 0; fmt < 4; fmt++) {
+            assert_int_equal(
+                mj_bench_moe_unrunnable(mj_bench_moe_shape_at(i), fmt, 1, 4096, why, sizeof why),
+                0);
+            assert_string_equal(why, "");
+        }
+    assert_int_equal(mj_bench_moe_unrunnable(mj_bench_moe_shape_by_name("deepseek-v3"),
+                                             MJ_FMT_MXFP8, 8, 64, why, sizeof why),
+                     0);
+    /* gpt-oss-120b: pre-dispatch's rule on hidden, said as such. */
+    assert_int_equal(mj_bench_moe_unrunnable(mj_bench_moe_shape_by_name("gpt-oss-120b"),
+                                             MJ_FMT_MXFP8, 1, 4096, why, sizeof why),
+                     1);
+    assert_non_null(strstr(why, "pre-dispatch needs hidden % 256 == 0"));
+    /* Other limits in the library's words, naming the field. */
+    assert_int_equal(mj_bench_moe_unrunnable(mj_bench_moe_shape_by_name("deepseek-v3"), MJ_FMT_BF16,
+                                             3, 4096, why, sizeof why),
+                     1);
+    assert_non_null(strstr(why, "experts must be a multiple of ranks (3)"));
+    const mj_bench_moe_shape odd = {"custom", 4096, 1000, 64, 4};
+    assert_int_equal(mj_bench_moe_unrunnable(&odd, MJ_FMT_BF16, 1, 64, why, sizeof why), 1);
+    assert_non_null(strstr(why, "intermediate must be a multiple of 64"));
+    assert_non_null(strstr(why, "(got 1000)"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_runnable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,164 @@
+#include "tools/bench/ceilings.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/error.h"
+#include "runtime/families/bench_ceilings.h"
+#include "runtime/runtime.h"
+#include "templates/layout/bench_ceilings.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/timer.h"
+
+#define WARMUPS 2
+#define TIMED 10
+/* A read of several GB, so L2 serves nothing and a launch's fixed cost is
+ * ~0.5% of it; smaller when the device has less free memory. */
+#define READ_BYTES_MAX (4ull << 30)
+#define READ_BYTES_MIN (1ull << 30)
+/* Loop iterations of the tensor-rate kernel: ~11 ms a launch on an H200. */
+#define TENSOR_ITERS 16384ull
+/* Dense BF16 FLOPs per SM per clock on Hopper (989 TFLOP/s = 132 SMs x
+ * 1.83 GHz x 4096): a measured rate above it did not do its FLOPs. */
+#define HOPPER_BF16_FLOPS_PER_CLOCK 4096.0
+#define COPY_ITERS 10
+
+typedef struct ceil_run {
+    const mj_cuda *cu;
+    CUstream stream;
+    mj_bench_timer timer;
+    CUdeviceptr buf, words, sink;
+} ceil_run;
+
+static void ceil_free(ceil_run *c) {
+    if (c->stream) c->cu->cuStreamSynchronize(c->stream);
+    mj_bench_timer_free(&c->timer);
+    CUdeviceptr p[] = {c->buf, c->words, c->sink};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i]) c->cu->cuMemFree(p[i]);
+    if (c->stream) c->cu->cuStreamDestroy(c->stream);
+}
+
+/* WARMUPS + TIMED launches of a kernel of the family; the median of the
+ * timed ones in ms. */
+static mj_status time_kernel(ceil_run *c, mj_runtime *rt, int kernel, void **args, double *ms) {
+    const mj_family_request req = {.num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_BENCH_CEILINGS)};
+    mj_kernel *k;
+    mj_launch_config lc;
+    mj_status st =
+        mj_family_prepare(rt, &mj_bench_ceilings_family, kernel, &req, c->stream, &k, &lc);
+    for (int i = 0; st == MJ_OK && i < WARMUPS; i++)
+        st = mj_jit_launch(rt, k, &lc, c->stream, args);
+    for (int i = 0; st == MJ_OK && i < TIMED; i++)
+        if ((st = mj_bench_timer_start(&c->timer, i, c->stream)) == MJ_OK &&
+            (st = mj_jit_launch(rt, k, &lc, c->stream, args)) == MJ_OK)
+            st = mj_bench_timer_stop(&c->timer, i, c->stream);
+    return st == MJ_OK ? mj_bench_timer_median(&c->timer, TIMED, ms) : st;
+}
+
+static mj_status measure_read(ceil_run *c, mj_runtime *rt, mj_bench_ceilings *out) {
+    const mj_cuda *cu = c->cu;
+    size_t bytes = READ_BYTES_MAX;
+    CUresult r;
+    while ((r = cu->cuMemAlloc(&c->buf, bytes)) == CUDA_ERROR_OUT_OF_MEMORY &&
+           bytes > READ_BYTES_MIN)
+        bytes /= 2;
+    if (r != CUDA_SUCCESS) {
+        c->buf = 0;
+        return mj_cuda_fail(r, "bench ceilings: cuMemAlloc(read buffer)");
+    }
+    /* HBM reads cost the same whatever the bytes (plain allocations are not
+     * compressible); a pattern just keeps them from being zeros. */
+    if ((r = cu->cuMemsetD8Async(c->buf, 0x5A, bytes, c->stream)) != CUDA_SUCCESS ||
+        (r = cu->cuMemAlloc(&c->words, 16)) != CUDA_SUCCESS ||
+        (r = cu->cuMemsetD8Async(c->words, 0, 16, c->stream)) != CUDA_SUCCESS)
+        return mj_cuda_fail(r, "bench ceilings: read buffer");
+    uint64_t chunks = bytes / MJ_BC_BULK_STAGE_BYTES, timeout_ns = 2000000000ull;
+    CUdeviceptr done = c->words, error = c->words + 8;
+    void *args[] = {&c->buf, &chunks, &timeout_ns, &done, &error};
+    double ms;
+    mj_status st = time_kernel(c, rt, MJ_BC_KERNEL_BULK_READ, args, &ms);
+    if (st != MJ_OK) return st;
+    uint64_t words[2];
+    if ((r = cu->cuMemcpyDtoH(words, c->words, sizeof words)) != CUDA_SUCCESS)
+        return mj_cuda_fail(r, "bench ceilings: reading the bulk-read counters");
+    const uint64_t want = (uint64_t)(WARMUPS + TIMED) * chunks * MJ_BC_BULK_STAGE_BYTES;
+    if ((uint32_t)words[1] == MJ_BC_ERR_BULK_TIMEOUT)
+        return mj_fail(MJ_ERR_CUDA, "bench ceilings: a bulk copy of the read kernel did not "
+                                    "complete within 2 s (a kernel bug)");
+    if (words[0] != want)
+        return mj_fail(MJ_ERR_CUDA,
+                       "bench ceilings: the read kernel completed %llu bytes, %llu were issued",
+                       (unsigned long long)words[0], (unsigned long long)want);
+    out->read_bytes = (double)chunks * MJ_BC_BULK_STAGE_BYTES;
+    out->read_gbps = out->read_bytes / (ms * 1e6);
+    return MJ_OK;
+}
+
+static mj_status measure_tensor(ceil_run *c, mj_runtime *rt, mj_bench_ceilings *out) {
+    const mj_cuda *cu = c->cu;
+    const size_t threads = 128u * MJ_BC_TENSOR_WARPGROUPS, n = (size_t)out->num_sms * threads;
+    CUresult r = cu->cuMemAlloc(&c->sink, n * sizeof(float));
+    if (r != CUDA_SUCCESS) {
+        c->sink = 0;
+        return mj_cuda_fail(r, "bench ceilings: cuMemAlloc(tensor sink)");
+    }
+    uint64_t iters = TENSOR_ITERS;
+    void *args[] = {&iters, &c->sink};
+    double ms;
+    mj_status st = time_kernel(c, rt, MJ_BC_KERNEL_TENSOR_RATE, args, &ms);
+    if (st != MJ_OK) return st;
+    float *sink = malloc(n * sizeof *sink);
+    if (!sink) return mj_fail(MJ_ERR_NOMEM, "bench ceilings: out of host memory");
+    r = cu->cuMemcpyDtoH(sink, c->sink, n * sizeof *sink);
+    size_t bad = 0, nonzero = 0;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+        bad += !isfinite(sink[i]);
+        nonzero += sink[i] != 0.0f;
+    }
+    free(sink);
+    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "bench ceilings: reading the tensor sink");
+    if (bad || !nonzero)
+        return mj_fail(MJ_ERR_CUDA,
+                       "bench ceilings: the tensor-rate kernel left %zu non-finite and %zu "
+                       "non-zero accumulator sums of %zu (it did not run on its data)",
+                       bad, nonzero, n);
+    out->tensor_flops = (double)out->num_sms * MJ_BC_TENSOR_WARPGROUPS * (double)iters *
+                        MJ_BC_TENSOR_FLOPS_PER_ITER;
+    out->bf16_tflops = out->tensor_flops / (ms * 1e9);
+    int clock_khz = 0;
+    if ((r = cu->cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, rt->device)) !=
+        CUDA_SUCCESS)
+        return mj_cuda_fail(r, "bench ceilings: cuDeviceGetAttribute(clock rate)");
+    const double peak = out->num_sms * (clock_khz * 1e3) * HOPPER_BF16_FLOPS_PER_CLOCK / 1e12;
+    if (out->bf16_tflops > 1.02 * peak)
+        return mj_fail(MJ_ERR_CUDA,
+                       "bench ceilings: the tensor-rate kernel measured %.0f TFLOP/s, above the "
+                       "%.0f its %d SMs at %d MHz can do: it did not do the FLOPs counted",
+                       out->bf16_tflops, peak, out->num_sms, clock_khz / 1000);
+    return MJ_OK;
+}
+
+mj_status mj_bench_measure_ceilings(mj_runtime *rt, mj_bench_ceilings *out) {
+    memset(out, 0, sizeof *out);
+    mj_status st = mj_runtime_bind(rt);
+    if (st != MJ_OK) return st;
+    ceil_run c = {.cu = rt->cu};
+    CUresult r = c.cu->cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) {
+        c.stream = NULL;
+        st = mj_cuda_fail(r, "bench ceilings: cuStreamCreate");
+    }
+    out->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_BENCH_CEILINGS);
+    if (st == MJ_OK) st = mj_bench_timer_init(&c.timer, c.cu, TIMED);
+    if (st == MJ_OK) st = measure_read(&c, rt, out);
+    if (st == MJ_OK) st = measure_tensor(&c, rt, out);
+    /* Freeing calls into the driver, which may replace the thread's error. */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", mj_last_error());
+    ceil_free(&c);
+    if (st != MJ_OK) return mj_fail(st, "%s", why);
+    return mj_bench_copy_gbps(rt, 0, COPY_ITERS, &out->copy_gbps);
+}

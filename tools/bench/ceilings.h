@@ -1,0 +1,25 @@
+/* The card's limits, measured in the same run as what is divided by them:
+ * the read bandwidth of bulk copies into shared memory (the ceiling for
+ * streaming weights), the device copy bandwidth, and the dense BF16 tensor
+ * rate of wgmma. The kernels are the bench-ceiling family's
+ * (runtime/families/bench_ceilings.c), on every SM of the device. */
+#ifndef MJ_TOOLS_BENCH_CEILINGS_H
+#define MJ_TOOLS_BENCH_CEILINGS_H
+
+#include "include/megajit.h"
+
+typedef struct mj_bench_ceilings {
+    double read_gbps;    /* bulk-copy read bandwidth, 1e9 bytes per second */
+    double read_bytes;   /* bytes one bulk-read launch reads */
+    double copy_gbps;    /* cuMemcpyDtoD, bytes read + written per second / 1e9 */
+    double bf16_tflops;  /* dense BF16 tensor rate, 1e12 FLOPs per second */
+    double tensor_flops; /* FLOPs of one tensor-rate launch */
+    int num_sms;
+} mj_bench_ceilings;
+
+/* Medians over timed launches after warm-ups, each checked: every bulk copy
+ * counted completed, every tensor-rate accumulator finite, and the rate
+ * below what the SM clock allows. */
+mj_status mj_bench_measure_ceilings(mj_runtime *rt, mj_bench_ceilings *out);
+
+#endif

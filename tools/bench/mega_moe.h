@@ -1,0 +1,71 @@
+/* The MegaMoE benchmark: one (shape, format row, routing) on one buffer and
+ * one set of weights, every token count of a list, the way a server runs
+ * (the buffer made once for the largest count). tools/megajit/bench.c runs
+ * it over the shapes and rows the command line asks for. */
+#ifndef MJ_TOOLS_BENCH_MEGA_MOE_H
+#define MJ_TOOLS_BENCH_MEGA_MOE_H
+
+#include <cjson/cJSON.h>
+
+#include "heuristics/moe_formats.h"
+#include "include/megajit.h"
+#include "tools/bench/ceilings.h"
+#include "tools/bench/host_cost.h"
+#include "tools/bench/moe_check.h"
+#include "tools/bench/moe_floor.h"
+#include "tools/bench/moe_routing.h"
+#include "tools/bench/moe_shapes.h"
+
+/* One token count. */
+typedef struct mj_bench_moe_point {
+    int tokens;       /* per rank */
+    int block_m;      /* the tile the heuristics picked */
+    int sets;         /* input sets rotated over the steps */
+    int iters;        /* timed steps of each pass */
+    double us;        /* median MegaMoE launch: every rank's, after its pre-dispatch is done */
+    double pd_moe_us; /* median pre-dispatch + MegaMoE back to back */
+    double
+        experts_hit; /* distinct experts the routing hits on this device's ranks (mean over sets) */
+    double bytes;    /* their weights and scales + this device's tokens in and out */
+    double flops;    /* 2 x 3 H I x the (token, slot) pairs this device's experts get */
+    mj_bench_floor floor;
+    mj_bench_check_result check; /* written by the checker pool: read after it finishes */
+} mj_bench_moe_point;
+
+typedef struct mj_bench_mega_moe_options {
+    const mj_bench_moe_shape *shape;
+    const mj_moe_format_row *row;
+    const int *tokens; /* per rank, num_tokens of them, each <= max_tokens */
+    int num_tokens;
+    int max_tokens; /* the buffer's max_tokens_per_rank */
+    mj_bench_routing routing;
+    int iters; /* timed steps of each pass; 0 = as many as fit ~0.4 s, 3..200 */
+    /* nccl_comm NULL: num_ranks ranks emulated on this GPU, the MegaMoE
+     * family's SM count divided among them for the run. Else an ncclComm_t of
+     * num_ranks ranks: this process is one, and every call is collective. */
+    int num_ranks;
+    void *nccl_comm;
+    const mj_bench_ceilings *ceilings; /* the floor's bandwidth and tensor rate */
+    mj_bench_checker *checker;         /* runs each point's check */
+    /* Non-NULL: each point's routing is written there (tools/bench/routing_dump.h)
+     * and its entry appended to dump_configs. */
+    const char *dump_dir;
+    cJSON *dump_configs;
+    /* Non-NULL: the host cost of a warm call is measured on the first point
+     * (one rank on this device only). */
+    mj_bench_host_cost *host_cost;
+} mj_bench_mega_moe_options;
+
+/* The layer the benchmark runs for shape s in format row `row` as rank `rank`
+ * of `ranks`, on buffers of max_tokens per rank (swiglu, no clamp). */
+mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
+                                 int ranks, int rank, int max_tokens);
+
+/* Fills points[0..num_tokens) (their checks complete when the checker
+ * finishes) and *num_sms, the SM count each rank ran on. The weights are
+ * random: MJ_BENCH_WEIGHT_CLASSES projections over all experts
+ * (tools/bench/moe_weights.h), loaded once. */
+mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
+                            mj_bench_moe_point *points, int *num_sms);
+
+#endif

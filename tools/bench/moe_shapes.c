@@ -1,0 +1,59 @@
+#include "tools/bench/moe_shapes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/limits.h"
+
+/* hidden, intermediate (per expert), experts, top-k of the published models. */
+static const mj_bench_moe_shape kShapes[] = {
+    {"deepseek-v3", 7168, 2048, 256, 8},
+    {"kimi-k2", 7168, 2048, 384, 8},
+    {"qwen3-235b", 4096, 1536, 128, 8},
+    {"gpt-oss-120b", 2880, 2880, 128, 4},
+};
+enum { NUM_SHAPES = (int)(sizeof kShapes / sizeof kShapes[0]) };
+
+int mj_bench_moe_shape_count(void) {
+    return NUM_SHAPES;
+}
+
+const mj_bench_moe_shape *mj_bench_moe_shape_at(int i) {
+    return i >= 0 && i < NUM_SHAPES ? &kShapes[i] : NULL;
+}
+
+const mj_bench_moe_shape *mj_bench_moe_shape_by_name(const char *name) {
+    for (int i = 0; name && i < NUM_SHAPES; i++)
+        if (strcmp(kShapes[i].name, name) == 0) return &kShapes[i];
+    return NULL;
+}
+
+const char *mj_bench_moe_shape_names(void) {
+    return "deepseek-v3, kimi-k2, qwen3-235b, gpt-oss-120b";
+}
+
+int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,
+                            int max_tokens, char *why, size_t cap) {
+    mj_shape shape = {.moe = 1};
+    shape.v[MJ_SHAPE_HIDDEN] = s->hidden;
+    shape.v[MJ_SHAPE_INTERMEDIATE] = s->intermediate;
+    shape.v[MJ_SHAPE_EXPERTS] = s->experts;
+    shape.v[MJ_SHAPE_TOPK] = s->topk;
+    shape.v[MJ_SHAPE_RANKS] = ranks;
+    shape.v[MJ_SHAPE_MAX_TOKENS] = max_tokens;
+    shape.v[MJ_SHAPE_DISPATCH_FORMAT] = dispatch_fmt;
+    mj_shape_violation v;
+    if (!mj_shape_check(&shape, MJ_SHAPE_MANIFEST_NAMES, &v)) {
+        if (cap) why[0] = '\0';
+        return 0;
+    }
+    /* The one rule a published shape breaks today (gpt-oss-120b's 2880), in
+     * the words of what imposes it. */
+    if (v.field == MJ_SHAPE_HIDDEN && s->hidden % MJ_LIMIT_HIDDEN_MULTIPLE)
+        snprintf(why, cap, "pre-dispatch needs hidden %% %d == 0 (hidden is %d)",
+                 MJ_LIMIT_HIDDEN_MULTIPLE, s->hidden);
+    else
+        snprintf(why, cap, "%s %s (got %lld)",
+                 mj_shape_field_name(v.field, MJ_SHAPE_MANIFEST_NAMES), v.rule, shape.v[v.field]);
+    return 1;
+}

@@ -1,0 +1,31 @@
+/* The MoE layer shapes `megajit bench mega-moe` knows by name, and whether
+ * the library can run one (pure: no device). */
+#ifndef MJ_TOOLS_BENCH_MOE_SHAPES_H
+#define MJ_TOOLS_BENCH_MOE_SHAPES_H
+
+#include <stddef.h>
+
+typedef struct mj_bench_moe_shape {
+    const char *name; /* "deepseek-v3"; "custom" once --hidden & co. changed it */
+    int hidden;
+    int intermediate;
+    int experts;
+    int topk;
+} mj_bench_moe_shape;
+
+/* The named shapes in table order (deepseek-v3 first: the default). */
+int mj_bench_moe_shape_count(void);
+const mj_bench_moe_shape *mj_bench_moe_shape_at(int i);
+/* Exact name match; NULL when unknown. */
+const mj_bench_moe_shape *mj_bench_moe_shape_by_name(const char *name);
+/* "deepseek-v3, kimi-k2, qwen3-235b, gpt-oss-120b": for messages. */
+const char *mj_bench_moe_shape_names(void);
+
+/* 0 when a MegaMoE layer of shape s, its tokens pre-dispatched in
+ * dispatch_fmt (MJ_FMT_*), runs as `ranks` ranks on a buffer of max_tokens
+ * per rank: the library's own limits (runtime/limits.h). Otherwise 1, and why
+ * in why ("pre-dispatch needs hidden % 256 == 0"). */
+int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,
+                            int max_tokens, char *why, size_t cap);
+
+#endif

@@ -1,0 +1,86 @@
+#include "tools/bench/moe_weights.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "templates/layout/symm_layout.h"
+#include "tools/bench/bench.h"
+
+/* The values do not change the time; they only have to stay finite through
+ * both GEMMs and inside the loader's ranges. */
+static void fill_projection(int fmt, uint64_t *rng, uint8_t *data, size_t n, uint8_t *sf,
+                            size_t nsf) {
+    if (fmt == MJ_FMT_BF16) {
+        for (size_t i = 0; i + 1 < n; i += 2) {
+            uint64_t v = mj_bench_rng(rng);
+            uint16_t b = (uint16_t)((v & 0x807Fu) | ((118u + (unsigned)((v >> 16) % 6)) << 7));
+            memcpy(data + i, &b, 2);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            uint8_t v = (uint8_t)(mj_bench_rng(rng) >> 24);
+            data[i] = fmt == MJ_FMT_MXFP8 ? (uint8_t)(v & 0xBFu) : v; /* E4M3 exponent <= 7 */
+        }
+        for (size_t i = 0; i < nsf; i++) {
+            unsigned v = (unsigned)(mj_bench_rng(rng) >> 33);
+            sf[i] = (uint8_t)(fmt == MJ_FMT_NVFP4 ? 0x30u + v % 17u : 120u + v % 11u);
+        }
+    }
+}
+
+mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, int classes,
+                                       uint64_t seed) {
+    mj_bench_weights *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    const size_t elems = (size_t)hidden * (size_t)intermediate;
+    const int group = mj_format_group(fmt);
+    w->refs = 1;
+    w->fmt = fmt;
+    w->classes = classes;
+    w->data_bytes = elems * (size_t)mj_format_bits(fmt) / 8;
+    w->sf_bytes = group ? elems / (size_t)group : 0;
+    w->data = malloc((size_t)(classes + 1) * w->data_bytes);
+    w->sf = group ? malloc((size_t)(classes + 1) * w->sf_bytes) : NULL;
+    if (!w->data || (group && !w->sf)) {
+        mj_bench_weights_release(w);
+        return NULL;
+    }
+    uint64_t rng = mj_bench_seed(seed, (uint64_t)fmt);
+    for (int c = 0; c < classes; c++)
+        fill_projection(fmt, &rng, w->data + (size_t)c * w->data_bytes, w->data_bytes,
+                        w->sf ? w->sf + (size_t)c * w->sf_bytes : NULL, w->sf_bytes);
+    memcpy(w->data + (size_t)classes * w->data_bytes, w->data, w->data_bytes);
+    if (w->sf) memcpy(w->sf + (size_t)classes * w->sf_bytes, w->sf, w->sf_bytes);
+    return w;
+}
+
+mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w) {
+    __atomic_add_fetch(&w->refs, 1, __ATOMIC_RELAXED);
+    return w;
+}
+
+void mj_bench_weights_release(mj_bench_weights *w) {
+    if (!w || __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    free(w->data);
+    free(w->sf);
+    free(w);
+}
+
+mj_bench_expert_sources mj_bench_weights_sources(const mj_bench_weights *w, int expert) {
+    const int c = expert % w->classes;
+    return (mj_bench_expert_sources){c, c + 1, (c + 2) % w->classes};
+}
+
+mjr_expert_weights mj_bench_weights_class(const mj_bench_weights *w, int c) {
+    const mj_bench_expert_sources s = mj_bench_weights_sources(w, c);
+    return (mjr_expert_weights){
+        .w1 = w->data + (size_t)s.gate * w->data_bytes,
+        .w1_sf = w->sf ? w->sf + (size_t)s.gate * w->sf_bytes : NULL,
+        .w2 = w->data + (size_t)s.down * w->data_bytes,
+        .w2_sf = w->sf ? w->sf + (size_t)s.down * w->sf_bytes : NULL,
+        .l1_alpha_gate = 1.0f,
+        .l1_alpha_up = 1.0f,
+        .l2_alpha = 1.0f,
+        .l2_act_scale = 1.0f,
+    };
+}

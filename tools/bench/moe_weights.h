@@ -1,0 +1,57 @@
+/* The MegaMoE benchmark's expert weights on the host (pure: no device).
+ *
+ * Streaming every expert's own random bytes would mean generating tens of GB
+ * per format row; instead there are `classes` random projections, and expert
+ * e is of class c = e % classes: gate = projection c, up = c + 1, down =
+ * c + 2 (mod classes). The projections are stored as a ring of classes + 1
+ * (the last repeats the first), so an expert's gate and up are adjacent: one
+ * [2I][H] W1 block, as the fp64 reference takes it. The device loads the
+ * same bytes, so the reference of any routing needs only `classes` experts:
+ * ids mapped to their class. Every projection has I x H elements (gate and up
+ * are [I][H], down [H][I]), so one ring serves all three.
+ *
+ * Shared by the check jobs of one (shape, row), which may outlive the run
+ * that made them: reference counted. */
+#ifndef MJ_TOOLS_BENCH_MOE_WEIGHTS_H
+#define MJ_TOOLS_BENCH_MOE_WEIGHTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tests/reference/moe_ref.h"
+
+/* Enough classes that gate, up and down of an expert differ and that a token
+ * routed to a wrong expert is usually routed to another class. */
+#define MJ_BENCH_WEIGHT_CLASSES 3
+
+typedef struct mj_bench_weights {
+    int refs;
+    int fmt; /* MJ_FMT_* */
+    int classes;
+    size_t data_bytes; /* one projection's elements */
+    size_t sf_bytes;   /* one projection's block scales; 0 for BF16 */
+    uint8_t *data;     /* (classes + 1) x data_bytes */
+    uint8_t *sf;       /* (classes + 1) x sf_bytes, NULL for BF16 */
+} mj_bench_weights;
+
+/* Random projections of weight format fmt: BF16 of magnitude 2^-9..2^-4,
+ * E4M3 of magnitude <= 1.875 (never NaN), E2M1 any code; UE8M0 scales
+ * 120..130 and UE4M3 scales 0x30..0x40, inside what mj_weights_load accepts
+ * for every row (MX bytes within 126 of each other). NULL when out of memory.
+ * One reference held. */
+mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, int classes,
+                                       uint64_t seed);
+mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w);
+void mj_bench_weights_release(mj_bench_weights *w);
+
+/* Offsets into data / sf (in units of one projection) of expert e's gate,
+ * up and down. */
+typedef struct mj_bench_expert_sources {
+    int gate, up, down;
+} mj_bench_expert_sources;
+mj_bench_expert_sources mj_bench_weights_sources(const mj_bench_weights *w, int expert);
+
+/* The fp64 reference's view of class c (its W1 = gate and up, adjacent). */
+mjr_expert_weights mj_bench_weights_class(const mj_bench_weights *w, int c);
+
+#endif

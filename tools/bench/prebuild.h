@@ -1,0 +1,44 @@
+/* Compiling every kernel a GPU program will launch before it starts, with the
+ * library's pool of worker processes (runtime/build_pool.h): NVRTC compiles
+ * are serialized inside one process, and the MegaMoE benchmark and GPU tests
+ * need tens of variants (BLOCK_M, SM count, shape and format row are template
+ * parameters). The program's own runtime then only loads cubins. The calling
+ * process must not have touched CUDA before the pool forks: the device is
+ * probed from a child. */
+#ifndef MJ_TOOLS_BENCH_PREBUILD_H
+#define MJ_TOOLS_BENCH_PREBUILD_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "include/megajit.h"
+#include "runtime/kernel_spec.h"
+
+typedef struct mj_bench_spec_list {
+    mj_kernel_spec *v;
+    char (*desc)[128]; /* what each spec is, for a failure message */
+    int n, cap;
+} mj_bench_spec_list;
+
+/* Adds spec with its description unless an equal spec is listed. 0, or -1
+ * when out of memory. */
+int mj_bench_spec_list_add(mj_bench_spec_list *l, const mj_kernel_spec *spec, const char *desc);
+void mj_bench_spec_list_free(mj_bench_spec_list *l);
+
+/* The device's SM count and architecture, read by a child process. Returns
+ * 1, or 0 without a device (or a driver). */
+int mj_bench_probe_device(int *sms, char *arch, size_t arch_cap);
+
+typedef struct mj_bench_prebuild_result {
+    int compiled, cached, failed, workers;
+    int stop_signal; /* the signal that interrupted the build (0: none): the caller re-raises it */
+} mj_bench_prebuild_result;
+
+/* Builds every spec of l into the cache of runtimes opened with opts, with
+ * up to `jobs` workers; each failure is printed to log as "<label> FAILED
+ * <desc>: <error>". MJ_OK unless the pool could not run at all (the message
+ * says why); failed kernels are counted, and their launch will say why. */
+mj_status mj_bench_prebuild(const mj_bench_spec_list *l, const mj_runtime_options *opts, int jobs,
+                            FILE *log, const char *label, mj_bench_prebuild_result *out);
+
+#endif
