@@ -51,6 +51,7 @@ class Family(enum.IntEnum):
 
     PRE_DISPATCH = 0
     MEGA_MOE = 1
+    BENCH_CEILINGS = 2
 
 
 class Format(enum.IntEnum):

@@ -67,7 +67,7 @@ def test_family_settings(rt):
     assert (fam.num_sms, fam.pdl) == (66, True)
     other = rt.families[megajit.Family.PRE_DISPATCH]
     assert (other.num_sms, other.pdl) == (0, False)  # families are independent
-    assert list(rt.families) == ["pre_dispatch", "mega_moe"] and len(rt.families) == 2
+    assert list(rt.families) == ["pre_dispatch", "mega_moe", "bench_ceilings"] and len(rt.families) == 3
     with pytest.raises(megajit.InvalidArgument, match="SM count -1"):
         fam.num_sms = -1
     with pytest.raises(megajit.InvalidArgument, match="unknown kernel family"):
