@@ -167,7 +167,7 @@ def capture(torch, fn):
     return graph, out
 
 
-def time_config(torch, layer, gmm, c, replays):
+def time_config(torch, layer, gmm, c, replays, eager):
     sets = []
     gen = torch.Generator(device="cuda").manual_seed(c["tokens"])
     for s in c["sets"]:
@@ -177,18 +177,24 @@ def time_config(torch, layer, gmm, c, replays):
             fn = lambda x=x, ids=ids, w=w: layer.grouped(gmm, x, ids, w)  # noqa: E731
         else:
             fn = lambda x=x, ids=ids, w=w, r=ranges: layer.looped(r, x, ids, w)  # noqa: E731
-        sets.append(capture(torch, fn))
-    for graph, _ in sets:
-        graph.replay()
+        # A graph holds its inputs' addresses, not the tensors: fn (whose
+        # defaults are x, ids, w) must outlive every replay.
+        if eager:
+            sets.append((fn, fn(), fn))
+        else:
+            graph, out = capture(torch, fn)
+            sets.append((graph.replay, out, fn))
+    for step, _, _ in sets:
+        step()
     torch.cuda.synchronize()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(replays)]
     for i, (start, end) in enumerate(events):
         start.record()
-        sets[i % len(sets)][0].replay()
+        sets[i % len(sets)][0]()
         end.record()
     torch.cuda.synchronize()
-    for _, out in sets:
+    for _, out, _ in sets:
         if not bool(out.isfinite().all()):
             fail(f"{c['shape']} T={c['tokens']}: the layer's output is not finite")
     return statistics.median(s.elapsed_time(e) for s, e in events) * 1e3, len(sets)
@@ -210,20 +216,38 @@ def main():
     ap.add_argument("dirs", nargs="+", help="directories written by --dump-routing")
     ap.add_argument("--replays", type=int, default=50, help="timed graph replays (default 50)")
     ap.add_argument("--json", metavar="FILE", help="also write the results there")
+    ap.add_argument("--impl", choices=("auto", "loop"), default="auto",
+                    help="auto: grouped_mm where PyTorch has it; loop: per-expert matmuls")
+    ap.add_argument("--eager", action="store_true",
+                    help="time eager calls instead of CUDA graph replays")
+    ap.add_argument("--tokens", help="only these tokens-per-rank counts (comma-separated)")
+    ap.add_argument("--shape", help="only this shape (a name in the index)")
     args = ap.parse_args()
     if args.replays < 1:
         fail("--replays must be at least 1")
     configs = read_configs(args.dirs)
+    if args.shape:
+        configs = [c for c in configs if c["shape"] == args.shape]
+        if not configs:
+            fail(f"no configuration of shape {args.shape}")
+    if args.tokens:
+        wanted = {int(t) for t in args.tokens.split(",")}
+        configs = [c for c in configs if c["tokens_per_rank"] in wanted]
+        if not configs:
+            fail(f"no configuration has tokens_per_rank in {sorted(wanted)}")
     try:
         import torch
     except ImportError:
         fail("PyTorch is not installed (pip install torch); no peer numbers")
     if not torch.cuda.is_available():
         fail("PyTorch sees no CUDA device")
-    name, gmm = pick_grouped_mm(torch)
-    impl = name or "per-expert matmul loop (this PyTorch has no grouped_mm)"
+    name, gmm = pick_grouped_mm(torch) if args.impl == "auto" else (None, None)
+    impl = name or ("per-expert matmul loop" if args.impl == "loop" else
+                    "per-expert matmul loop (this PyTorch has no grouped_mm)")
     device = torch.cuda.get_device_name()
-    print(f"torch {torch.__version__} on {device}: {impl}, CUDA graphs, median of "
+    mode = "eager calls" if args.eager else "CUDA graphs"
+    impl += " (eager)" if args.eager else ""
+    print(f"torch {torch.__version__} on {device}: {impl}, {mode}, median of "
           f"{args.replays} replays", file=sys.stderr)
 
     results, layer, layer_key = [], None, None
@@ -236,7 +260,7 @@ def main():
             layer, layer_key = Layer(torch, c), key
             if gmm:
                 check_grouped(torch, layer, gmm, c)
-        us, nsets = time_config(torch, layer, gmm, c, args.replays)
+        us, nsets = time_config(torch, layer, gmm, c, args.replays, args.eager)
         line = {k: c[k] for k in ("shape", "hidden", "intermediate", "experts", "topk", "routing",
                                   "ranks", "tokens_per_rank", "tokens")}
         line.update(us=us, sets=nsets, replays=args.replays, impl=impl)

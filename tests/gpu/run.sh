@@ -118,6 +118,13 @@ TAIL_LINES=12 step "bench pre-dispatch" 60 "$OUT/bench.log" "$CLI" bench pre-dis
 TAIL_LINES=14 step "launch_probe" 30 "$OUT/bench.log" build/bench/launch_probe
 TAIL_LINES=12 step "test_mega_moe --timing" 90 "$OUT/bench.log" "$MOE_TEST" --timing
 step "megajit info" 20 "$ENV_LOG" "$CLI" info
+if python3 -c 'import torch' 2>/dev/null; then
+    echo "=== python/tests/gpu/test_megajit_gpu.py" >>"$OUT/bench.log"
+    TAIL_LINES=6 step "python GPU test" 150 "$OUT/bench.log" \
+        env PYTHONPATH=python MEGAJIT_LIB=build/lib/libmegajit.so.0 \
+        python3 python/tests/gpu/test_megajit_gpu.py
+    python_counts=$(counts "$OUT/bench.log")
+fi
 
 {
     echo
@@ -137,6 +144,7 @@ step "megajit info" 20 "$ENV_LOG" "$CLI" info
     echo "test_mega_moe:             ${moe_counts:-no summary line}"
     echo "memcheck mega_moe --quick: $(counts "$OUT/memcheck.log") $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null | tail -n 1)"
     echo "racecheck mega_moe --quick: $(counts "$OUT/racecheck.log") $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null | tail -n 1)"
+    echo "python GPU test:           ${python_counts:-not run}"
     echo "mega_moe timing:           see bench.log (table after 'MegaMoE decode timing')"
     echo "steps not passed: $failed"
 } >"$SUMMARY"

@@ -138,6 +138,7 @@ void test_invalid(ctx *c) {
     if (g_real_rank < 0 && !g_comm) {
         set_case("invalid: 2 emulated ranks of %d SMs each on a %d-SM device", c->device_sms,
                  c->device_sms);
+        poison_outputs(c, &u); /* the case before wrote y */
         scenario two = kInvalid;
         two.ranks = 2;
         mj_moe_config mc = moe_cfg(sh, u.row, &two, 0);
