@@ -2,11 +2,11 @@
  * persistent kernel; the checks of its buffer, weights and arguments, and the
  * device error word it reads back. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "apis/mega_moe_impl.h"
 #include "apis/symm_buffer_impl.h"
 #include "runtime/device.h"
+#include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/families/mega_moe.h"
 #include "runtime/runtime.h"
@@ -32,12 +32,10 @@ mj_status mj_mega_moe_block_m(const mj_moe_config *config, int num_tokens, int *
  * MoE layer anyone serves. */
 #define MJ_MOE_WAIT_TIMEOUT_NS 10000000000ull
 
-/* MEGAJIT_MOE_TIMEOUT_MS shortens the waits (tests of ranks that never arrive). */
 static uint64_t wait_timeout_ns(void) {
-    const char *v = getenv("MEGAJIT_MOE_TIMEOUT_MS");
-    char *end;
-    unsigned long long ms = v ? strtoull(v, &end, 10) : 0;
-    return v && *v && !*end && ms > 0 ? ms * 1000000ull : MJ_MOE_WAIT_TIMEOUT_NS;
+    const unsigned long long ms = mj_env_get()->moe_timeout_ms;
+    /* Beyond a day is no shorter wait anyone asked for (and would overflow). */
+    return ms && ms < 86400000ull ? ms * 1000000ull : MJ_MOE_WAIT_TIMEOUT_NS;
 }
 
 static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const mj_weights *w,
@@ -67,7 +65,7 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
                        "mj_mega_moe: this process is rank %d of the symmetric buffer but the "
                        "weights belong to rank %d",
                        buf->rank, c->rank);
-    for (int e = 0; e < w->local_experts; e++)
+    for (int e = 0; e < w->local_experts && w->projections_missing; e++)
         for (int p = 0; p < MJ_MOE_NUM_PROJECTIONS; p++)
             if (!w->loaded[e * MJ_MOE_NUM_PROJECTIONS + p])
                 return mj_fail(MJ_ERR_INVALID_ARG,
@@ -79,12 +77,8 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
                        "mj_mega_moe: num_tokens %d outside 0..%d (max_tokens_per_rank)", num_tokens,
                        c->max_tokens_per_rank);
     if (num_tokens > 0 && !y) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe: y is NULL");
-    if (rt->arch != MJ_ARCH_SM90A)
-        return mj_fail(MJ_ERR_UNSUPPORTED,
-                       "mj_mega_moe: no MegaMoE kernel for %s (the kernel is built on Hopper's "
-                       "wgmma and exists for sm_90a only)",
-                       rt->arch_name);
-    return MJ_OK;
+    /* Before the device is touched: a runtime for another arch never gets there. */
+    return mj_family_require_sm90a("mj_mega_moe", rt->arch, "Hopper's wgmma");
 }
 
 /* The kernel a launch with num_tokens uses (compiled and loaded) and its

@@ -29,6 +29,7 @@ struct mj_weights {
     /* [E_local][MJ_MOE_NUM_PROJECTIONS]: 1 once that projection was loaded, so a
      * launch never reads weights nobody wrote. */
     unsigned char *loaded;
+    int projections_missing; /* zeros in loaded: a launch checks this alone */
 };
 
 /* Everything mj_mega_moe does short of launching: validates the buffer, the

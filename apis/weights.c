@@ -72,6 +72,7 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->layout =
         mj_layout_moe_weights(cfg->hidden, cfg->intermediate, w->stage_k, (int)cfg->weight_format);
     w->loaded = loaded;
+    w->projections_missing = local * MJ_MOE_NUM_PROJECTIONS;
     st = alloc_all(w);
     if (st != MJ_OK) {
         free_device(w);
@@ -219,7 +220,9 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
     /* Returns when the image is written: the caller may free its source. */
     if ((st = write_image(w, e, proj, data, scales, data_bytes, sf_bytes, from_device)) != MJ_OK)
         return st;
-    w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj] = 1;
+    unsigned char *loaded = &w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj];
+    w->projections_missing -= !*loaded;
+    *loaded = 1;
     return MJ_OK;
 }
 

@@ -55,44 +55,39 @@ int mj_moe_stage_k(int hidden, int intermediate, const mj_moe_format_row *fmt) {
                              mj_moe_token_bytes(fmt->kind), MAX_STAGE_BYTES);
 }
 
-static int candidate(int block_m) {
+int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt) {
     for (int i = 0; i < NUM_CANDIDATES; i++)
-        if (block_m_candidates[i] == block_m) return 1;
+        if (block_m_candidates[i] == block_m) return block_m <= mj_moe_max_block_m(fmt);
     return 0;
+}
+
+int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk,
+                        const mj_moe_format_row *fmt) {
+    int bm = mj_moe_block_m(num_tokens, num_ranks, num_experts, topk);
+    int cap = mj_moe_max_block_m(fmt);
+    return bm > cap ? cap : bm;
 }
 
 int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
                              mj_moe_kernel_config *out) {
     if (!p || !fmt || !out) return -1;
     if (fmt->kind != MJ_MOE_KIND_BF16 && fmt->kind != MJ_MOE_KIND_FP8) return -1;
-    int bm = mj_moe_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk);
-    if (bm < 0 || p->hidden < 64 || p->hidden % 64 || p->intermediate < 64 ||
-        p->intermediate % 64 || p->num_sms < 1)
+    int bm = block_m
+                 ? block_m
+                 : mj_moe_pick_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk, fmt);
+    if (bm < 0 || (block_m && !mj_moe_block_m_supported(block_m, fmt)) || p->hidden < 64 ||
+        p->hidden % 64 || p->intermediate < 64 || p->intermediate % 64 || p->num_sms < 1)
         return -1;
-    int cap = mj_moe_max_block_m(fmt);
-    if (block_m) {
-        if (!candidate(block_m) || block_m > cap) return -1;
-        bm = block_m;
-    }
-    bm = bm > cap ? cap : bm;
     int stage_k = mj_moe_stage_k(p->hidden, p->intermediate, fmt);
     if (stage_k == 0) return -1;
-
-    mj_moe_wimage w = mj_moe_wimage_of(2 * p->intermediate, p->hidden, stage_k, fmt->weight_fmt);
-    unsigned wstage = MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf);
-    unsigned bstage = mj_moe_token_stage_bytes(fmt->kind, bm, stage_k);
-    unsigned local = (unsigned)(p->num_experts / p->num_ranks);
-    int stages = 0;
-    for (int s = MIN_STAGES; s <= MAX_STAGES; s++)
-        if (MJ_MOE_SMEM_BYTES(wstage, bstage, (unsigned)s, (unsigned)bm, local,
-                              (unsigned)p->num_ranks) <= SMEM_BYTES)
-            stages = s;
-    if (stages == 0) return -1;
-    out->block_m = bm;
-    out->stage_k = stage_k;
-    out->stages = stages;
-    out->num_threads = MJ_MOE_THREADS;
-    out->smem_bytes = MJ_MOE_SMEM_BYTES(wstage, bstage, (unsigned)stages, (unsigned)bm, local,
-                                        (unsigned)p->num_ranks);
-    return 0;
+    const int local = p->num_experts / p->num_ranks;
+    for (int stages = MAX_STAGES; stages >= MIN_STAGES; stages--) {
+        unsigned smem = mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt,
+                                          stage_k, bm, stages, local, p->num_ranks);
+        if (smem <= SMEM_BYTES) {
+            *out = (mj_moe_kernel_config){bm, stage_k, stages, smem};
+            return 0;
+        }
+    }
+    return -1;
 }

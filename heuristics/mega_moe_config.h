@@ -26,8 +26,7 @@ typedef struct mj_moe_kernel_config {
     int block_m;         /* tokens per tile (wgmma N): 8 .. 128, at most 64 for the FP8 kind */
     int stage_k;         /* K elements of one pipeline stage (also fixes the weight image) */
     int stages;          /* depth of the shared-memory ring */
-    int num_threads;     /* MJ_MOE_THREADS */
-    unsigned smem_bytes; /* dynamic shared memory of a launch */
+    unsigned smem_bytes; /* dynamic shared memory of a launch (MJ_MOE_THREADS threads) */
 } mj_moe_kernel_config;
 
 /* Largest tile a format row's kernel takes. */
@@ -35,6 +34,14 @@ int mj_moe_max_block_m(const mj_moe_format_row *fmt);
 
 /* BLOCK_M for num_tokens per rank (not capped by the row); -1 for invalid arguments. */
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
+
+/* The same, capped at the row's largest tile: what a launch uses. */
+int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk,
+                        const mj_moe_format_row *fmt);
+
+/* The token tiles the kernel is built for: 8, 16, 32, 64 and 128, at most
+ * mj_moe_max_block_m(fmt). */
+int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt);
 
 /* K per stage for a shape and format row: the weight image depends on it, so
  * it depends on nothing the launch chooses. 0 when no stage fits. */

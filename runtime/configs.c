@@ -64,11 +64,6 @@ const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_confi
     return NULL;
 }
 
-int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *row) {
-    return (block_m == 8 || block_m == 16 || block_m == 32 || block_m == 64 || block_m == 128) &&
-           block_m <= mj_moe_max_block_m(row);
-}
-
 static mj_status unsupported_pair(const mj_moe_config *c) {
     char pairs[256] = "";
     for (int i = 0; i < mj_moe_format_count(); i++) {

@@ -34,8 +34,4 @@ const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_confi
  * field), and returns its format row (row may be NULL). */
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row);
 
-/* The token tiles the MegaMoE kernel is built for: 8, 16, 32, 64 and 128,
- * at most mj_moe_max_block_m(row) for a format row. */
-int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *row);
-
 #endif

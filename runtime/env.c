@@ -51,8 +51,11 @@ static void read_env(void) {
     env.log_level = log ? atoi(log) : 1;
     env.dump_dir = nonempty("MEGAJIT_DUMP_DIR");
     env.template_dir = nonempty("MEGAJIT_TEMPLATE_DIR");
-    const char *jit_disable = nonempty("MEGAJIT_JIT_DISABLE");
-    env.jit_disable = jit_disable && atoi(jit_disable) != 0;
+    env.jit_disable = flag("MEGAJIT_JIT_DISABLE");
+    const char *timeout = nonempty("MEGAJIT_MOE_TIMEOUT_MS");
+    char *end;
+    unsigned long long ms = timeout ? strtoull(timeout, &end, 10) : 0;
+    env.moe_timeout_ms = timeout && !*end ? ms : 0;
 }
 
 const mj_env *mj_env_get(void) {

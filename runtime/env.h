@@ -15,6 +15,9 @@ typedef struct mj_env {
     const char *dump_dir;        /* MEGAJIT_DUMP_DIR or NULL */
     const char *template_dir;    /* MEGAJIT_TEMPLATE_DIR or NULL */
     int jit_disable;             /* MEGAJIT_JIT_DISABLE: a launch never compiles */
+    /* MEGAJIT_MOE_TIMEOUT_MS: how long MegaMoE's in-kernel waits last (tests of
+     * ranks that never arrive shorten it); 0 = unset or not a positive number. */
+    unsigned long long moe_timeout_ms;
 } mj_env;
 
 const mj_env *mj_env_get(void);

@@ -12,6 +12,7 @@
 
 #include "heuristics/mega_moe_config.h"
 #include "heuristics/moe_formats.h"
+#include "templates/layout/moe_layout.h"
 
 static void test_format_table_rows(void **state) {
     (void)state;
@@ -211,7 +212,6 @@ static void test_config_values(void **state) {
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
     assert_int_equal(c.block_m, 8);
     assert_int_equal(c.stage_k, 256);
-    assert_int_equal(c.num_threads, 384);
     assert_int_equal(c.stages, 6);
     assert_true(c.smem_bytes <= 232448);
     /* prefill: BF16 128-token tiles: 32 KB weights + 16 KB tokens a stage, 69 KB epilogue */
@@ -252,7 +252,10 @@ static void test_config_all_rows(void **state) {
             assert_int_equal(a.stage_k, mj_moe_stage_k(7168, 2048, r));
             assert_true(a.stages >= 2 && a.stages <= 8);
             assert_true(a.smem_bytes <= 232448);
-            assert_int_equal(a.num_threads, 384);
+            /* the deepest ring that fits */
+            if (a.stages < 8)
+                assert_true(mj_moe_smem_bytes(r->kind, 7168, 2048, r->weight_fmt, a.stage_k,
+                                              a.block_m, a.stages + 1, 256 / 8, 8) > 232448);
         }
     }
 }

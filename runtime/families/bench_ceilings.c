@@ -28,12 +28,8 @@ static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch ar
     (void)req;
     if (kernel < 0 || kernel >= MJ_BC_NUM_KERNELS)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown bench-ceiling kernel %d", kernel);
-    if (!mj_arch_name(arch)) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    if (arch != MJ_ARCH_SM90A)
-        return mj_fail(MJ_ERR_UNSUPPORTED,
-                       "bench_ceilings: no kernel for %s (they measure sm_90a's bulk copies and "
-                       "wgmma)",
-                       mj_arch_name(arch));
+    mj_status st = mj_family_require_sm90a("bench_ceilings", arch, "bulk copies and wgmma");
+    if (st != MJ_OK) return st;
     mj_kernel_spec_init(out, MJ_FAMILY_BENCH_CEILINGS, kernel, arch);
     out->num_params = kKernels[kernel].num_params;
     if (kernel == MJ_BC_KERNEL_BULK_READ) {

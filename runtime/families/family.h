@@ -89,6 +89,10 @@ int mj_family_name_expression(const mj_kernel_spec *spec, char *out, size_t cap)
  * the same way; -1 as above. */
 int mj_family_describe(const mj_kernel_spec *spec, char *out, size_t cap);
 
+/* launch.c: MJ_OK when arch is sm_90a, for a family whose kernels are built
+ * on what built_on names and exist for sm_90a only; a clear status else. */
+mj_status mj_family_require_sm90a(const char *family, mj_arch arch, const char *built_on);
+
 /* launch.c: builds the spec of kernels[kernel] for req, gets it (from memory,
  * the cache or a compile) and fills its launch shape. */
 mj_status mj_family_prepare(mj_runtime *rt, const mj_family_desc *family, int kernel,

@@ -30,23 +30,13 @@ static const mj_moe_format_row *row_of(const mj_moe_config *cfg) {
 }
 
 int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
-    if (cfg->block_m) return cfg->block_m;
-    int bm = mj_moe_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk);
-    /* The heuristic does not know the kernel: the FP8 kind keeps a chunk
-     * product next to each accumulator, which caps its tile lower. */
-    int cap = mj_moe_max_block_m(row_of(cfg));
-    return bm > cap ? cap : bm;
+    return cfg->block_m ? cfg->block_m
+                        : mj_moe_pick_block_m(num_tokens, cfg->num_ranks, cfg->num_experts,
+                                              cfg->num_topk, row_of(cfg));
 }
 
 static mj_status check_arch(mj_arch arch) {
-    const char *arch_name = mj_arch_name(arch);
-    if (!arch_name) return mj_fail(MJ_ERR_INVALID_ARG, "unknown arch %d", (int)arch);
-    if (arch != MJ_ARCH_SM90A)
-        return mj_fail(MJ_ERR_UNSUPPORTED,
-                       "mega_moe: no kernel for %s (the MegaMoE kernel is built on Hopper's "
-                       "wgmma and exists for sm_90a only)",
-                       arch_name);
-    return MJ_OK;
+    return mj_family_require_sm90a("mega_moe", arch, "Hopper's wgmma");
 }
 
 mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
@@ -141,17 +131,11 @@ static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *re
                                   0};
         return;
     }
-    const int kind = mj_moe_kind(p[MJ_MOE_PARAM_WEIGHT_FMT], p[MJ_MOE_PARAM_DISPATCH_FMT]);
-    const mj_moe_wimage w =
-        mj_moe_wimage_of(2 * p[MJ_MOE_PARAM_INTERMEDIATE], p[MJ_MOE_PARAM_HIDDEN],
-                         p[MJ_MOE_PARAM_STAGE_K], p[MJ_MOE_PARAM_WEIGHT_FMT]);
-    const unsigned wstage = MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf);
-    const unsigned bstage =
-        mj_moe_token_stage_bytes(kind, p[MJ_MOE_PARAM_BLOCK_M], p[MJ_MOE_PARAM_STAGE_K]);
-    const unsigned smem = MJ_MOE_SMEM_BYTES(
-        wstage, bstage, (unsigned)p[MJ_MOE_PARAM_STAGES], (unsigned)p[MJ_MOE_PARAM_BLOCK_M],
-        (unsigned)(p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS]),
-        (unsigned)p[MJ_MOE_PARAM_RANKS]);
+    const unsigned smem = mj_moe_smem_bytes(
+        mj_moe_kind(p[MJ_MOE_PARAM_WEIGHT_FMT], p[MJ_MOE_PARAM_DISPATCH_FMT]),
+        p[MJ_MOE_PARAM_HIDDEN], p[MJ_MOE_PARAM_INTERMEDIATE], p[MJ_MOE_PARAM_WEIGHT_FMT],
+        p[MJ_MOE_PARAM_STAGE_K], p[MJ_MOE_PARAM_BLOCK_M], p[MJ_MOE_PARAM_STAGES],
+        p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS], p[MJ_MOE_PARAM_RANKS]);
     *out = (mj_launch_config){
         {(unsigned)p[MJ_MOE_PARAM_NUM_SMS], 1, 1}, {MJ_MOE_THREADS, 1, 1}, smem, 0, req->pdl};
 }

@@ -182,6 +182,16 @@ static inline mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
     ((stages)*MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m)*272u +                            \
      MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + 16u)
 
+/* The same for a kernel configuration: the heuristic that picks the stages and
+ * the launch that asks for the memory call this one. */
+static inline mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weight_fmt, int stage_k,
+                                       int block_m, int stages, int local, int ranks) {
+    const mj_moe_wimage w = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
+    return MJ_MOE_SMEM_BYTES(MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf),
+                             mj_moe_token_stage_bytes(kind, block_m, stage_k), (mj_u32)stages,
+                             (mj_u32)block_m, (mj_u32)local, (mj_u32)ranks);
+}
+
 /* Rows the pools hold: every (token, slot) pair of every rank, plus a partly
  * filled last tile per local expert at the largest tile size. */
 static inline mj_u64 mj_moe_pool_rows(int experts, int topk, int ranks, int max_tokens) {
