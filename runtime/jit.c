@@ -66,7 +66,7 @@ static mj_status prepare(const mj_template_set *templates, const mj_kernel_spec 
     mjc_key_hex(job->closure.hash, job->closure_hex);
     snprintf(job->program_name, sizeof job->program_name, "megajit_%.16s.cu", job->closure_hex);
     snprintf(job->arch_option, sizeof job->arch_option, "--gpu-architecture=%s", arch);
-    const char *opts[] = {job->arch_option, "-std=c++20", "-default-device", "--fmad=false"};
+    const char *opts[] = {job->arch_option, MJ_JIT_COMPILE_OPTIONS};
     job->num_options = (int)(sizeof opts / sizeof opts[0]);
     memcpy(job->options, opts, sizeof opts);
     mj_key_normalized_flags(job->options, job->num_options, job->flags, sizeof job->flags);

@@ -8,6 +8,10 @@
 #ifndef MJ_JIT_H
 #define MJ_JIT_H
 
+/* NVRTC options of every kernel after --gpu-architecture (part of the cache
+ * key); tests that compile kernels themselves use the same. */
+#define MJ_JIT_COMPILE_OPTIONS "-std=c++20", "-default-device", "--fmad=false"
+
 #include "include/megajit.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_spec.h"

@@ -979,7 +979,7 @@ static void test_read_only_commands_create_nothing(void **state) {
     static const struct {
         const char *args[6];
         int status;
-        const char *out;
+        const char *out, *err;
     } cases[] = {
         {{"info"}, 0, "(no database yet)"},
         {{"info", "--json"}, 0, "cache_path"},
@@ -990,21 +990,24 @@ static void test_read_only_commands_create_nothing(void **state) {
         {{"cache", "verify"}, 0, "0 entries checked, 0 bad"},
         {{"cache", "rm", "--all"}, 0, "removed 0 entries"},
         {{"cache", "gc", "--max-bytes", "0"}, 0, "removed 0 entries"},
-        {{"cache", "show", "abcd"}, 1, ""},
-        {{"bench", "pre-dispatch", "--iters", "1"}, 1, ""},
-        {{"bench", "mega-moe", "--tokens", "1"}, 1, ""},
+        {{"cache", "show", "abcd"}, 1, "", "no cache entry has a key starting with abcd"},
+        {{"bench", "pre-dispatch", "--iters", "1"}, 1, "", "needs a CUDA device"},
+        {{"bench", "mega-moe", "--tokens", "1"}, 1, "", "needs a CUDA device"},
         /* Nothing runnable is said before any device is looked for. */
         {{"bench", "mega-moe", "--shape", "gpt-oss-120b"},
          1,
          "not runnable: pre-dispatch needs hidden % 256 == 0"},
         {{"bench", "mega-moe", "--shape", "gpt-oss-120b", "--json"}, 1, "\"not runnable\""},
     };
+    /* The bench commands find no device even on a GPU machine. */
+    const how no_device = {.env = (const char *const[]){"CUDA_VISIBLE_DEVICES=", NULL}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         proc p;
-        spawn(f, &p, NULL, cases[i].args);
+        spawn(f, &p, &no_device, cases[i].args);
         result r = finish(&p);
         expect_status(&r, cases[i].status);
         expect_in(r.out, cases[i].out);
+        if (cases[i].err) expect_in(r.err, cases[i].err);
         if (exists(f->cache))
             fail_msg("'%s %s' created %s", cases[i].args[0], cases[i].args[1], f->cache);
         result_free(&r);

@@ -260,15 +260,20 @@ static void test_kernel_constants_equal_host_codes(void **state) {
         names[i] = mj_embedded_templates[i].path;
         sources[i] = mj_embedded_templates[i].text;
     }
-    const char *options[] = {"--gpu-architecture=sm_90a", "-std=c++20", "-default-device"};
+    const char *options[] = {"--gpu-architecture=sm_90a", MJ_JIT_COMPILE_OPTIONS};
     for (size_t i = 0; i < sizeof kDeviceAgreement / sizeof kDeviceAgreement[0]; i++) {
         char source[2048];
         snprintf(source, sizeof source,
                  "#include \"%s\"\n%s__global__ void mj_agreement_probe() {}\n",
                  kDeviceAgreement[i].template_path, kDeviceAgreement[i].asserts);
-        mj_compile_input in = {"agreement.cu", source,  "mj_agreement_probe",
-                               names,          sources, (int)mj_embedded_template_count,
-                               options,        3};
+        mj_compile_input in = {"agreement.cu",
+                               source,
+                               "mj_agreement_probe",
+                               names,
+                               sources,
+                               (int)mj_embedded_template_count,
+                               options,
+                               (int)(sizeof options / sizeof options[0])};
         mj_compile_output out;
         mj_status st = mj_nvrtc_compile(&in, &out);
         if (st != MJ_OK)

@@ -116,7 +116,7 @@ step "bench pre-dispatch --json" 60 "$OUT/bench.log" \
     bash -c "$CLI bench pre-dispatch --json > '$OUT/bench_pre_dispatch.json'"
 TAIL_LINES=12 step "bench pre-dispatch" 60 "$OUT/bench.log" "$CLI" bench pre-dispatch
 TAIL_LINES=14 step "launch_probe" 30 "$OUT/bench.log" build/bench/launch_probe
-TAIL_LINES=12 step "test_mega_moe --timing" 90 "$OUT/bench.log" "$MOE_TEST" --timing
+TAIL_LINES=12 step "bench mega-moe" 120 "$OUT/bench.log" "$CLI" bench mega-moe --tokens 1,8,64,256
 step "megajit info" 20 "$ENV_LOG" "$CLI" info
 if python3 -c 'import torch' 2>/dev/null; then
     echo "=== python/tests/gpu/test_megajit_gpu.py" >>"$OUT/bench.log"
@@ -145,7 +145,7 @@ fi
     echo "memcheck mega_moe --quick: $(counts "$OUT/memcheck.log") $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null | tail -n 1)"
     echo "racecheck mega_moe --quick: $(counts "$OUT/racecheck.log") $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null | tail -n 1)"
     echo "python GPU test:           ${python_counts:-not run}"
-    echo "mega_moe timing:           see bench.log (table after 'MegaMoE decode timing')"
+    echo "mega_moe timing:           see bench.log (megajit bench mega-moe)"
     echo "steps not passed: $failed"
 } >"$SUMMARY"
 cat "$SUMMARY"

@@ -21,6 +21,10 @@ int mj_bench_check_sample(int total, int *idx) {
     return MJ_BENCH_CHECK_SAMPLE;
 }
 
+double mj_bench_check_bar(int weight_fmt, int dispatch_fmt) {
+    return weight_fmt == MJ_FMT_BF16 && dispatch_fmt == MJ_FMT_BF16 ? 1e-4 : 1e-3;
+}
+
 void mj_bench_scan_output(const uint16_t *y, size_t written, size_t total, size_t *unwritten,
                           size_t *nonfinite, size_t *past) {
     *unwritten = *nonfinite = *past = 0;
@@ -108,8 +112,7 @@ mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_for
 void mj_bench_check_job_run(mj_bench_check_job *j) {
     mj_bench_check_result *out = j->out;
     const mjr_moe_shape *s = &j->shape;
-    const int bf16 = s->weight_fmt == MJ_FMT_BF16 && s->dispatch_fmt == MJ_FMT_BF16;
-    out->bar = bf16 ? 1e-4 : 1e-3;
+    out->bar = mj_bench_check_bar(s->weight_fmt, s->dispatch_fmt);
     out->tokens = j->n;
     mjr_expert_weights experts[MJ_BENCH_WEIGHT_CLASSES];
     for (int c = 0; c < j->w->classes; c++)

@@ -28,11 +28,15 @@ typedef struct mj_bench_check_result {
     int done; /* the reference ran (or the check could not: see message) */
     int ok;
     double calc_diff;
-    double bar; /* calc_diff must stay below it: 1e-4 for bf16 x bf16, else 1e-3 */
-    int tokens; /* how many were compared with the reference */
+    double bar;                        /* calc_diff must stay below it: mj_bench_check_bar */
+    int tokens;                        /* how many were compared with the reference */
     size_t unwritten, nonfinite, past; /* from the scan */
     char message[200];                 /* why it failed; "" when ok */
 } mj_bench_check_result;
+
+/* The calc_diff a configuration's output must stay below: 1e-4 when both
+ * operands are BF16 (no quantization anywhere), else 1e-3. */
+double mj_bench_check_bar(int weight_fmt, int dispatch_fmt);
 
 /* Counts, over y's first `written` elements, those still MJ_BENCH_POISON
  * (unwritten) and the other non-finite ones; over the rest up to `total`,

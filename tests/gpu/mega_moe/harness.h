@@ -26,12 +26,12 @@
 #include "templates/layout/moe_layout.h"
 #include "templates/layout/symm_layout.h"
 #include "tests/gpu/check.h"
+#include "tools/bench/moe_check.h"
 #include "tests/reference/moe_ref.h"
 #include "tests/reference/quant.h"
 #include "tools/bench/launcher.h"
 
 enum { MAX_R = 8, Y_SLACK = 8, NUM_ROWS_MAX = 8 };
-#define POISON16 0xFFFFu
 #define CLAMP 7.0f /* 0x40E00000, exact in BF16 */
 /* ------------------------------------------------------------ the cases */
 
@@ -51,7 +51,6 @@ enum control {
     CTL_SWAP_GATE_UP,
     CTL_NO_ROUTING_WEIGHT,
     CTL_SCALE_EXPERT,
-    CTL_SCALE_BYTE,
     CTL_ALPHA,
     CTL_PEERS,
     CTL_PREPARE, /* no fault: the prepare + mj_jit_launch path itself */
@@ -111,8 +110,6 @@ typedef struct shape {
 } shape;
 static const shape kFull = {512, 128, 16, 4, 64};
 static const shape kQuickShape = {256, 64, 4, 2, 8};
-/* Decode timing: DeepSeek-like expert sizes, E reduced so the weights load fast. */
-static const shape kTiming = {7168, 2048, 32, 8, 8};
 /* ----------------------------------------------------------- test context */
 
 typedef struct model {
@@ -151,7 +148,6 @@ typedef struct run {
 
 /* tests/gpu/test_mega_moe.c */
 extern int g_quick;
-extern int g_timing;
 extern double g_budget_s;
 extern double g_t0;
 extern int g_real_rank;
@@ -201,6 +197,9 @@ int run_check(ctx *c, const run *u, int stats_mult, int verbose, double *worst_o
 void describe(const run *u, char *out, size_t cap);
 /* One full case: setup, poison, launch, check. Returns the check result;
  * *worst gets the largest calc_diff over ranks. */
+/* How a case ended: its check passed, its check failed, or it never got to the
+ * check (setup or launch refused). */
+enum { CASE_BROKEN = -1, CASE_FAILED = 0, CASE_PASSED = 1 };
 int run_case(ctx *c, int row_index, const scenario *sc, int ctl, int verbose, double *worst);
 
 /* tests/gpu/mega_moe/cases.c */
@@ -217,10 +216,5 @@ void test_real_ranks(ctx *c, int world);
 
 /* tests/gpu/mega_moe/invalid.c */
 void test_invalid(ctx *c);
-
-/* tests/gpu/mega_moe/timing.c */
-/* One decode-sized launch per row: R = 1, T = 8, median of 50 launches timed
- * with events. Weight bytes are what the routed experts must stream once. */
-void test_timing(ctx *c);
 
 #endif /* MJ_GPU_MEGA_MOE_HARNESS_H */

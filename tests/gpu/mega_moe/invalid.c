@@ -9,7 +9,7 @@ static int nothing_written(ctx *c, int local) {
     CU(cuMemcpyDtoH(c->y_got[0], c->d_y[0], cap * 2));
     CU(cuMemcpyDtoH(c->stats_got, c->d_stats[0], (size_t)local * 4));
     for (size_t i = 0; i < cap; i++)
-        if (c->y_got[0][i] != POISON16) {
+        if (c->y_got[0][i] != MJ_BENCH_POISON) {
             printf("  y[%zu] = 0x%04x: something was launched\n", i, c->y_got[0][i]);
             return 0;
         }
@@ -21,20 +21,17 @@ static int nothing_written(ctx *c, int local) {
     return 1;
 }
 
-static int expect_refused(mj_status st, const char *want_in_msg, int hard) {
+/* Refused with MJ_ERR_INVALID_ARG and a message naming what was wrong. */
+static int expect_refused(mj_status st, const char *want_in_msg) {
     const char *msg = mj_last_error();
     printf("  -> %s: %s\n", mj_status_name(st), msg);
     if (st != MJ_ERR_INVALID_ARG) {
         printf("  want MJ_ERR_INVALID_ARG\n");
         return 0;
     }
-    if (!msg[0]) {
-        printf("  empty error message\n");
+    if (!strcasestr(msg, want_in_msg)) {
+        printf("  the message does not name \"%s\"\n", want_in_msg);
         return 0;
-    }
-    if (want_in_msg && !strcasestr(msg, want_in_msg)) {
-        printf("  %s: the message does not name \"%s\"\n", hard ? "FAIL" : "NOTE", want_in_msg);
-        return !hard;
     }
     return 1;
 }
@@ -86,7 +83,7 @@ void test_invalid(ctx *c) {
         int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
                  load_all_random(w, &mc, -1, -1);
         if (ok)
-            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]), "hidden", 0) &
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]), "hidden") &
                  nothing_written(c, u.local);
         if (w) mj_weights_destroy(w);
         record(ok);
@@ -94,12 +91,11 @@ void test_invalid(ctx *c) {
 
     set_case("invalid: num_tokens = max_tokens_per_rank + 1 (%d)", sh->TMAX + 1);
     record(expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, sh->TMAX + 1, stats, c->s[0]),
-                          "num_tokens", 0) &
+                          "num_tokens") &
            nothing_written(c, u.local));
     set_case("invalid: num_tokens = -1");
-    record(
-        expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, -1, stats, c->s[0]), "num_tokens", 0) &
-        nothing_written(c, u.local));
+    record(expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, -1, stats, c->s[0]), "num_tokens") &
+           nothing_written(c, u.local));
 
     for (int variant = 0; variant < 2; variant++) {
         mj_moe_config mc = moe_cfg(sh, u.row, &kInvalid, 0);
@@ -112,7 +108,7 @@ void test_invalid(ctx *c) {
         int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
                  load_all_random(w, &mc, MJ_PROJ_DOWN, skip_expert);
         if (ok)
-            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]), "down", 1) &
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]), "down") &
                  nothing_written(c, u.local);
         if (w) mj_weights_destroy(w);
         record(ok);
@@ -122,7 +118,7 @@ void test_invalid(ctx *c) {
     set_case("invalid: buffer sized for %d SMs, MegaMoE family set to %d afterwards", sms, other);
     int ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, other), "set num_sms");
     if (ok)
-        ok = expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, T, stats, c->s[0]), "SM", 0) &
+        ok = expect_refused(mj_mega_moe(c->rt, u.buf, u.w[0], y, T, stats, c->s[0]), "SM") &
              nothing_written(c, u.local);
     record(ok);
 
@@ -152,7 +148,7 @@ void test_invalid(ctx *c) {
              expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
              load_all_random(w, &mc, -1, -1);
         if (ok)
-            ok = expect_refused(mj_mega_moe(c->rt, buf, w, y, T, stats, c->s[0]), "emulated", 1) &
+            ok = expect_refused(mj_mega_moe(c->rt, buf, w, y, T, stats, c->s[0]), "emulated") &
                  nothing_written(c, u.local);
         if (w) mj_weights_destroy(w);
         if (buf) mj_symm_buffer_destroy(buf);

@@ -32,27 +32,16 @@ static void plan_add(spec_list *l, const shape *sh, int row_index, const scenari
     }
 }
 
-static void plan_timing(spec_list *l, int ds, mj_arch arch) {
-    for (int i = 0; i < mj_moe_format_count(); i++) {
-        scenario sc = {1, SWIGLU, 0, {kTiming.TMAX}, ROUTE_RANDOM, -1, 0, 0};
-        plan_add(l, &kTiming, i, &sc, ds, 0, arch);
-    }
-}
-
 static void plan_quick(spec_list *l, int ds, mj_arch arch) {
     plan_add(l, &kQuickShape, row_index_by_name("mxfp8"), &kInvalid, ds, 1, arch);
     for (size_t s = 0; s < sizeof kQuick / sizeof kQuick[0]; s++)
         plan_add(l, &kQuickShape, row_index_by_name("nvfp4"), &kQuick[s], ds, 1, arch);
 }
 
-/* Every kernel the chosen mode launches. The full run also builds the kernels
- * of --quick and --timing, which run.sh starts next with the same cache: the
- * sanitizer runs then load instead of compiling. */
+/* Every kernel the full run launches, and those of --quick, which run.sh
+ * starts next with the same cache: the sanitizer runs then load instead of
+ * compiling. */
 static void plan_all(spec_list *l, int ds, mj_arch arch) {
-    if (g_timing) {
-        plan_timing(l, ds, arch);
-        return;
-    }
     const shape *sh = &kFull;
     plan_add(l, sh, row_index_by_name("mxfp8"), &kInvalid, ds, 0, arch);
     for (int i = 0; i < mj_moe_format_count(); i++)
@@ -67,7 +56,6 @@ static void plan_all(spec_list *l, int ds, mj_arch arch) {
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers2, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers4, ds, 0, arch);
     plan_quick(l, ds, arch);
-    plan_timing(l, ds, arch);
 }
 
 void precompile(void) {
@@ -86,7 +74,6 @@ void precompile(void) {
     plan_all(&plan, sms, mj_arch_parse(arch));
     int jobs = mj_build_pool_default_jobs();
     if (jobs > 16) jobs = 16;
-    if (g_timing && jobs > 6) jobs = 6;
     const mj_runtime_options rt_opts = MJ_RUNTIME_OPTIONS_INIT;
     double t0 = now_s();
     mj_bench_prebuild_result r;
