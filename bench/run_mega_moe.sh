@@ -10,10 +10,9 @@
 #   torch    the PyTorch BF16 peer on every routing dumped so far
 #   merge    one table of everything in $OUT
 # Each step is bounded by a timeout (UNIFORM_S, SKEWED_S, TORCH_S seconds);
-# logs and JSON land in $OUT. On an H200 the uniform step takes 3-5 minutes
-# with today's kernels (~1 s per configuration, more where a launch takes
-# over 0.1 s; kernels are compiled first with every CPU), skewed 1-2, torch
-# about 1. To stay inside one 10-minute device call, split it:
+# logs and JSON land in $OUT. On the H200 of 2026-12-01 (bench/RESULTS.md)
+# the uniform step took 104 s, skewed 50 s and the peer 15 s, so all of it
+# fits one 10-minute device call; should it not, split it:
 #   STEPS="uniform torch merge" ...  then  STEPS="skewed torch merge" ...
 # and merge the two $OUT folders afterwards with bench/merge_mega_moe.py.
 # Exit status: 0 when every step passed.

@@ -46,12 +46,18 @@ static void test_distinct_experts(void **state) {
     (void)state;
     const int32_t ids[] = {3, 5, 3, -1, 7, 12, 5, 15};
     unsigned char seen[16];
-    assert_int_equal(mj_bench_distinct_experts(ids, 8, 0, 8, seen), 3);  /* 3 5 7 */
-    assert_int_equal(mj_bench_distinct_experts(ids, 8, 8, 16, seen), 2); /* 12 15 */
-    assert_int_equal(mj_bench_distinct_experts(ids, 8, 4, 13, seen), 3); /* 5 7 12 */
-    assert_int_equal(mj_bench_distinct_experts(ids, 0, 0, 16, seen), 0);
+    size_t in;
+    assert_int_equal(mj_bench_distinct_experts(ids, 8, 0, 8, seen, &in), 3); /* 3 5 7 */
+    assert_int_equal(in, 5);
+    assert_int_equal(mj_bench_distinct_experts(ids, 8, 8, 16, seen, &in), 2); /* 12 15 */
+    assert_int_equal(in, 2);
+    assert_int_equal(mj_bench_distinct_experts(ids, 8, 4, 13, seen, &in), 3); /* 5 7 12 */
+    assert_int_equal(in, 4);
+    assert_int_equal(mj_bench_distinct_experts(ids, 0, 0, 16, seen, &in), 0);
+    assert_int_equal(in, 0);
     const int32_t masked[] = {-1, -1};
-    assert_int_equal(mj_bench_distinct_experts(masked, 2, 0, 16, seen), 0);
+    assert_int_equal(mj_bench_distinct_experts(masked, 2, 0, 16, seen, &in), 0);
+    assert_int_equal(in, 0);
 }
 
 static void test_bound(void **state) {

@@ -18,7 +18,8 @@
  * ~0.5% of it; smaller when the device has less free memory. */
 #define READ_BYTES_MAX (4ull << 30)
 #define READ_BYTES_MIN (1ull << 30)
-/* Loop iterations of the tensor-rate kernel: ~11 ms a launch on an H200. */
+/* Loop iterations of the tensor-rate kernel: 9.6-9.9 ms a launch on the H200
+ * (bench/results/2026-12-01: tensor_flops / bf16_tflops). */
 #define TENSOR_ITERS 16384ull
 /* Dense BF16 FLOPs per SM per clock on Hopper (989 TFLOP/s = 132 SMs x
  * 1.83 GHz x 4096): a measured rate above it did not do its FLOPs. */
@@ -155,10 +156,7 @@ mj_status mj_bench_measure_ceilings(mj_runtime *rt, mj_bench_ceilings *out) {
     if (st == MJ_OK) st = mj_bench_timer_init(&c.timer, c.cu, TIMED);
     if (st == MJ_OK) st = measure_read(&c, rt, out);
     if (st == MJ_OK) st = measure_tensor(&c, rt, out);
-    /* Freeing calls into the driver, which may replace the thread's error. */
-    char why[1024];
-    snprintf(why, sizeof why, "%s", mj_last_error());
-    ceil_free(&c);
-    if (st != MJ_OK) return mj_fail(st, "%s", why);
+    ceil_free(&c); /* raw driver calls: the thread's error stays */
+    if (st != MJ_OK) return st;
     return mj_bench_copy_gbps(rt, 0, COPY_ITERS, &out->copy_gbps);
 }

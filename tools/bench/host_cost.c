@@ -10,8 +10,8 @@
 #include "runtime/runtime.h"
 #include "tools/bench/bench.h"
 
-/* 40 x 25 calls of each kind: the median of 1000 is stable to ~0.05 us, and
- * a batch of zero-token launches drains in well under a millisecond. */
+/* 40 batches of 25 calls of each kind: the median of 1000, each batch of
+ * zero-token launches drained before the next. */
 #define ROUNDS 40
 #define BATCH 25
 

@@ -315,7 +315,7 @@ static mj_status sets_make(moe_run *b, int tokens, moe_sets **out) {
 /* What this device must move and compute for each set, averaged: the
  * experts hit on its ranks (emulated: all of them; a real rank: its own),
  * their bytes, and its tokens in and out. */
-static void floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_point *p) {
+static mj_status floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_point *p) {
     const mj_bench_mega_moe_options *o = b->o;
     const mj_bench_moe_shape *sh = o->shape;
     const size_t pairs = (size_t)b->ranks * (size_t)s->tokens * (size_t)sh->topk;
@@ -323,13 +323,14 @@ static void floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_point *p)
         mj_bench_expert_bytes(o->row->weight_fmt, sh->hidden, sh->intermediate);
     const double token_bytes = mj_bench_token_bytes(o->row->dispatch_fmt, sh->hidden, sh->topk);
     unsigned char *seen = malloc((size_t)b->local_experts);
+    if (!seen) return mj_fail(MJ_ERR_NOMEM, "out of memory");
     double hit = 0, routed = 0;
-    for (int i = 0; seen && i < s->n; i++)
+    for (int i = 0; i < s->n; i++)
         for (int lr = 0; lr < b->local_ranks; lr++) {
             const int lo = global_rank(b, lr) * b->local_experts, hi = lo + b->local_experts;
-            hit += mj_bench_distinct_experts(s->ids[i], pairs, lo, hi, seen);
-            for (size_t j = 0; j < pairs; j++)
-                routed += s->ids[i][j] >= lo && s->ids[i][j] < hi;
+            size_t in_range;
+            hit += mj_bench_distinct_experts(s->ids[i], pairs, lo, hi, seen, &in_range);
+            routed += (double)in_range;
         }
     free(seen);
     p->experts_hit = hit / s->n;
@@ -337,6 +338,7 @@ static void floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_point *p)
     p->flops = mj_bench_moe_flops(sh->hidden, sh->intermediate, routed / s->n);
     p->floor =
         mj_bench_floor_of(p->bytes, p->flops, o->ceilings->read_gbps, o->ceilings->bf16_tflops);
+    return MJ_OK;
 }
 
 /* --------------------------------------------------------------- steps */
@@ -513,7 +515,7 @@ static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point
     if (st == MJ_OK) st = sets_make(b, tokens, &s);
     if (st == MJ_OK) {
         p->sets = s->n;
-        floor_of(b, s, p);
+        st = floor_of(b, s, p);
     }
     double step_s = 0;
     if (st == MJ_OK) st = warm_up(b, s, &step_s);
@@ -574,8 +576,9 @@ mj_status mj_bench_mega_moe(mj_runtime *rt, const mj_bench_mega_moe_options *o,
     for (int i = 0; st == MJ_OK && i < o->num_tokens; i++)
         st = run_point(&b, o->tokens[i], i == 0, &points[i]);
     /* Freeing calls into the runtime, which may replace the thread's error. */
-    char why[1024];
-    snprintf(why, sizeof why, "%s", mj_last_error());
+    mj_error_snapshot why;
+    mj_error_save(&why);
     run_free(&b);
-    return st == MJ_OK ? MJ_OK : mj_fail(st, "%s", why);
+    mj_error_restore(&why);
+    return st;
 }

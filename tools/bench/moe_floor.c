@@ -22,14 +22,17 @@ double mj_bench_moe_flops(int hidden, int intermediate, double pairs) {
     return 2.0 * 3.0 * (double)hidden * (double)intermediate * pairs;
 }
 
-int mj_bench_distinct_experts(const int32_t *ids, size_t n, int lo, int hi, unsigned char *seen) {
+int mj_bench_distinct_experts(const int32_t *ids, size_t n, int lo, int hi, unsigned char *seen,
+                              size_t *in_range) {
     memset(seen, 0, (size_t)(hi - lo));
     int count = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] >= lo && ids[i] < hi && !seen[ids[i] - lo]) {
-            seen[ids[i] - lo] = 1;
-            count++;
-        }
+    *in_range = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < lo || ids[i] >= hi) continue;
+        (*in_range)++;
+        count += !seen[ids[i] - lo];
+        seen[ids[i] - lo] = 1;
+    }
     return count;
 }
 

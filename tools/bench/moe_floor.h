@@ -20,8 +20,10 @@ double mj_bench_token_bytes(int dispatch_fmt, int hidden, int topk);
 double mj_bench_moe_flops(int hidden, int intermediate, double pairs);
 
 /* Distinct experts in [lo, hi) among ids[0..n) (negative ids are masked
- * slots); seen is scratch of hi - lo bytes. */
-int mj_bench_distinct_experts(const int32_t *ids, size_t n, int lo, int hi, unsigned char *seen);
+ * slots), and in *in_range how many ids fall there; seen is scratch of
+ * hi - lo bytes. */
+int mj_bench_distinct_experts(const int32_t *ids, size_t n, int lo, int hi, unsigned char *seen,
+                              size_t *in_range);
 
 typedef enum mj_bench_bound {
     MJ_BENCH_BOUND_MEMORY = 0,

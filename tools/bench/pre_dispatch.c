@@ -99,14 +99,11 @@ static void bench_free(bench *b) {
 /* Frees b and returns st with the error sentence it had: freeing calls back
  * into the runtime, which may replace the thread's error. */
 static mj_status bench_finish(bench *b, mj_status st) {
-    if (st == MJ_OK) {
-        bench_free(b);
-        return MJ_OK;
-    }
-    char why[1024];
-    snprintf(why, sizeof why, "%s", mj_last_error());
+    mj_error_snapshot why;
+    mj_error_save(&why);
     bench_free(b);
-    return mj_fail(st, "%s", why);
+    mj_error_restore(&why);
+    return st;
 }
 
 /* Random rows of varied magnitude (one power-of-two scale per row), so every

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cache/internal.h"
 #include "runtime/error.h"
 
 static mj_status write_file(const char *dir, const char *name, const void *data, size_t bytes) {
@@ -20,27 +21,10 @@ static mj_status write_file(const char *dir, const char *name, const void *data,
     return MJ_OK;
 }
 
-/* mkdir -p: every missing directory of path. */
-static int make_dirs(const char *path) {
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *c = p + 1;; c++) {
-        const char saved = *c;
-        if (saved != '/' && saved != '\0') continue;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
-        *c = saved;
-        if (!saved) return 0;
-    }
-}
-
 mj_status mj_bench_dump_routing(const char *dir, cJSON *configs, const mj_bench_moe_shape *shape,
                                 mj_bench_routing routing, int ranks, int tokens_per_rank,
                                 int num_sets, int32_t *const *ids, float *const *weights) {
-    if (make_dirs(dir) != 0)
+    if (mjc_mkdirs(dir) != 0)
         return mj_fail(MJ_ERR_IO, "--dump-routing: cannot create the directory %s: %s", dir,
                        strerror(errno));
     const int tokens = ranks * tokens_per_rank;
