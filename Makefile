@@ -210,9 +210,12 @@ FORMATTED = $$(git ls-files '*.c' '*.h' '*.cuh' '*.cu' '*.cpp')
 format: ## rewrite every tracked source with the repo's .clang-format
 	clang-format -i $(FORMATTED)
 
-format-check: ## install clang-format when missing (as root), fail on any unformatted source
+format-check: ## install clang-format when missing (as root), fail on any unformatted source or stale generated one
 	@command -v clang-format >/dev/null 2>&1 || { $(call apt_install,clang-format,format-check); }
 	clang-format --dry-run -Werror $(FORMATTED)
+	python3 tools/gen_wgmma.py | clang-format --assume-filename=templates/common/wgmma_ops.cuh | \
+	  diff -q - templates/common/wgmma_ops.cuh >/dev/null || \
+	  { echo "templates/common/wgmma_ops.cuh is stale: regenerate it (tools/gen_wgmma.py)"; exit 1; }
 
 clean: ## remove build/
 	rm -rf $(BUILD)

@@ -480,12 +480,12 @@ static void test_weights_without_device(void **state) {
     c.num_ranks = 3;
     expect_error(mj_weights_create(rt, &c, &w), MJ_ERR_INVALID_ARG, "num_experts 256");
     c = good();
-    if (mj_runtime_has_device(rt)) {
-        mj_runtime_destroy(rt);
-        skip();
+    /* Only the no-device statuses need a machine without a GPU. */
+    const int no_device = !mj_runtime_has_device(rt);
+    if (no_device) {
+        assert_int_equal(mj_weights_create(rt, &c, &w), MJ_ERR_NO_DEVICE);
+        assert_null(w);
     }
-    assert_int_equal(mj_weights_create(rt, &c, &w), MJ_ERR_NO_DEVICE);
-    assert_null(w);
     mj_weights_destroy(NULL);
 
     expect_error(mj_weights_load(NULL, 0, MJ_PROJ_GATE, &c, &c, 0), MJ_ERR_INVALID_ARG,
@@ -504,8 +504,10 @@ static void test_weights_without_device(void **state) {
                  MJ_ERR_INVALID_ARG, "NULL runtime, buffer or weights");
     mj_symm_buffer *buf = (mj_symm_buffer *)&c;
     mj_symm_config sc = symm(2048);
-    assert_int_equal(mj_symm_buffer_create(rt, &sc, &buf), MJ_ERR_NO_DEVICE);
-    assert_null(buf);
+    if (no_device) {
+        assert_int_equal(mj_symm_buffer_create(rt, &sc, &buf), MJ_ERR_NO_DEVICE);
+        assert_null(buf);
+    }
     sc.intermediate = -1;
     expect_error(mj_symm_buffer_create(rt, &sc, &buf), MJ_ERR_INVALID_ARG, "intermediate -1");
     mj_runtime_destroy(rt);

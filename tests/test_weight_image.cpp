@@ -5,7 +5,8 @@
  * warpgroups read it (16-byte chunks per thread, the decoders of
  * templates/mega_moe/decode.cuh, the stage's scale entries) and every
  * decoded value is compared with the checkpoint element that the PTX
- * fragment layout puts in that register:
+ * fragment layout puts in that register (read from the raw bytes and decoded
+ * by the host reference, tests/reference/quant.h):
  *   BF16 m64 x k16 A: register j = (row 16w + g + 8 (j & 1), k 2q + 8 (j >> 1) + half)
  *   E4M3 m64 x k32 A: register j = (row 16w + g + 8 (j & 1), k 4q + 16 (j >> 1) + byte)
  * for every format row's weights, at several stage sizes and shapes with
@@ -25,6 +26,9 @@ extern "C" {
 
 #include "mega_moe/decode.cuh"
 #include "mega_moe/weight_image.cuh"
+extern "C" {
+#include "tests/reference/quant.h"
+}
 
 namespace {
 
@@ -63,24 +67,20 @@ Projection make_projection(int fmt, int rows, int k) {
     return p;
 }
 
-float e2m1_value(uint32_t code) {
-    static const float mag[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
-    return (code & 8) ? -mag[code & 7] : mag[code & 7];
-}
-
 float scale_value(int fmt, unsigned char b) {
-    return fmt == MJ_FMT_NVFP4 ? mj::f32_from_e4m3(b) : mj::f32_from_bits((uint32_t)b << 23);
+    return fmt == MJ_FMT_NVFP4 ? mjr_f32_from_e4m3(b) : mjr_f32_from_ue8m0(b);
 }
 
-/* Checkpoint element (row, k) as an exact float, without its block scale. */
+/* Checkpoint element (row, k) as an exact float, without its block scale,
+ * read from the raw bytes as NUMERICS.md lays them out (row-major; BF16
+ * little-endian; FP4 element 2b in the low nibble of byte b) and decoded by
+ * the host reference, so the oracle shares no code with the kernel. */
 float element(int fmt, const Projection &p, int row, int k) {
-    mj::CheckpointMatrix m = {p.data.data(), p.sf.data(), p.k};
-    uint32_t v = fmt == MJ_FMT_BF16    ? mj::ck_element<MJ_FMT_BF16>(m, row, k)
-                 : fmt == MJ_FMT_MXFP8 ? mj::ck_element<MJ_FMT_MXFP8>(m, row, k)
-                                       : mj::ck_element<MJ_FMT_MXFP4>(m, row, k);
-    if (fmt == MJ_FMT_BF16) return mj::f32_from_bf16((mj::bf16_bits)v);
-    if (fmt == MJ_FMT_MXFP8) return mj::f32_from_e4m3((unsigned char)v);
-    return e2m1_value(v);
+    const size_t i = (size_t)row * (size_t)p.k + (size_t)k;
+    if (fmt == MJ_FMT_BF16)
+        return mjr_f32_from_bf16((uint16_t)(p.data[2 * i] | p.data[2 * i + 1] << 8));
+    if (fmt == MJ_FMT_MXFP8) return mjr_f32_from_e4m3(p.data[i]);
+    return mjr_f32_from_e2m1((uint8_t)(p.data[i / 2] >> (4 * (i & 1)) & 0xf));
 }
 
 template <int kKind, int kFmt>

@@ -9,7 +9,7 @@ the tree is both generated and formatted (make format-check):
         > templates/common/wgmma_ops.cuh
 """
 
-TYPES = {  # name: (ptx shape suffix, k)
+TYPES = {  # name: (ptx shape and types suffix, trailing operands: scale-d, imm-scale-a/b[, trans-b])
     "bf16": ("k16.f32.bf16.bf16", "p, 1, 1, 0"),
     "e4m3": ("k32.f32.e4m3.e4m3", "p, 1, 1"),
 }

@@ -246,7 +246,7 @@ class SymmBuffer(Owner):
             raise invalid(
                 f"megajit: {n} tokens but the buffer holds {c.max_tokens_per_rank} per rank"
             )
-        xp = _torch.check_cuda(torch, x, "x", torch.bfloat16, (None, c.hidden), dev)
+        xp = _torch.check_cuda(torch, x, "x", torch.bfloat16, (n, c.hidden), dev)
         ip = _torch.check_cuda(torch, topk_ids, "topk_ids", torch.int32, (n, c.num_topk), dev)
         wp = _torch.check_cuda(torch, topk_weights, "topk_weights", torch.float32, (n, c.num_topk), dev)
         sp = 0

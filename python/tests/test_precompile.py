@@ -1,6 +1,7 @@
 """Manifests, presets and precompile from Python, against the CLI."""
 
 import json
+import os
 import threading
 
 import pytest
@@ -119,6 +120,15 @@ def test_precompile_refuses_a_cache_that_stores_nothing(tiny_manifest_path):
     assert events == []
 
 
+
+def child_processes():
+    """Live children of this process (every thread's), from /proc."""
+    pids = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids += f.read().split()
+    return pids
+
 def test_progress_exception_stops_the_run(tmp_path, tiny_manifest_path):
     class Stop(Exception):
         pass
@@ -129,6 +139,8 @@ def test_progress_exception_stops_the_run(tmp_path, tiny_manifest_path):
     before = threading.active_count()
     with pytest.raises(Stop):
         megajit.precompile(tiny_manifest_path, jobs=2, cache_dir=tmp_path, progress=progress)
+    # the workers are processes: none may outlive the call, nor a thread of it
+    assert child_processes() == []
     assert threading.active_count() == before
 
 

@@ -7,23 +7,23 @@
 #define MJ_MEGA_MOE_ACTIVATION_CUH
 
 #include "common/numerics.cuh"
+#include "layout/codes.h"
 
 namespace mj {
 
 namespace moe {
 
-constexpr int kActSwiglu = 0, kActSwigluOai = 1, kActSitu = 2;
-
 /* Steps 3-4 on BF16-rounded g and u (as floats). */
 template <int kActivation, unsigned kClampBits>
 __device__ __forceinline__ float activate(float g, float u) {
-    if (kClampBits != 0u && kActivation != kActSitu) {
+    if (kClampBits != 0u && kActivation != MJ_ACT_SITU) {
         const float c = f32_from_bf16(bf16_from_f32(f32_from_bits(kClampBits)));
         g = g < c ? g : c;
         u = u < -c ? -c : (u > c ? c : u);
     }
-    if (kActivation == kActSwiglu) return g * (1.0f / (1.0f + expf(-g))) * u;
-    if (kActivation == kActSwigluOai) return g * (1.0f / (1.0f + expf(-(1.702f * g)))) * (u + 1.0f);
+    if (kActivation == MJ_ACT_SWIGLU) return g * (1.0f / (1.0f + expf(-g))) * u;
+    if (kActivation == MJ_ACT_SWIGLUOAI)
+        return g * (1.0f / (1.0f + expf(-(1.702f * g)))) * (u + 1.0f);
     const float h = 4.0f * tanhf(g * 0.25f) * (1.0f / (1.0f + expf(-g)));
     return h * (25.0f * tanhf(u / 25.0f));
 }

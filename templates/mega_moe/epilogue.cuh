@@ -143,14 +143,14 @@ epilogue_l2(const Launch<C> &L, const Task &k, int nb, float (&acc0)[C::kBlockM 
         scratch[col * kPitch + 64 + row] = bf16_from_f32(acc1[j] * alpha);
     }
     warpgroup_sync(1 + m.wg);
-    const int chunks = 8 * nb, h0 = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
+    const int chunks = 8 * nb;
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;
         const mj_u32 *meta = L.meta_row(k.tile, col);
         const int home = (int)ld_cg(meta), token = (int)ld_cg(meta + 1),
                   slot = (int)ld_cg(meta + 2);
         unsigned short *dst = peer_ptr(L.peers(), home, L.combine) +
-                              ((mj_u64)slot * C::kMaxTokens + (mj_u64)token) * C::kHidden + h0 +
+                              ((mj_u64)slot * C::kMaxTokens + (mj_u64)token) * C::kHidden + first +
                               8 * ch;
         *reinterpret_cast<uint4 *>(dst) =
             *reinterpret_cast<const uint4 *>(scratch + col * kPitch + 8 * ch);

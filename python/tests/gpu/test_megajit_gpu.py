@@ -475,7 +475,6 @@ def test_overhead(rt, models):
               f"forward(out=) {t_out:.2f} us (+{over_out:.2f} us); target < 5 us: "
               f"{'met' if over < 5 else 'missed'} (forward), {'met' if over_out < 5 else 'missed'} (out=)",
               flush=True)
-        record(torch.isfinite(y.float()).all().item(), "overhead measurement ran (numbers above)")
 
 
 # -------------------------------------------------------------------- NCCL

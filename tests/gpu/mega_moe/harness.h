@@ -21,6 +21,7 @@
 #include "heuristics/moe_formats.h"
 #include "include/megajit.h"
 #include "runtime/build_pool.h"
+#include "runtime/configs.h"
 #include "runtime/families/mega_moe.h"
 #include "runtime/jit.h"
 #include "templates/layout/moe_layout.h"

@@ -138,8 +138,7 @@ void test_invalid(ctx *c) {
         scenario two = kInvalid;
         two.ranks = 2;
         mj_moe_config mc = moe_cfg(sh, u.row, &two, 0);
-        mj_symm_config cfg = {
-            sizeof cfg, sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u.row->dispatch_fmt, 2, sh->I};
+        const mj_symm_config cfg = mj_symm_config_of_moe(&mc);
         mj_symm_buffer *buf = NULL;
         mj_weights *w = NULL;
         ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, c->device_sms),

@@ -241,8 +241,8 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
             mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms_for(c->device_sms, local_ranks)),
             "mj_family_set_num_sms(mega_moe)"))
         return 0;
-    mj_symm_config cfg = {
-        sizeof cfg, sh->H, sh->E, sh->K, sh->TMAX, (mj_format)u->row->dispatch_fmt, R, sh->I};
+    const mj_moe_config layer = moe_cfg(sh, u->row, sc, 0);
+    const mj_symm_config cfg = mj_symm_config_of_moe(&layer);
     if (!expect_ok(g_comm ? mj_symm_buffer_create_nccl(c->rt, &cfg, g_comm, &u->buf)
                           : mj_symm_buffer_create(c->rt, &cfg, &u->buf),
                    "mj_symm_buffer_create"))
