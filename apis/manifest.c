@@ -51,6 +51,7 @@
 #include "runtime/jit.h"
 #include "runtime/kernel_spec.h"
 #include "runtime/limits.h"
+#include "runtime/spec_list.h"
 #include "runtime/utf8.h"
 
 enum { MAX_ARCHS = 8 };
@@ -72,58 +73,15 @@ typedef struct layer {
     int num_sms;
 } layer;
 
-typedef struct manifest_kernel {
-    mj_kernel_spec spec;
-    char *description;
-} manifest_kernel;
-
-typedef struct kernel_list {
-    manifest_kernel *items;
-    size_t count;
-    size_t cap;
-} kernel_list;
-
 struct mj_manifest {
     mj_arch archs[MAX_ARCHS];
     size_t num_archs;
     layer *layers;
     size_t num_layers;
-    kernel_list kernels;
+    mj_spec_list kernels;
 };
 
-static void kernel_list_free(kernel_list *k) {
-    for (size_t i = 0; i < k->count; i++)
-        free(k->items[i].description);
-    free(k->items);
-    memset(k, 0, sizeof *k);
-}
-
-static mj_status kernel_list_add(kernel_list *k, const mj_kernel_spec *spec, const char *desc) {
-    for (size_t i = 0; i < k->count; i++)
-        if (memcmp(&k->items[i].spec, spec, sizeof *spec) == 0) return MJ_OK;
-    if (k->count == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 16;
-        manifest_kernel *items = realloc(k->items, cap * sizeof *items);
-        if (!items) return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
-        k->items = items;
-        k->cap = cap;
-    }
-    char *copy = strdup(desc);
-    if (!copy) return mj_fail(MJ_ERR_NOMEM, "manifest: out of memory");
-    k->items[k->count].spec = *spec;
-    k->items[k->count].description = copy;
-    k->count++;
-    return MJ_OK;
-}
-
 /* ------------------------------------------------------------ enumeration */
-
-static mj_status add_kernel(const mj_kernel_spec *spec, void *ctx) {
-    char desc[320];
-    if (mj_family_describe(spec, desc, sizeof desc) < 0)
-        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: a kernel spec cannot be described");
-    return kernel_list_add(ctx, spec, desc);
-}
 
 /* The SM count a layer with num_sms 0 ("all SMs") is compiled for, per arch:
  * precompiling runs without a device, so the arch's flagship part stands in. */
@@ -148,7 +106,7 @@ static mj_moe_config layer_config(const layer *l) {
 /* Every kernel family adds the specs the runtime would request for each
  * layer on each arch. */
 static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
-                           size_t num_layers, kernel_list *out) {
+                           size_t num_layers, mj_spec_list *out) {
     memset(out, 0, sizeof *out);
     mj_status st = MJ_OK;
     for (size_t a = 0; a < num_archs && st == MJ_OK; a++)
@@ -163,7 +121,7 @@ static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *
                 .sys_scope = 1,
             };
             for (int f = 0; f < MJ_FAMILY_COUNT_ && st == MJ_OK; f++)
-                st = mj_family_get((mj_family)f)->enumerate(&req, archs[a], add_kernel, out);
+                st = mj_family_get((mj_family)f)->enumerate(&req, archs[a], mj_spec_list_add, out);
             if (st != MJ_OK) {
                 /* parse_layer checked what the spec builders check, so this
                  * is a rule of theirs it does not know yet: name the layer. */
@@ -172,7 +130,7 @@ static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *
                 st = mj_fail(st, "manifest: layers[%zu]: %s", l, why);
             }
         }
-    if (st != MJ_OK) kernel_list_free(out);
+    if (st != MJ_OK) mj_spec_list_free(out);
     return st;
 }
 
@@ -483,10 +441,10 @@ mj_status mj_manifest_set_archs(mj_manifest *m, const char *comma_separated) {
         if (p[len] == '\0') break;
         p += len + 1;
     }
-    kernel_list kernels;
+    mj_spec_list kernels;
     mj_status st = enumerate(archs, num_archs, m->layers, m->num_layers, &kernels);
     if (st != MJ_OK) return st;
-    kernel_list_free(&m->kernels);
+    mj_spec_list_free(&m->kernels);
     m->kernels = kernels;
     memcpy(m->archs, archs, sizeof archs);
     m->num_archs = num_archs;
@@ -498,7 +456,7 @@ void mj_manifest_destroy(mj_manifest *m) {
     for (size_t i = 0; i < m->num_layers; i++)
         free(m->layers[i].name);
     free(m->layers);
-    kernel_list_free(&m->kernels);
+    mj_spec_list_free(&m->kernels);
     free(m);
 }
 
@@ -507,12 +465,12 @@ size_t mj_manifest_kernel_count(const mj_manifest *m) {
 }
 
 const mj_kernel_spec *mj_manifest_kernel_spec(const mj_manifest *m, size_t i) {
-    return m && i < m->kernels.count ? &m->kernels.items[i].spec : NULL;
+    return m && i < m->kernels.count ? &m->kernels.specs[i] : NULL;
 }
 
 const char *mj_manifest_kernel_describe(const mj_manifest *m, size_t i) {
     if (!m || i >= m->kernels.count) return NULL;
-    return m->kernels.items[i].description;
+    return m->kernels.descriptions[i];
 }
 
 mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t i,
@@ -527,7 +485,7 @@ mj_status mj_manifest_build_kernel(mj_runtime *rt, const mj_manifest *m, size_t 
                        m->kernels.count);
     mj_build_result r = MJ_BUILD_FAILED;
     double s = 0;
-    mj_status st = mj_jit_build(rt, &m->kernels.items[i].spec, &r, &s);
+    mj_status st = mj_jit_build(rt, &m->kernels.specs[i], &r, &s);
     if (result) *result = st == MJ_OK ? r : MJ_BUILD_FAILED;
     if (seconds) *seconds = s;
     return st;

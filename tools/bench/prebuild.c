@@ -8,30 +8,6 @@
 #include "runtime/build_pool.h"
 #include "runtime/jit.h"
 
-int mj_bench_spec_list_add(mj_bench_spec_list *l, const mj_kernel_spec *spec, const char *desc) {
-    for (int i = 0; i < l->n; i++)
-        if (!memcmp(&l->v[i], spec, sizeof *spec)) return 0;
-    if (l->n == l->cap) {
-        const int cap = l->cap ? 2 * l->cap : 64;
-        mj_kernel_spec *v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (v) l->v = v;
-        char(*d)[128] = v ? realloc(l->desc, (size_t)cap * sizeof *d) : NULL;
-        if (!d) return -1;
-        l->desc = d;
-        l->cap = cap;
-    }
-    l->v[l->n] = *spec;
-    snprintf(l->desc[l->n], sizeof l->desc[0], "%s", desc);
-    l->n++;
-    return 0;
-}
-
-void mj_bench_spec_list_free(mj_bench_spec_list *l) {
-    free(l->v);
-    free(l->desc);
-    memset(l, 0, sizeof *l);
-}
-
 int mj_bench_probe_device(int *sms, char *arch, size_t arch_cap) {
     struct {
         int sms;
@@ -62,7 +38,7 @@ int mj_bench_probe_device(int *sms, char *arch, size_t arch_cap) {
 }
 
 typedef struct tally {
-    const mj_bench_spec_list *list;
+    const mj_spec_list *list;
     FILE *log;
     const char *label;
     mj_bench_prebuild_result *out;
@@ -70,8 +46,8 @@ typedef struct tally {
 
 static mj_status build_one(mj_runtime *rt, size_t index, void *ctx, mj_build_result *result,
                            double *seconds) {
-    const mj_bench_spec_list *l = ctx;
-    return mj_jit_build(rt, &l->v[index], result, seconds);
+    const mj_spec_list *l = ctx;
+    return mj_jit_build(rt, &l->specs[index], result, seconds);
 }
 
 static void count_one(const mj_build_report *r, void *ctx) {
@@ -83,18 +59,19 @@ static void count_one(const mj_build_report *r, void *ctx) {
     } else {
         t->out->failed++;
         /* The first lines of a compile error are what the kernel author needs. */
-        fprintf(t->log, "%s FAILED %s: %s\n", t->label, t->list->desc[r->index], r->error);
+        fprintf(t->log, "%s FAILED %s: %s\n", t->label, t->list->descriptions[r->index], r->error);
     }
 }
 
-mj_status mj_bench_prebuild(const mj_bench_spec_list *l, const mj_runtime_options *opts, int jobs,
+mj_status mj_bench_prebuild(const mj_spec_list *l, const mj_runtime_options *opts, int jobs,
                             FILE *log, const char *label, mj_bench_prebuild_result *out) {
     memset(out, 0, sizeof *out);
     tally t = {l, log, label, out};
-    const mj_build_pool pool = {.count = (size_t)l->n,
-                                .jobs = jobs < 1      ? 1
-                                        : jobs > l->n ? (l->n ? l->n : 1)
-                                                      : jobs,
+    const size_t n = l->count;
+    const mj_build_pool pool = {.count = n,
+                                .jobs = jobs < 1           ? 1
+                                        : (size_t)jobs > n ? (n ? (int)n : 1)
+                                                           : jobs,
                                 .runtime = opts,
                                 .build = build_one,
                                 .build_ctx = (void *)l,

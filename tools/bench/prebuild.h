@@ -12,18 +12,7 @@
 #include <stdio.h>
 
 #include "include/megajit.h"
-#include "runtime/kernel_spec.h"
-
-typedef struct mj_bench_spec_list {
-    mj_kernel_spec *v;
-    char (*desc)[128]; /* what each spec is, for a failure message */
-    int n, cap;
-} mj_bench_spec_list;
-
-/* Adds spec with its description unless an equal spec is listed. 0, or -1
- * when out of memory. */
-int mj_bench_spec_list_add(mj_bench_spec_list *l, const mj_kernel_spec *spec, const char *desc);
-void mj_bench_spec_list_free(mj_bench_spec_list *l);
+#include "runtime/spec_list.h"
 
 /* The device's SM count and architecture, read by a child process. Returns
  * 1, or 0 without a device (or a driver). */
@@ -36,9 +25,9 @@ typedef struct mj_bench_prebuild_result {
 
 /* Builds every spec of l into the cache of runtimes opened with opts, with
  * up to `jobs` workers; each failure is printed to log as "<label> FAILED
- * <desc>: <error>". MJ_OK unless the pool could not run at all (the message
+ * <description>: <error>". MJ_OK unless the pool could not run at all (the message
  * says why); failed kernels are counted, and their launch will say why. */
-mj_status mj_bench_prebuild(const mj_bench_spec_list *l, const mj_runtime_options *opts, int jobs,
+mj_status mj_bench_prebuild(const mj_spec_list *l, const mj_runtime_options *opts, int jobs,
                             FILE *log, const char *label, mj_bench_prebuild_result *out);
 
 #endif

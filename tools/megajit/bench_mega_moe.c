@@ -118,44 +118,29 @@ static int runnable(const config *c) {
 
 /* --------------------------------------------------------- prebuilding */
 
-static int add_spec(mj_bench_spec_list *l, const mj_kernel_spec *spec) {
-    char desc[128];
-    if (mj_family_describe(spec, desc, sizeof desc) < 0) snprintf(desc, sizeof desc, "a kernel");
-    return mj_bench_spec_list_add(l, spec, desc);
-}
-
-/* Every kernel the run launches: the ceilings, and per runnable (shape, row)
- * pre-dispatch, the weight images and the MegaMoE variant of each token
- * count, for the SM count each rank will have. */
-static int plan_specs(const mj_moe_bench_args *a, const config *cfgs, int n, int ranks,
-                      int sms_per_rank, int sys_scope, mj_arch arch, mj_bench_spec_list *l) {
-    for (int k = 0; k < MJ_BC_NUM_KERNELS; k++) {
+/* Every kernel the run can launch: the ceilings, and per runnable (shape,
+ * row) what the families enumerate for its layer (as a manifest does) at the
+ * SM count each rank will have. */
+static mj_status plan_specs(const mj_moe_bench_args *a, const config *cfgs, int n, int ranks,
+                            int sms_per_rank, int sys_scope, mj_arch arch, mj_spec_list *l) {
+    mj_status st = MJ_OK;
+    for (int k = 0; k < MJ_BC_NUM_KERNELS && st == MJ_OK; k++) {
         const mj_family_request req = {.num_sms = sms_per_rank};
         mj_kernel_spec spec;
-        if (mj_bench_ceilings_family.build_spec(&req, k, arch, &spec) == MJ_OK &&
-            add_spec(l, &spec))
-            return -1;
+        if (mj_bench_ceilings_family.build_spec(&req, k, arch, &spec) == MJ_OK)
+            st = mj_spec_list_add(&spec, l);
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && st == MJ_OK; i++) {
         if (!runnable(&cfgs[i])) continue;
         const mj_moe_config layer =
             mj_bench_moe_layer(cfgs[i].shape, cfgs[i].row, ranks, 0, a->max_tokens);
         const mj_symm_config buffer = mj_symm_config_of_moe(&layer);
-        mj_kernel_spec spec;
-        for (int k = 0; k < MJ_PD_NUM_KERNELS; k++)
-            if (mj_pre_dispatch_spec(&buffer, k, arch, &spec) == MJ_OK && add_spec(l, &spec))
-                return -1;
-        if (mj_mega_moe_image_spec(&layer, arch, &spec) == MJ_OK && add_spec(l, &spec)) return -1;
-        /* Token count 0 too: the host-cost measurement launches it (one rank). */
-        for (int t = ranks == 1 ? -1 : 0; t < a->num_tokens; t++) {
-            int bm;
-            if (mj_mega_moe_block_m(&layer, t < 0 ? 0 : a->tokens[t], &bm) == MJ_OK &&
-                mj_mega_moe_spec(&layer, bm, sms_per_rank, sys_scope, arch, &spec) == MJ_OK &&
-                add_spec(l, &spec))
-                return -1;
-        }
+        const mj_family_request req = {
+            .buffer = &buffer, .layer = &layer, .num_sms = sms_per_rank, .sys_scope = sys_scope};
+        st = mj_pre_dispatch_family.enumerate(&req, arch, mj_spec_list_add, l);
+        if (st == MJ_OK) st = mj_mega_moe_family.enumerate(&req, arch, mj_spec_list_add, l);
     }
-    return 0;
+    return st;
 }
 
 /* Compiles what the run needs with every CPU (NVRTC is serialized within a
@@ -172,10 +157,10 @@ static int prebuild(const mj_moe_bench_args *a, const config *cfgs, int n, int r
     const char *disabled = getenv("MEGAJIT_CACHE_DISABLE");
     if (disabled && strcmp(disabled, "1") == 0) return 0; /* workers could not share cubins */
     const int sms = launched || ranks == 1 ? device_sms : device_sms / ranks;
-    mj_bench_spec_list l = {0};
-    if (plan_specs(a, cfgs, n, ranks, sms, launched, mj_arch_parse(arch), &l)) {
-        mj_bench_spec_list_free(&l);
-        fputs("megajit bench mega-moe: out of memory\n", stderr);
+    mj_spec_list l = {0};
+    if (plan_specs(a, cfgs, n, ranks, sms, launched, mj_arch_parse(arch), &l) != MJ_OK) {
+        fprintf(stderr, "megajit bench mega-moe: %s\n", mj_last_error());
+        mj_spec_list_free(&l);
         return CLI_EXIT_FAIL;
     }
     mj_runtime_options opts = MJ_RUNTIME_OPTIONS_INIT;
@@ -189,9 +174,9 @@ static int prebuild(const mj_moe_bench_args *a, const config *cfgs, int n, int r
                 "first launch instead\n",
                 mj_last_error());
     else
-        fprintf(stderr, "bench mega-moe: %d kernels (%d compiled, %d cached, %d failed)\n", l.n,
-                r.compiled, r.cached, r.failed);
-    mj_bench_spec_list_free(&l);
+        fprintf(stderr, "bench mega-moe: %zu kernels (%d compiled, %d cached, %d failed)\n",
+                l.count, r.compiled, r.cached, r.failed);
+    mj_spec_list_free(&l);
     if (r.stop_signal) {
         fflush(NULL);
         signal(r.stop_signal, SIG_DFL);

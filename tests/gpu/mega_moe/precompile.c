@@ -11,7 +11,7 @@
  * clamp are all template parameters): the library's pool of worker processes
  * builds them into the on-disk cache first (tools/bench/prebuild.h), and the
  * test's runtime then only loads cubins. */
-typedef mj_bench_spec_list spec_list;
+typedef mj_spec_list spec_list;
 
 static void plan_add(spec_list *l, const shape *sh, int row_index, const scenario *sc, int sms_full,
                      int quick, mj_arch arch) {
@@ -25,10 +25,7 @@ static void plan_add(spec_list *l, const shape *sh, int row_index, const scenari
         if (mj_mega_moe_block_m(&mc, sc->tokens[r], &bm) != MJ_OK ||
             mj_mega_moe_spec(&mc, bm, sms, g_comm != NULL, arch, &spec) != MJ_OK)
             continue; /* the test itself reports it */
-        char desc[128];
-        snprintf(desc, sizeof desc, "%s R=%d %s%s bm=%d sms=%d", row->name, sc->ranks,
-                 mj_moe_activation_name(sc->act), sc->clamp > 0 ? "+clamp" : "", bm, sms);
-        if (mj_bench_spec_list_add(l, &spec, desc)) _exit(3);
+        if (mj_spec_list_add(&spec, l) != MJ_OK) _exit(3);
     }
 }
 
@@ -84,7 +81,7 @@ void precompile(void) {
         signal(r.stop_signal, SIG_DFL);
         raise(r.stop_signal);
     }
-    printf("precompile: %d kernels (%d compiled, %d cached, %d failed) by %d workers in %.1f s\n",
-           plan.n, r.compiled, r.cached, r.failed, r.workers, now_s() - t0);
-    mj_bench_spec_list_free(&plan);
+    printf("precompile: %zu kernels (%d compiled, %d cached, %d failed) by %d workers in %.1f s\n",
+           plan.count, r.compiled, r.cached, r.failed, r.workers, now_s() - t0);
+    mj_spec_list_free(&plan);
 }
