@@ -230,3 +230,10 @@ mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers, int *stoppe
     *stopped_by = stop_signal;
     return MJ_OK;
 }
+
+void mj_build_pool_die_of(int stop_signal) {
+    if (!stop_signal) return;
+    fflush(NULL);
+    signal(stop_signal, SIG_DFL);
+    raise(stop_signal);
+}

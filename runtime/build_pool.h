@@ -62,6 +62,11 @@ typedef struct mj_build_pool {
  * none). MJ_OK unless the pool could not be set up at all. */
 mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers, int *stop_signal);
 
+/* After a run a signal stopped (stop_signal != 0): flushes stdio and dies of
+ * that signal, so the caller (a shell, make) sees what happened. Returns
+ * when stop_signal is 0. */
+void mj_build_pool_die_of(int stop_signal);
+
 /* Worker processes for the CPUs this process may run on. */
 int mj_build_pool_default_jobs(void);
 

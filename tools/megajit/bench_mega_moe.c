@@ -10,7 +10,6 @@
  * print.
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,11 +176,7 @@ static int prebuild(const mj_moe_bench_args *a, const config *cfgs, int n, int r
         fprintf(stderr, "bench mega-moe: %zu kernels (%d compiled, %d cached, %d failed)\n",
                 l.count, r.compiled, r.cached, r.failed);
     mj_spec_list_free(&l);
-    if (r.stop_signal) {
-        fflush(NULL);
-        signal(r.stop_signal, SIG_DFL);
-        raise(r.stop_signal);
-    }
+    mj_build_pool_die_of(r.stop_signal);
     return 0;
 }
 

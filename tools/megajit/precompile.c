@@ -6,7 +6,6 @@
  * signal.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -300,12 +299,7 @@ int cmd_precompile(int argc, char **argv) {
     cJSON_Delete(archs);
     cJSON_Delete(failures);
     mj_manifest_destroy(m);
-    if (stop_signal) {
-        /* Dying of the signal tells the caller (a shell, make) what happened. */
-        fflush(NULL);
-        signal(stop_signal, SIG_DFL);
-        raise(stop_signal);
-    }
+    mj_build_pool_die_of(stop_signal);
     if (rc) return rc;
     return t.failed ? CLI_EXIT_FAIL : 0;
 }

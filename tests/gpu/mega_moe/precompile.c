@@ -1,8 +1,6 @@
 /* Every kernel a mode of the test launches, built before it starts. */
 #include "tests/gpu/mega_moe/harness.h"
 
-#include <signal.h>
-
 #include "tools/bench/prebuild.h"
 
 /* ------------------------------------------------- parallel precompile */
@@ -76,11 +74,7 @@ void precompile(void) {
     mj_bench_prebuild_result r;
     if (mj_bench_prebuild(&plan, &rt_opts, jobs, stdout, "precompile", &r) != MJ_OK)
         printf("precompile: %s\n", mj_last_error());
-    if (r.stop_signal) { /* the interrupt was meant for the test */
-        fflush(NULL);
-        signal(r.stop_signal, SIG_DFL);
-        raise(r.stop_signal);
-    }
+    mj_build_pool_die_of(r.stop_signal); /* the interrupt was meant for the test */
     printf("precompile: %zu kernels (%d compiled, %d cached, %d failed) by %d workers in %.1f s\n",
            plan.count, r.compiled, r.cached, r.failed, r.workers, now_s() - t0);
     mj_spec_list_free(&plan);
