@@ -18,7 +18,7 @@
 #include "runtime/configs.h"
 #include "runtime/families/mega_moe.h"
 
-/* Kimi-K2-like: mxfp4 weights, mxfp8 dispatch. */
+/* DeepSeek-V3's shape over 8 ranks: mxfp4 weights, mxfp8 dispatch. */
 static mj_moe_config good(void) {
     return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
                            .hidden = 7168,
