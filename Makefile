@@ -24,7 +24,7 @@ REF_SRC := $(wildcard tests/reference/*.c)
 # The parts of the benchmarks and the CLI that need no device: the CPU tests link them too.
 HOST_TOOL_SRC := tools/bench/rng.c tools/bench/moe_shapes.c tools/bench/moe_routing.c \
                  tools/bench/moe_floor.c tools/bench/moe_weights.c tools/bench/moe_check.c \
-                 tools/bench/routing_dump.c tools/megajit/util.c tools/megajit/bench_moe_args.c
+                 tools/bench/routing_dump.c tools/bench/moe_phases.c tools/megajit/util.c tools/megajit/bench_moe_args.c
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_CXX_SRC := $(wildcard tests/test_*.cpp)
 # GPU test programs; tests/gpu/test_X.c also links its parts, tests/gpu/X/*.c, and

@@ -106,6 +106,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                                         const MathThread &m) {
     float acc0[C::kBlockM / 2], acc1[C::kBlockM / 2];
     unsigned char *scratch = L.smem + C::kSmemEpi + (mj_u32)m.wg * C::kEpiBytes;
+    const bool tracer = L.trace && m.wg == 0 && m.t == 0;
     mj_u32 it = 0, ti = 0;
     for (;; ti++) {
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
@@ -114,15 +115,32 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         __syncwarp();
         if (m.lane == 0) mbar_arrive(task_empty + (ti & 1));
         const Task k = L.routing.decode((int)t);
-        if (k.gemm == 0) return;
+        if (k.gemm == 0) {
+            if (tracer) L.trace[MJ_MOE_TR_TASKS] = ti;
+            return;
+        }
         const int blocks = k.gemm == 2 ? C::kBlocks2 : C::kBlocks1;
         const int nblk = blocks - 4 * k.n < 4 ? blocks - 4 * k.n : 4;
         const int left = nblk - 2 * m.wg, nb = left < 0 ? 0 : left > 2 ? 2 : left;
+        mj_u64 *rec = tracer && ti < MJ_MOE_TRACE_TASKS
+                          ? L.trace + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
+                          : nullptr;
+        if (rec) {
+            rec[MJ_MOE_TT_START] = global_timer_ns();
+            rec[MJ_MOE_TT_ID] =
+                (mj_u64)k.gemm | (mj_u64)k.n << 2 | (mj_u64)k.tile << 16 | (mj_u64)k.valid << 40;
+            rec[MJ_MOE_TT_BYTES] = (mj_u64)nblk * (C::kBlkData + C::kBlkSf) *
+                                   (k.gemm == 2 ? C::kStages2 : C::kStages1);
+            // Waiting for the first stage here leaves it to the K loop, which waits again.
+            mbar_wait(ring.full + it % C::kStages, (it / C::kStages) & 1u, L.args->timeout_ns);
+            rec[MJ_MOE_TT_FIRST] = global_timer_ns();
+        }
         if (k.gemm == 1) {
             if (C::kFp8)
                 mainloop_fp8<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
             else
                 mainloop_bf16<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
+            if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
             if (nb == 2)
                 epilogue_l1(L, k, 2 * k.n + m.wg, acc0, acc1, m,
                             reinterpret_cast<float *>(scratch));
@@ -131,9 +149,11 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                 mainloop_fp8<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
             else
                 mainloop_bf16<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
+            if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
             if (nb > 0)
                 epilogue_l2(L, k, nb, acc0, acc1, m, reinterpret_cast<unsigned short *>(scratch));
         }
+        if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();
     }
 }
 
@@ -185,9 +205,12 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     L.routing.tiles = routing + C::kLocal;
     L.ntok = reinterpret_cast<int *>(routing + 2 * C::kLocal + 1);
     L.pair_base = L.ntok + kRanks;
+    L.trace = args.trace ? args.trace + (mj_u64)blockIdx.x * MJ_MOE_TRACE_WORDS : nullptr;
+    if (tid == 0) L.stamp(MJ_MOE_TR_ENTRY);
 
     // Inputs (and this rank's counters) belong to the previous kernel until here.
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (tid == 0) L.stamp(MJ_MOE_TR_INPUTS);
     L.epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters + MJ_MOE_CNT_EPOCH);
     mj_u32 *banks = L.counters + MJ_MOE_CNT_FIXED;
     L.bank = banks + (L.epoch & 1u) * L.l.bank.words;
@@ -229,6 +252,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     __syncthreads();
     if (warp == 0) route_prefix(L.routing, lane);
     __syncthreads();
+    if (tid == 0) L.stamp(MJ_MOE_TR_ROUTED);
     if (blockIdx.x == 0 && args.recv_stats != nullptr)
         for (int le = tid; le < C::kLocal; le += MJ_MOE_THREADS)
             if (L.routing.rows[le]) atomicAdd(args.recv_stats + le, (int)L.routing.rows[le]);
@@ -244,6 +268,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     } else {
         pull(L, warp - 1, MJ_MOE_THREADS / 32 - 1, lane);
         asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+        if (tid == 128) L.stamp(MJ_MOE_TR_PULLED);
         MathThread m;
         m.wg = (warp - 4) / 4;
         m.t = tid - 128 * (1 + m.wg);
@@ -252,6 +277,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         m.g = lane / 4;
         m.q = lane % 4;
         compute(L, ring, task_full, task_empty, mailbox, m);
+        if (tid == 128) L.stamp(MJ_MOE_TR_COMPUTED);
     }
     combine(L, lane);
 
@@ -269,6 +295,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
             }
             L.counters[MJ_MOE_CNT_EPOCH] = L.epoch + 1u;
         }
+        L.stamp(MJ_MOE_TR_END);
     }
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }

@@ -270,7 +270,33 @@ typedef struct mj_moe_args {
     int *recv_stats;   /* [E_local], added to; may be NULL */
     int num_tokens;
     mj_u64 timeout_ns; /* every wait on another CTA or rank gives up after this */
+    mj_u64 *trace;     /* NULL, or [num_sms][MJ_MOE_TRACE_WORDS] phase stamps (below) */
 } mj_moe_args;
+
+/* Phase stamps of one launch (`megajit bench mega-moe --phases`), %globaltimer
+ * nanoseconds per CTA: MJ_MOE_TRACE_HEAD words, then MJ_MOE_TRACE_TASK_WORDS
+ * per task for its first MJ_MOE_TRACE_TASKS tasks (the count is exact). */
+enum {
+    MJ_MOE_TR_ENTRY,    /* the CTA starts */
+    MJ_MOE_TR_INPUTS,   /* past griddepcontrol.wait: the previous kernel's writes are visible */
+    MJ_MOE_TR_ROUTED,   /* routing tables built */
+    MJ_MOE_TR_PULLED,   /* math warpgroup 0 has pulled its rows and starts computing */
+    MJ_MOE_TR_COMPUTED, /* math warpgroup 0 has no task left */
+    MJ_MOE_TR_END,      /* combine and end-of-launch bookkeeping done */
+    MJ_MOE_TR_TASKS,    /* tasks this CTA ran */
+    MJ_MOE_TRACE_HEAD = 8
+};
+enum {
+    MJ_MOE_TT_ID,    /* gemm | n << 2 | tile << 16 | valid rows << 40 */
+    MJ_MOE_TT_BYTES, /* weight bytes the task streams */
+    MJ_MOE_TT_START, /* math warpgroup 0 takes the task */
+    MJ_MOE_TT_FIRST, /* its first stage has landed */
+    MJ_MOE_TT_LOOP,  /* its K loop is done */
+    MJ_MOE_TT_EPI,   /* its epilogue is done */
+    MJ_MOE_TRACE_TASK_WORDS
+};
+#define MJ_MOE_TRACE_TASKS 160
+#define MJ_MOE_TRACE_WORDS (MJ_MOE_TRACE_HEAD + MJ_MOE_TRACE_TASKS * MJ_MOE_TRACE_TASK_WORDS)
 
 /* Runtime arguments of the weight-image kernel: one projection of one expert
  * from the checkpoint layout into the expert's image. */

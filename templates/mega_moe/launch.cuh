@@ -26,6 +26,7 @@ template <class C> struct Launch {
     int *ntok;      // [R] tokens of each rank in this launch
     int *pair_base; // [R + 1] prefix of ntok * K: the pairs of all ranks, concatenated
     unsigned char *smem;
+    mj_u64 *trace; // this CTA's phase stamps (MJ_MOE_TRACE_WORDS), or null
 
     __device__ __forceinline__ const mj_peers &peers() const {
         return args->peers;
@@ -53,6 +54,9 @@ template <class C> struct Launch {
     }
     __device__ __forceinline__ void fail(mj_u32 code, mj_u32 detail) const {
         report_error(counters, code, detail);
+    }
+    __device__ __forceinline__ void stamp(int word) const {
+        if (trace) trace[word] = global_timer_ns();
     }
 };
 

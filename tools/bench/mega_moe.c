@@ -503,6 +503,51 @@ static mj_status check_point(moe_run *b, const moe_sets *s, mj_bench_moe_point *
     return st;
 }
 
+/* ------------------------------------------------------------- phases */
+
+/* Set 0 once more, rank 0's launch with phase stamps (the other emulated
+ * ranks run untraced beside it). */
+static mj_status trace_point(moe_run *b, const moe_sets *s, mj_bench_moe_point *p) {
+    const mj_cuda *cu = b->cu;
+    mj_kernel *k;
+    mj_launch_config lc;
+    mj_moe_args args;
+    mj_status st = mj_mega_moe_prepare(b->rt, b->buf, b->w[0], (void *)(uintptr_t)b->y[0],
+                                       s->tokens, NULL, b->s[0], &k, &lc, &args);
+    if (st != MJ_OK) return st;
+    const int ctas = (int)lc.grid[0];
+    const size_t bytes = (size_t)ctas * MJ_MOE_TRACE_WORDS * sizeof(uint64_t);
+    uint64_t *host = malloc(bytes);
+    if (!host) return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (trace)");
+    CUdeviceptr trace = 0;
+    st = cu_check(cu->cuMemAlloc(&trace, bytes), "bench mega-moe: allocating the trace");
+    if (st == MJ_OK)
+        st = cu_check(cu->cuMemsetD8Async(trace, 0, bytes, b->s[0]),
+                      "bench mega-moe: zeroing the trace");
+    if (st == MJ_OK) st = align_ranks(b);
+    if (st == MJ_OK) st = pre_dispatch_all(b, s, 0);
+    if (st == MJ_OK) st = join_streams(b);
+    if (st == MJ_OK) st = fork_streams(b);
+    if (st == MJ_OK) {
+        args.trace = (mj_u64 *)(uintptr_t)trace;
+        void *params[] = {&args};
+        st = mj_jit_launch(b->rt, k, &lc, b->s[0], params);
+    }
+    for (int lr = 1; st == MJ_OK && lr < b->local_ranks; lr++)
+        st = mj_mega_moe(b->rt, b->buf, b->w[lr], (void *)(uintptr_t)b->y[lr], s->tokens, NULL,
+                         b->s[lr]);
+    if (st == MJ_OK) st = join_streams(b);
+    if (st == MJ_OK) st = settle(b);
+    if (st == MJ_OK)
+        st = cu_check(cu->cuMemcpyDtoH(host, trace, bytes), "bench mega-moe: reading the trace");
+    if (st == MJ_OK && mj_bench_moe_phases_of(host, ctas, &p->phases) != 0)
+        st = mj_fail(MJ_ERR_CUDA, "bench mega-moe: the traced launch left incomplete stamps");
+    if (st == MJ_OK) p->traced = 1;
+    if (trace) cu->cuMemFree(trace);
+    free(host);
+    return st;
+}
+
 /* --------------------------------------------------------------- points */
 
 static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point *p) {
@@ -531,6 +576,7 @@ static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point
     }
     if (st == MJ_OK) st = time_pass(b, s, PASS_PD_MOE, p->iters, &p->pd_moe_us);
     if (st == MJ_OK) st = check_point(b, s, p);
+    if (st == MJ_OK && o->phases) st = trace_point(b, s, p);
     if (s) sets_free(b->cu, s);
     return st;
 }

@@ -13,6 +13,7 @@
 #include "tools/bench/host_cost.h"
 #include "tools/bench/moe_check.h"
 #include "tools/bench/moe_floor.h"
+#include "tools/bench/moe_phases.h"
 #include "tools/bench/moe_routing.h"
 #include "tools/bench/moe_shapes.h"
 
@@ -30,6 +31,8 @@ typedef struct mj_bench_moe_point {
     double flops;    /* 2 x 3 H I x the (token, slot) pairs this device's experts get */
     mj_bench_floor floor;
     mj_bench_check_result check; /* written by the checker pool: read after it finishes */
+    int traced;                  /* phases holds one traced launch (options.phases) */
+    mj_bench_moe_phases phases;
 } mj_bench_moe_point;
 
 typedef struct mj_bench_mega_moe_options {
@@ -54,6 +57,9 @@ typedef struct mj_bench_mega_moe_options {
     /* Non-NULL: the host cost of a warm call is measured on the first point
      * (one rank on this device only). */
     mj_bench_host_cost *host_cost;
+    /* Nonzero: after the timed passes, one more launch of rank 0 on set 0
+     * writes phase stamps (mj_moe_args.trace) into point.phases. */
+    int phases;
 } mj_bench_mega_moe_options;
 
 /* The layer the benchmark runs for shape s in format row `row` as rank `rank`

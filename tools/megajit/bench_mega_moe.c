@@ -60,6 +60,9 @@ static const char kUsage[] =
     "  --ranks N           expert-parallel ranks (default 1, or the launcher's world)\n"
     "  --dump-routing DIR  write each configuration's top-k ids and weights there\n"
     "                      (bench/torch_moe_peer.py reads them)\n"
+    "  --phases            one more launch per configuration (rank 0) stamps its phases:\n"
+    "                      prologue, each GEMM's tasks (first-stage wait, K loop, epilogue),\n"
+    "                      gaps, combine, tail; printed after the table and in the JSON\n"
     "  --cache DIR         cache directory\n"
     "  --json              one JSON object: ceilings, host cost, results\n"
     "\n"
@@ -199,6 +202,58 @@ static void status_text(const config *c, const mj_bench_moe_point *p, char *out,
         snprintf(out, cap, "CHECK FAILED: %s", p->check.message);
 }
 
+static cJSON *phases_json(const mj_bench_moe_phases *ph) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "ctas", ph->ctas);
+    cJSON_AddNumberToObject(j, "untraced_tasks", ph->untraced);
+    cJSON_AddNumberToObject(j, "span_us", ph->span_us);
+    cJSON_AddNumberToObject(j, "entry_skew_us", ph->entry_skew_us);
+    cJSON_AddNumberToObject(j, "inputs_us", ph->inputs_us);
+    cJSON_AddNumberToObject(j, "routing_us", ph->routing_us);
+    cJSON_AddNumberToObject(j, "pull_us", ph->pull_us);
+    cJSON *gs = cJSON_AddArrayToObject(j, "gemm");
+    for (int g = 0; g < 2; g++) {
+        const mj_bench_moe_gemm_phases *p = &ph->gemm[g];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "tasks", p->tasks);
+        cJSON_AddNumberToObject(o, "task_us", p->task_us);
+        cJSON_AddNumberToObject(o, "first_stage_us", p->first_us);
+        cJSON_AddNumberToObject(o, "loop_us", p->loop_us);
+        cJSON_AddNumberToObject(o, "epilogue_us", p->epilogue_us);
+        cJSON_AddNumberToObject(o, "loop_gbps_per_cta", p->loop_gbps);
+        cJSON_AddNumberToObject(o, "start_us", p->start_us);
+        cJSON_AddNumberToObject(o, "end_us", p->end_us);
+        cJSON_AddItemToArray(gs, o);
+    }
+    cJSON_AddNumberToObject(j, "between_tasks_us", ph->between_us);
+    cJSON_AddNumberToObject(j, "combine_us", ph->combine_us);
+    cJSON_AddNumberToObject(j, "last_compute_us", ph->last_compute_us);
+    cJSON_AddNumberToObject(j, "loop_busy", ph->busy);
+    return j;
+}
+
+static void print_phases(FILE *f, const config *c, const mj_bench_moe_point *p) {
+    const mj_bench_moe_phases *ph = &p->phases;
+    fprintf(f,
+            "phases %s %s T=%d (one traced launch of %d CTAs; means per CTA or task): span "
+            "%.1f us; entry skew %.1f, to inputs %.1f, routing %.1f, pull %.1f\n",
+            c->shape->name, c->row->name, p->tokens, ph->ctas, ph->span_us, ph->entry_skew_us,
+            ph->inputs_us, ph->routing_us, ph->pull_us);
+    for (int g = 0; g < 2; g++) {
+        const mj_bench_moe_gemm_phases *q = &ph->gemm[g];
+        fprintf(f,
+                "  GEMM %d: %d tasks, %.2f us each = first stage %.2f + K loop %.2f (%.1f GB/s "
+                "a CTA) + epilogue %.2f; from %.1f to %.1f us\n",
+                g + 1, q->tasks, q->task_us, q->first_us, q->loop_us, q->loop_gbps, q->epilogue_us,
+                q->start_us, q->end_us);
+    }
+    fprintf(f,
+            "  between tasks %.1f us a CTA; last task done at %.1f us; combine + end %.1f us a "
+            "CTA; K loops busy %.0f%% of CTAs x span%s\n",
+            ph->between_us, ph->last_compute_us, ph->combine_us, 100 * ph->busy,
+            ph->untraced ? " (some tasks past the trace's capacity are not counted)" : "");
+}
+
 static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_bench_moe_point *p,
                          int ranks) {
     cJSON *j = cJSON_CreateObject();
@@ -243,6 +298,7 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(ck, "nonfinite", (double)p->check.nonfinite);
     cJSON_AddNumberToObject(ck, "past", (double)p->check.past);
     cJSON_AddStringToObject(ck, "message", p->check.message);
+    if (p->traced) cJSON_AddItemToObject(j, "phases", phases_json(&p->phases));
     return j;
 }
 
@@ -430,7 +486,8 @@ int cmd_bench_mega_moe(int argc, char **argv) {
                                              .checker = checker,
                                              .dump_dir = dump ? a.dump_dir : NULL,
                                              .dump_configs = dump ? dumps : NULL,
-                                             .host_cost = host_cost_done ? NULL : &host_cost};
+                                             .host_cost = host_cost_done ? NULL : &host_cost,
+                                             .phases = a.phases};
         if (mj_bench_mega_moe(rt, &o, c->points, &c->num_sms) != MJ_OK) {
             snprintf(c->error, sizeof c->error, "%s", mj_last_error());
             if (print)
@@ -488,6 +545,10 @@ int cmd_bench_mega_moe(int argc, char **argv) {
                    "and out, FLOPs = 2 x 3 H I per (token, slot) pair\n",
                    ranks > 1 && !launched ? " on every emulated rank" : "");
             cli_table_free(t);
+            for (int i = 0; i < n; i++)
+                for (int k = 0; cfgs[i].points && k < a.num_tokens; k++)
+                    if (cfgs[i].points[k].traced)
+                        print_phases(stdout, &cfgs[i], &cfgs[i].points[k]);
         }
     }
     for (int i = 0; i < n; i++)

@@ -22,6 +22,7 @@ enum {
     OPT_RANKS = 'r',
     OPT_JSON = 'J',
     OPT_DUMP = 'D',
+    OPT_PHASES = 'P',
     OPT_CACHE = 'c',
     OPT_HELP = 'h',
 };
@@ -40,6 +41,7 @@ static const struct option kOptions[] = {
     {"ranks", required_argument, NULL, OPT_RANKS},
     {"json", no_argument, NULL, OPT_JSON},
     {"dump-routing", required_argument, NULL, OPT_DUMP},
+    {"phases", no_argument, NULL, OPT_PHASES},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -172,6 +174,9 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
             break;
         case OPT_DUMP:
             a->dump_dir = optarg;
+            break;
+        case OPT_PHASES:
+            a->phases = 1;
             break;
         case OPT_CACHE:
             a->cache_dir = optarg;

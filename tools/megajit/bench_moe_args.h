@@ -22,6 +22,7 @@ typedef struct mj_moe_bench_args {
     int iters;      /* timed steps per pass; 0 = as many as fit the time budget */
     int ranks;      /* --ranks; 0 = not given (the launcher's world, else 1) */
     int json;
+    int phases;           /* --phases: one traced launch per point */
     const char *dump_dir; /* --dump-routing; NULL = none */
     const char *cache_dir;
 } mj_moe_bench_args;
