@@ -56,13 +56,13 @@ static void test_means(void **state) {
     assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), 0);
     assert_int_equal(p.ctas, 2);
     assert_int_equal(p.untraced, 0);
-    assert_true(p.span_us == 17.0);       /* 1 us -> 18 us */
+    assert_true(p.span_us == 17.0); /* 1 us -> 18 us */
     assert_true(p.entry_skew_us == 1.0);
     assert_true(p.inputs_us == 0.5);
     assert_true(p.routing_us == 1.0);
     assert_true(p.pull_us == 1.0);
     assert_int_equal(p.gemm[0].tasks, 2);
-    assert_true(p.gemm[0].task_us == 6.5);    /* (6 + 7) / 2 */
+    assert_true(p.gemm[0].task_us == 6.5); /* (6 + 7) / 2 */
     assert_true(p.gemm[0].first_us == 1.0);
     assert_true(p.gemm[0].loop_us == 4.0);
     assert_true(p.gemm[0].epilogue_us == 1.5); /* (1 + 2) / 2 */

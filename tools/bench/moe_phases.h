@@ -9,29 +9,29 @@
 #include <stdint.h>
 
 typedef struct mj_bench_moe_gemm_phases {
-    int tasks;           /* traced tasks of this GEMM, over all CTAs */
-    double task_us;      /* mean: taken -> epilogue done */
-    double first_us;     /* mean: taken -> first stage landed */
-    double loop_us;      /* mean: first stage -> K loop done */
-    double epilogue_us;  /* mean */
-    double loop_gbps;    /* weight bytes / K loop time, per CTA (mean of tasks) */
-    double start_us;     /* first task taken, from launch */
-    double end_us;       /* last epilogue done, from launch */
+    int tasks;          /* traced tasks of this GEMM, over all CTAs */
+    double task_us;     /* mean: taken -> epilogue done */
+    double first_us;    /* mean: taken -> first stage landed */
+    double loop_us;     /* mean: first stage -> K loop done */
+    double epilogue_us; /* mean */
+    double loop_gbps;   /* weight bytes / K loop time, per CTA (mean of tasks) */
+    double start_us;    /* first task taken, from launch */
+    double end_us;      /* last epilogue done, from launch */
 } mj_bench_moe_gemm_phases;
 
 typedef struct mj_bench_moe_phases {
     int ctas;
-    int untraced;          /* tasks past MJ_MOE_TRACE_TASKS of a CTA (not in the means) */
-    double span_us;        /* first entry -> last end */
-    double entry_skew_us;  /* first -> last CTA entry */
-    double inputs_us;      /* mean: entry -> past griddepcontrol.wait */
-    double routing_us;     /* mean: -> routing tables built */
-    double pull_us;        /* mean: -> math warpgroup 0 starts (rows pulled) */
+    int untraced;         /* tasks past MJ_MOE_TRACE_TASKS of a CTA (not in the means) */
+    double span_us;       /* first entry -> last end */
+    double entry_skew_us; /* first -> last CTA entry */
+    double inputs_us;     /* mean: entry -> past griddepcontrol.wait */
+    double routing_us;    /* mean: -> routing tables built */
+    double pull_us;       /* mean: -> math warpgroup 0 starts (rows pulled) */
     mj_bench_moe_gemm_phases gemm[2];
-    double between_us;     /* mean per CTA: sum of gaps between one task's epilogue and the next */
-    double combine_us;     /* mean: last task done -> CTA end (combine, end bookkeeping) */
+    double between_us;      /* mean per CTA: sum of gaps between one task's epilogue and the next */
+    double combine_us;      /* mean: last task done -> CTA end (combine, end bookkeeping) */
     double last_compute_us; /* the last CTA's last task done, from launch */
-    double busy;           /* K-loop time over all CTAs / (ctas x span) */
+    double busy;            /* K-loop time over all CTAs / (ctas x span) */
 } mj_bench_moe_phases;
 
 /* trace: [ctas][MJ_MOE_TRACE_WORDS] as the kernel wrote it (zeroed before).
