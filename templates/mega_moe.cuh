@@ -7,6 +7,8 @@
  *                 into the shared-memory ring
  *   warp 1        token producer: waits until the task's token tile is ready
  *                 and copies its stages next to the weights
+ *   warp 2        issues the releases of the tasks the math warpgroups post
+ *                 (release.cuh)
  *   warps 4-11    two math warpgroups: decode the weights in registers and run
  *                 swap-AB wgmma (weights on M, tokens on N), then the epilogues
  *   every warp    first pulls this CTA's share of the routed token rows into
@@ -34,6 +36,7 @@
 #include "mega_moe/dispatch.cuh"
 #include "mega_moe/epilogue.cuh"
 #include "mega_moe/mainloop.cuh"
+#include "mega_moe/release.cuh"
 #include "mega_moe/weight_image.cuh"
 
 namespace mj {
@@ -103,11 +106,11 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
 template <class C>
 __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring, mj_u64 *task_full,
                                         mj_u64 *task_empty, const mj_u32 *mailbox,
-                                        const MathThread &m) {
+                                        const ReleaseRing &rel, const MathThread &m) {
     float acc0[C::kBlockM / 2], acc1[C::kBlockM / 2];
     unsigned char *scratch = L.smem + C::kSmemEpi + (mj_u32)m.wg * C::kEpiBytes;
     const bool tracer = L.trace && m.wg == 0 && m.t == 0;
-    mj_u32 it = 0, ti = 0;
+    mj_u32 it = 0, ti = 0, posts = 0;
     for (;; ti++) {
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 6u);
@@ -117,6 +120,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         const Task k = L.routing.decode((int)t);
         if (k.gemm == 0) {
             if (tracer) L.trace[MJ_MOE_TR_TASKS] = ti;
+            if (m.t == 0) rel.post(m.wg, posts, MJ_MOE_RELEASE_END, L);
             return;
         }
         const int blocks = k.gemm == 2 ? C::kBlocks2 : C::kBlocks1;
@@ -131,27 +135,33 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                 (mj_u64)k.gemm | (mj_u64)k.n << 2 | (mj_u64)k.tile << 16 | (mj_u64)k.valid << 40;
             rec[MJ_MOE_TT_BYTES] = (mj_u64)nblk * (C::kBlkData + C::kBlkSf) *
                                    (k.gemm == 2 ? C::kStages2 : C::kStages1);
-            // Waiting for the first stage here leaves it to the K loop, which waits again.
-            mbar_wait(ring.full + it % C::kStages, (it / C::kStages) & 1u, L.args->timeout_ns);
-            rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         }
+        // The first stage has landed (the K loop's own wait then passes at
+        // once): the tile's rows and their meta are visible from here.
+        if (!mbar_wait(ring.full + it % C::kStages, (it / C::kStages) & 1u, L.args->timeout_ns))
+            L.fail(MJ_MOE_ERR_PIPE, 7u);
+        if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
+        const EpiInputs e = epi_inputs(L, k, nb, m);
         if (k.gemm == 1) {
             if (C::kFp8)
                 mainloop_fp8<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
             else
                 mainloop_bf16<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
             if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-            if (nb == 2)
-                epilogue_l1(L, k, 2 * k.n + m.wg, acc0, acc1, m,
-                            reinterpret_cast<float *>(scratch));
+            if (nb == 2) {
+                epilogue_l1(L, k, 2 * k.n + m.wg, e, acc0, acc1, m, scratch);
+                if (m.t == 0) rel.post(m.wg, posts, t, L);
+            }
         } else {
             if (C::kFp8)
                 mainloop_fp8<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
             else
                 mainloop_bf16<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
             if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-            if (nb > 0)
-                epilogue_l2(L, k, nb, acc0, acc1, m, reinterpret_cast<unsigned short *>(scratch));
+            if (nb > 0) {
+                epilogue_l2(L, k, nb, e, acc0, acc1, m, scratch);
+                if (m.t == 0) rel.post(m.wg, posts, t, L);
+            }
         }
         if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();
     }
@@ -176,6 +186,10 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mj_u64 *task_full = ring.empty + kStages, *task_empty = task_full + 2;
     ring.sink = task_empty + 2;
     mj_u32 *mailbox = reinterpret_cast<mj_u32 *>(ring.sink + 1);
+    ReleaseRing rel;
+    rel.full = ring.sink + 2;
+    rel.empty = rel.full + 2 * MJ_MOE_RELEASE_SLOTS;
+    rel.task = reinterpret_cast<mj_u32 *>(rel.empty + 2 * MJ_MOE_RELEASE_SLOTS);
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
             mbar_init(ring.full + i, 2);    // both producers
@@ -186,6 +200,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
             mbar_init(task_empty + i, 9); // token producer + math warps
         }
         mbar_init(ring.sink, 256);
+        rel.init();
         fence_mbar_init();
     }
 
@@ -264,6 +279,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
         if (warp == 0 && lane == 0) produce_weights(L, ring, task_full, task_empty, mailbox);
         if (warp == 1 && lane == 0) produce_tokens(L, ring, task_full, task_empty, mailbox);
+        if (warp == 2) serve_releases(L, rel, lane);
         __syncwarp();
     } else {
         pull(L, warp - 1, MJ_MOE_THREADS / 32 - 1, lane);
@@ -276,7 +292,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         m.lane = lane;
         m.g = lane / 4;
         m.q = lane % 4;
-        compute(L, ring, task_full, task_empty, mailbox, m);
+        compute(L, ring, task_full, task_empty, mailbox, rel, m);
         if (tid == 128) L.stamp(MJ_MOE_TR_COMPUTED);
     }
     combine(L, lane);

@@ -36,6 +36,14 @@ __device__ __forceinline__ mj_u64 kmajor_desc(mj_u32 tile_addr, int step, int n_
     return (mj_u64)((start & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
 }
 
+/* The descriptor of K step `step` from that of step 0: only the start
+ * address field moves, and a shared address (< 2^18) never carries out of
+ * it, so one 32-bit add replaces rebuilding the descriptor. */
+__device__ __forceinline__ mj_u64 kmajor_desc_step(mj_u64 desc0, int step, int n_rows) {
+    const mj_u32 lo = (mj_u32)desc0 + (mj_u32)(step * 2 * (n_rows >> 3) * 8);
+    return ((desc0 >> 32) << 32) | lo;
+}
+
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }

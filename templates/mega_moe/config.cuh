@@ -67,14 +67,16 @@ struct MoeConfig {
      * warpgroups, the routing tables, the barriers. */
     static constexpr mj_u32 kRingStage = MJ_MOE_RING_STAGE(kWStage, kBStage);
     static constexpr int kEpiStride = 68; // fp32 per token column of a 64-row unit (bank spread)
-    static constexpr mj_u32 kEpiBytes = (mj_u32)kBlockM * 272u; // also 128 x bf16 at pitch 136
+    // Staged results (64 fp32 or 128 bf16 per token column), then 4 words per column.
+    static constexpr mj_u32 kEpiStage = (mj_u32)kBlockM * 272u;
+    static constexpr mj_u32 kEpiBytes = kEpiStage + (mj_u32)kBlockM * 16u;
     static constexpr mj_u32 kSmemRing = 0, kSmemEpi = kStages * kRingStage;
     static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
     static constexpr mj_u32 kSmemBars =
         kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
     static constexpr mj_u32 kSmemBytes = MJ_MOE_SMEM_BYTES(
         kWStage, kBStage, (mj_u32)kStages, (mj_u32)kBlockM, (mj_u32)kLocal, (mj_u32)kRanks);
-    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 16, "shared-memory map");
+    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 176, "shared-memory map");
 
     static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
     static_assert(kStageK % 64 == 0 && kHidden % kStageK == 0 && kInter % kStageK == 0, "stage K");

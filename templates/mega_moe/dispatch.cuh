@@ -59,30 +59,60 @@ __device__ __forceinline__ uint4 bf16x8_of(const unsigned char *x_row, const uns
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/* One pair's token row into row r of its tile (all stages), by one warp. */
+/* One pair's token row into row r of its tile (all stages), by one warp:
+ * batches of loads before their stores, so a row costs a few memory
+ * latencies instead of one per 512 bytes. */
 template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
+    constexpr int kBatch = 4;
     const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
     if (C::kFp8) {
         // E4M3 bytes move as they are; the UE8M0 scales become fp32.
-        for (int k = 16 * lane; k < C::kHidden; k += 16 * 32) {
-            unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
-            const int kk = k % C::kStageK;
-            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, r, kk)) =
-                *reinterpret_cast<const uint4 *>(x_row + k);
-            if (kk % 32 == 0)
-                reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
-                    f32_from_bits((mj_u32)sf_row[k / 32] << 23);
+        constexpr int kStep = 16 * 32;
+        for (int k0 = 16 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
+            uint4 v[kBatch];
+            unsigned char e[kBatch];
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int k = k0 + j * kStep;
+                if (k < C::kHidden) {
+                    v[j] = *reinterpret_cast<const uint4 *>(x_row + k);
+                    e[j] = sf_row[k / 32];
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int k = k0 + j * kStep;
+                if (k >= C::kHidden) continue;
+                unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
+                const int kk = k % C::kStageK;
+                *reinterpret_cast<uint4 *>(stage +
+                                           mj_moe_token_offset(C::kKind, C::kBlockM, r, kk)) = v[j];
+                if (kk % 32 == 0)
+                    reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
+                        f32_from_bits((mj_u32)e[j] << 23);
+            }
         }
     } else {
-        for (int k = 8 * lane; k < C::kHidden; k += 8 * 32) {
-            unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
-            *reinterpret_cast<uint4 *>(
-                stage + mj_moe_token_offset(C::kKind, C::kBlockM, r, k % C::kStageK)) =
-                bf16x8_of<C::kDispatchFmt>(x_row, sf_row, k);
+        constexpr int kStep = 8 * 32;
+        for (int k0 = 8 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
+            uint4 v[kBatch];
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int k = k0 + j * kStep;
+                if (k < C::kHidden) v[j] = bf16x8_of<C::kDispatchFmt>(x_row, sf_row, k);
+            }
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int k = k0 + j * kStep;
+                if (k >= C::kHidden) continue;
+                unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
+                *reinterpret_cast<uint4 *>(
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, r, k % C::kStageK)) = v[j];
+            }
         }
     }
 }

@@ -5,11 +5,13 @@
  * tokens in matching registers, so NUMERICS.md steps 2-5 run in registers;
  * the activations go through shared memory (a token column per 68 floats) so
  * that each thread quantizes whole groups of one token (step 6) into the GEMM
- * 2 tile image; then one release of the tile's GEMM 1 count.
+ * 2 tile image; the task is then posted for the release of the tile's GEMM 1
+ * count (release.cuh).
  *
  * GEMM 2: o = BF16(acc * l2_alpha) goes through shared memory so that each
- * token's rows leave as 16-byte stores into its combine slot on its home rank,
- * then one arrival per token on the home rank's counter.
+ * token's rows leave as 16-byte stores into its combine slot on its home rank;
+ * the task is then posted for one arrival per token on the home rank's
+ * counter (release.cuh).
  */
 #ifndef MJ_MEGA_MOE_EPILOGUE_CUH
 #define MJ_MEGA_MOE_EPILOGUE_CUH
@@ -40,6 +42,68 @@ __device__ __forceinline__ float2 row_scales(const Launch<C> &L, int local, int 
     return make_float2(rs[0], rs[8]);
 }
 
+/* What a task's epilogue reads besides the accumulators, loaded when its
+ * first stage has landed (its token rows and their meta are visible from
+ * then) so that the loads complete under the K loop. */
+struct EpiInputs {
+    mj_u32 meta[3]; // token column m.t (< valid): GEMM 1 xs, w; GEMM 2 home, token, slot
+    float alpha[3]; // GEMM 1: gate alpha, up alpha, act scale; GEMM 2: alpha
+    float2 rs[2];   // the thread's row scales: GEMM 1 gate, up; GEMM 2 both blocks
+};
+
+template <class C>
+__device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &k, int nb,
+                                                const MathThread &m) {
+    EpiInputs e;
+    e.meta[0] = e.meta[1] = e.meta[2] = 0u;
+    const mj_moe_args &a = *L.args;
+    if (k.gemm == 1) {
+        if (m.t < k.valid) {
+            const mj_u32 *meta = L.meta_row(k.tile, m.t);
+            e.meta[0] = ld_cg(meta + 3);
+            e.meta[1] = ld_cg(meta + 4);
+        }
+        e.alpha[0] = a.l1_alpha_gate[k.local];
+        e.alpha[1] = a.l1_alpha_up[k.local];
+        e.alpha[2] = a.l2_act_scale[k.local];
+        const int unit = 2 * k.n + m.wg; // its epilogue runs when the task has both its blocks
+        e.rs[0] = nb == 2 ? row_scales(L, k.local, MJ_MOE_BLOCK_ROWS * unit, m) : make_float2(1, 1);
+        e.rs[1] = nb == 2 ? row_scales(L, k.local, C::kInter + MJ_MOE_BLOCK_ROWS * unit, m)
+                          : make_float2(1, 1);
+    } else {
+        if (m.t < k.valid) {
+            const mj_u32 *meta = L.meta_row(k.tile, m.t);
+            e.meta[0] = ld_cg(meta);
+            e.meta[1] = ld_cg(meta + 1);
+            e.meta[2] = ld_cg(meta + 2);
+        }
+        e.alpha[0] = a.l2_alpha[k.local];
+        e.alpha[1] = e.alpha[2] = 1.0f;
+        const int first = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
+        e.rs[0] = nb > 0 ? row_scales(L, k.local, 2 * C::kInter + first, m) : make_float2(1, 1);
+        e.rs[1] = nb > 1 ? row_scales(L, k.local, 2 * C::kInter + first + MJ_MOE_BLOCK_ROWS, m)
+                         : make_float2(1, 1);
+    }
+    return e;
+}
+
+/* The warpgroup's table of per-token inputs (4 words per token column). */
+template <class C> __device__ __forceinline__ mj_u32 *epi_table(unsigned char *scratch) {
+    return reinterpret_cast<mj_u32 *>(scratch + C::kEpiStage);
+}
+
+/* Each thread's token column into the table, for every thread to read. */
+template <class C>
+__device__ __forceinline__ const mj_u32 *share_inputs(const EpiInputs &e, const Task &k,
+                                                      const MathThread &m, unsigned char *scratch) {
+    mj_u32 *table = epi_table<C>(scratch);
+    if (m.t < k.valid)
+        *reinterpret_cast<uint4 *>(table + 4 * m.t) =
+            make_uint4(e.meta[0], e.meta[1], e.meta[2], 0u);
+    warpgroup_sync(1 + m.wg);
+    return table;
+}
+
 /* acc of one 64-row block times its rows' scales (exact: powers of two). */
 template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], float2 s) {
 #pragma unroll
@@ -48,20 +112,21 @@ template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], flo
 }
 
 template <class C>
-__device__ __forceinline__ void
-epilogue_l1(const Launch<C> &L, const Task &k, int unit, float (&gate)[C::kBlockM / 2],
-            float (&up)[C::kBlockM / 2], const MathThread &m, float *scratch) {
-    scale_rows(gate, row_scales(L, k.local, MJ_MOE_BLOCK_ROWS * unit, m));
-    scale_rows(up, row_scales(L, k.local, C::kInter + MJ_MOE_BLOCK_ROWS * unit, m));
-    const float ag = L.args->l1_alpha_gate[k.local], au = L.args->l1_alpha_up[k.local];
-    const float as = L.args->l2_act_scale[k.local];
+__device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, int unit,
+                                            const EpiInputs &e, float (&gate)[C::kBlockM / 2],
+                                            float (&up)[C::kBlockM / 2], const MathThread &m,
+                                            unsigned char *scratch_bytes) {
+    float *scratch = reinterpret_cast<float *>(scratch_bytes);
+    scale_rows(gate, e.rs[0]);
+    scale_rows(up, e.rs[1]);
+    const float ag = e.alpha[0], au = e.alpha[1], as = e.alpha[2];
+    const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
         float act = 0.0f;
         if (col < k.valid) {
-            const mj_u32 *meta = L.meta_row(k.tile, col);
-            const float xs = f32_from_bits(ld_cg(meta + 3)), w = f32_from_bits(ld_cg(meta + 4));
+            const float xs = f32_from_bits(table[4 * col]), w = f32_from_bits(table[4 * col + 1]);
             const float g = f32_from_bf16(bf16_from_f32(gate[j] * (xs * ag)));
             const float u = f32_from_bf16(bf16_from_f32(up[j] * (xs * au)));
             act = moe::activate<C::kActivation, C::kClampBits>(g, u) * (w * as);
@@ -120,48 +185,43 @@ epilogue_l1(const Launch<C> &L, const Task &k, int unit, float (&gate)[C::kBlock
             }
         }
     }
-    fence_scope<false>();
+    // Each writer fences its own stores towards the bulk copies that will
+    // read them; the release after the barrier is the helper's (release.cuh).
     fence_proxy_async_global();
     warpgroup_sync(1 + m.wg);
-    if (m.t == 0) red_release_add<false>(L.l1_done() + k.tile, 1u);
 }
 
 template <class C>
-__device__ __forceinline__ void
-epilogue_l2(const Launch<C> &L, const Task &k, int nb, float (&acc0)[C::kBlockM / 2],
-            float (&acc1)[C::kBlockM / 2], const MathThread &m, unsigned short *scratch) {
+__device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, int nb,
+                                            const EpiInputs &e, float (&acc0)[C::kBlockM / 2],
+                                            float (&acc1)[C::kBlockM / 2], const MathThread &m,
+                                            unsigned char *scratch_bytes) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
+    unsigned short *scratch = reinterpret_cast<unsigned short *>(scratch_bytes);
     const int first = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
-    scale_rows(acc0, row_scales(L, k.local, 2 * C::kInter + first, m));
-    if (nb > 1)
-        scale_rows(acc1, row_scales(L, k.local, 2 * C::kInter + first + MJ_MOE_BLOCK_ROWS, m));
-    const float alpha = L.args->l2_alpha[k.local];
+    scale_rows(acc0, e.rs[0]);
+    scale_rows(acc1, e.rs[1]);
+    const float alpha = e.alpha[0];
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
         scratch[col * kPitch + row] = bf16_from_f32(acc0[j] * alpha);
         scratch[col * kPitch + 64 + row] = bf16_from_f32(acc1[j] * alpha);
     }
-    warpgroup_sync(1 + m.wg);
+    const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
     const int chunks = 8 * nb;
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;
-        const mj_u32 *meta = L.meta_row(k.tile, col);
-        const int home = (int)ld_cg(meta), token = (int)ld_cg(meta + 1),
-                  slot = (int)ld_cg(meta + 2);
+        const int home = (int)table[4 * col], token = (int)table[4 * col + 1],
+                  slot = (int)table[4 * col + 2];
         unsigned short *dst = peer_ptr(L.peers(), home, L.combine) +
                               ((mj_u64)slot * C::kMaxTokens + (mj_u64)token) * C::kHidden + first +
                               8 * ch;
         *reinterpret_cast<uint4 *>(dst) =
             *reinterpret_cast<const uint4 *>(scratch + col * kPitch + 8 * ch);
     }
-    fence_scope<C::kSys>();
+    // The tokens' releases after the barrier are the helper's (release.cuh).
     warpgroup_sync(1 + m.wg);
-    if (m.t < k.valid) {
-        const mj_u32 *meta = L.meta_row(k.tile, m.t);
-        const int home = (int)ld_cg(meta), token = (int)ld_cg(meta + 1);
-        red_release_add<C::kSys>(peer_ptr(L.peers(), home, L.arrive()) + token, 1u);
-    }
 }
 
 } // namespace mj

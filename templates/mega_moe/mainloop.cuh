@@ -123,7 +123,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u32 b_addr = smem_u32(st + C::kWStage);
+        const mj_u64 desc0 = kmajor_desc(smem_u32(st + C::kWStage), 0, C::kBlockM);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
 #pragma unroll
@@ -145,7 +145,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
                         a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
                     }
                 }
-                mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
+                mj_u64 desc = kmajor_desc_step(desc0, c, C::kBlockM);
                 fence_frag(a[j][0]);
                 fence_frag(a[j][1]);
                 fence_desc(desc);
@@ -186,7 +186,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u32 b_addr = smem_u32(st + C::kWStage);
+        const mj_u64 desc0 = kmajor_desc(smem_u32(st + C::kWStage), 0, C::kBlockM);
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
 #pragma unroll
@@ -217,7 +217,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
                     a[c % kSets][b][i] =
                         bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
             }
-            mj_u64 desc = kmajor_desc(b_addr, c, C::kBlockM);
+            mj_u64 desc = kmajor_desc_step(desc0, c, C::kBlockM);
             fence_frag(a[c % kSets][0]);
             fence_frag(a[c % kSets][1]);
             fence_desc(desc);
