@@ -337,8 +337,8 @@ static void test_manifest_presets(void **state) {
          "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1> sm_90a",
          4},
         {"gpt-oss-120b-ep1",
-         "mega_moe.main<H=3072,I=3072,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
-         "act=swigluoai,clamp=7,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a",
+         "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
+         "act=swigluoai,clamp=7,bm=8,stage_k=64,stages=8,sms=132,sys=0> sm_90a",
          4},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
