@@ -29,7 +29,7 @@
  *   }
  *
  * Every error is MJ_ERR_INVALID_ARG with a sentence "manifest: <path>: <why>",
- * e.g. "manifest: layers[1].hidden: must be a multiple of 256 in 256..8192
+ * e.g. "manifest: layers[1].hidden: must be a multiple of 64 in 64..8192
  * (got 100)". Strings must be valid UTF-8, as JSON text must.
  *
  * Kernel enumeration walks arch x layer x kernel family (runtime/families/);

@@ -35,12 +35,10 @@ static const char *const kJson[] = {
     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"nvfp4\","
     " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
 
-    "{\"comment\": \"gpt-oss-120b on one rank, W4A16. The model's hidden and intermediate"
-    " sizes are 2880, which is not a multiple of 256 as hidden must be (runtime/limits.h); both are"
-    " padded with zeros to 3072 (weights and activations alike), which leaves the result"
-    " unchanged.\","
+    "{\"comment\": \"gpt-oss-120b on one rank, W4A16, at the model's own hidden and"
+    " intermediate sizes (2880 = 45 x 64: nothing padded)\","
     " \"archs\": [\"sm_90a\"],"
-    " \"layers\": [{\"name\": \"moe\", \"hidden\": 3072, \"intermediate\": 3072,"
+    " \"layers\": [{\"name\": \"moe\", \"hidden\": 2880, \"intermediate\": 2880,"
     " \"experts\": 128, \"topk\": 4, \"ranks\": 1, \"max_tokens_per_rank\": 8192,"
     " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\","
     " \"activation\": \"swigluoai\", \"clamp\": 7.0, \"num_sms\": 0}]}",

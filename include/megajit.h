@@ -213,7 +213,7 @@ typedef struct mj_symm_buffer mj_symm_buffer;
 
 typedef struct mj_symm_config {
     size_t struct_size;      /* sizeof(mj_symm_config), from MJ_SYMM_CONFIG_INIT */
-    int hidden;              /* H */
+    int hidden;              /* H, a multiple of 64, <= 8192 */
     int num_experts;         /* global expert count */
     int num_topk;            /* K */
     int max_tokens_per_rank; /* T_max: rows of each rank's input region */
@@ -329,7 +329,7 @@ typedef enum mj_activation {
  * where a global scale of the activation goes. */
 typedef struct mj_moe_config {
     size_t struct_size;      /* sizeof(mj_moe_config), from MJ_MOE_CONFIG_INIT */
-    int hidden;              /* H, a multiple of 256, <= 8192 */
+    int hidden;              /* H, a multiple of 64, <= 8192 */
     int intermediate;        /* I, a multiple of 64 */
     int num_experts;         /* global; a multiple of num_ranks */
     int num_topk;            /* K */

@@ -10,6 +10,10 @@
 /* Every format's scale group divides every hidden size the limits allow. */
 _Static_assert(MJ_LIMIT_HIDDEN_MULTIPLE % 32 == 0 && MJ_LIMIT_INTERMEDIATE_MULTIPLE % 32 == 0,
                "a size must hold whole MX (32) and NVFP4 (16) scale groups");
+/* A pre-dispatch thread quantizes whole 32-element chunks of a token row; a
+ * row's last warp may hold fewer chunks than lanes (2880: 90 chunks, 3 warps). */
+_Static_assert(MJ_LIMIT_HIDDEN_MULTIPLE % MJ_PD_ELEMS_PER_THREAD == 0,
+               "a token row must be whole pre-dispatch thread chunks");
 /* The MegaMoE kernel cuts both GEMMs' rows into 64-row blocks and streams K in
  * stages of a multiple of 64 dividing hidden and intermediate: 64 always does,
  * so mj_moe_stage_k never finds none for a shape within the limits. */

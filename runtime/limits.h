@@ -13,12 +13,12 @@
 
 #include "templates/layout/symm_layout.h"
 
-/* hidden: a multiple of 256 up to 8192, for pre-dispatch: one thread per 8
- * elements in whole warps (MJ_PD_ROW_THREADS). The MegaMoE kernel alone would
- * take any multiple of 64: it streams K (hidden for GEMM 1, intermediate for
- * GEMM 2) in stages of a multiple of 64 dividing both (mj_moe_stage_k), which
- * a stage of 64 always does under these limits. */
-#define MJ_LIMIT_HIDDEN_MULTIPLE 256
+/* hidden: a multiple of 64 up to 8192 (gpt-oss's 2880 among them). The
+ * MegaMoE kernel cuts GEMM 2's rows into 64-row blocks and streams K (hidden
+ * for GEMM 1, intermediate for GEMM 2) in stages of a multiple of 64 dividing
+ * both (mj_moe_stage_k), which a stage of 64 always does under these limits;
+ * pre-dispatch needs only whole 32-element thread chunks (MJ_PD_ELEMS_PER_THREAD). */
+#define MJ_LIMIT_HIDDEN_MULTIPLE 64
 #define MJ_LIMIT_HIDDEN_MAX 8192
 /* intermediate: the MegaMoE kernel's 64-row weight blocks (MJ_MOE_BLOCK_ROWS);
  * at most the widest MoE expert published (Grok-1's 32768). */
@@ -62,7 +62,7 @@ typedef enum mj_shape_naming { MJ_SHAPE_API_NAMES, MJ_SHAPE_MANIFEST_NAMES } mj_
 const char *mj_shape_field_name(mj_shape_field field, mj_shape_naming naming);
 
 /* A rule a shape breaks: the field, and what it must be ("must be a multiple
- * of 256 in 256..8192"), other fields named as the caller spells them. */
+ * of 64 in 64..8192"), other fields named as the caller spells them. */
 typedef struct mj_shape_violation {
     mj_shape_field field;
     char rule[256];

@@ -119,7 +119,8 @@ __device__ __forceinline__ Chunk read_block(const uint4 *stage, int lane) {
 // MXFP8, stored coalesced: lane l holds half h of block 16 * (pass) + l / 2
 // of its warp's slice (chunks 64 * pass + 2l, 2l + 1), so each pass writes 16
 // contiguous bytes per lane; the lane pair agrees on the block maximum by one
-// shuffle. `blocks` = valid blocks of this slice (a multiple of 8).
+// shuffle. `blocks` = valid blocks of this slice (the last slice of a row may
+// hold any number); a pair past them reads stale stage slots and stores nothing.
 __device__ __forceinline__ void quantize_mxfp8_slice(const uint4 *stage, int lane, int blocks,
                                                      unsigned char *x_out, unsigned char *sf_out) {
 #pragma unroll
@@ -188,7 +189,10 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
     constexpr int kThreads = MJ_PD_BLOCK_THREADS(kHidden);
     constexpr int kChunks = kHidden / MJ_PD_ELEMS_PER_THREAD; // active threads of a row
     constexpr int kRowWarps = kRowThreads / 32;
-    static_assert(kHidden % 256 == 0 && kHidden <= 8192, "hidden: a multiple of 256 up to 8192");
+    // Whole chunks per thread; any count of them per row: the copies stop at the
+    // row's end and the threads past its last chunk idle (stage_slice, `active`).
+    static_assert(kHidden % MJ_PD_ELEMS_PER_THREAD == 0 && kHidden <= 8192,
+                  "hidden: whole 32-element chunks, at most 8192");
     static_assert(kTopk >= 1, "top-k");
     static_assert(kFormat >= MJ_FMT_BF16 && kFormat <= MJ_FMT_NVFP4, "unknown format");
 

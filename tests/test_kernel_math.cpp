@@ -314,7 +314,7 @@ void random_row(Rng &r, uint16_t *x, int hidden) {
 void test_rows(void **state) {
     (void)state;
     Rng r{0x243f6a8885a308d3ull};
-    const int hiddens[] = {256, 512, 2048, 4096, 7168, 8192};
+    const int hiddens[] = {64, 256, 320, 512, 2048, 2880, 4096, 7168, 8192};
     for (int hidden : hiddens) {
         static uint16_t x[kMaxHidden];
         static uint8_t a[2 * kMaxHidden], b[2 * kMaxHidden], sa[kMaxHidden / 16],

@@ -64,7 +64,8 @@ static void test_config_rejects_bad_values(void **state) {
         expect_error(mj_mega_moe_block_m(&c, 1, &(int){0}), MJ_ERR_INVALID_ARG, needle);           \
     } while (0)
     REJECT(c.hidden = 7200, "hidden 7200");
-    REJECT(c.hidden = 128, "hidden 128");
+    REJECT(c.hidden = 2880 + 32, "hidden 2912 must be a multiple of 64 in 64..8192");
+    REJECT(c.hidden = 32, "hidden 32");
     REJECT(c.hidden = 8448, "hidden 8448");
     REJECT(c.hidden = 0, "hidden 0");
     REJECT(c.intermediate = 2016, "intermediate 2016");
@@ -336,8 +337,8 @@ static void test_manifest_presets(void **state) {
          "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1> sm_90a",
          4},
         {"gpt-oss-120b-ep1",
-         "mega_moe.main<H=3072,I=3072,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
-         "act=swigluoai,clamp=7,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a",
+         "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
+         "act=swigluoai,clamp=7,bm=8,stage_k=64,stages=8,sms=132,sys=0> sm_90a",
          4},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -452,7 +453,7 @@ static void test_symm_sizes(void **state) {
     assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
 
     /* the smallest buffer still takes one whole rank stride */
-    c = (mj_symm_config){sizeof c, 256, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
+    c = (mj_symm_config){sizeof c, 64, 2, 1, 1, MJ_FORMAT_BF16, 1, 64};
     assert_int_equal(mj_symm_config_check(&c), MJ_OK);
     assert_int_equal(mj_symm_rank_bytes(&c), MJ_RANK_ALIGN);
 
@@ -460,6 +461,104 @@ static void test_symm_sizes(void **state) {
     expect_error(mj_symm_config_check(&c), MJ_ERR_INVALID_ARG, "intermediate -64");
     c = symm(100);
     expect_error(mj_symm_config_check(&c), MJ_ERR_INVALID_ARG, "intermediate 100");
+}
+
+/* Hidden sizes on the 64 grid but off the 256 one (gpt-oss-120b's 2880, the
+ * smallest 64, 320) take every dispatch format, with or without the MegaMoE
+ * regions; 2880 + 32 is refused, saying the rule. */
+static void test_hidden_multiple_of_64(void **state) {
+    (void)state;
+    static const int hiddens[] = {64, 320, 2880};
+    for (size_t i = 0; i < sizeof hiddens / sizeof hiddens[0]; i++)
+        for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++)
+            for (int inter = 0; inter <= 2880; inter += 2880) {
+                mj_symm_config c = {sizeof c, hiddens[i], 128, 4, 4096, (mj_format)fmt, 1, inter};
+                if (mj_symm_config_check(&c) != MJ_OK)
+                    fail_msg("hidden %d %s intermediate %d: %s", hiddens[i],
+                             mj_format_name((mj_format)fmt), inter, mj_last_error());
+            }
+    for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++) {
+        mj_symm_config c = {sizeof c, 2880 + 32, 128, 4, 4096, (mj_format)fmt, 1, 0};
+        expect_error(mj_symm_config_check(&c), MJ_ERR_INVALID_ARG,
+                     "hidden 2912 must be a multiple of 64 in 64..8192");
+        c.intermediate = 2880;
+        expect_error(mj_symm_config_check(&c), MJ_ERR_INVALID_ARG,
+                     "hidden 2912 must be a multiple of 64 in 64..8192");
+    }
+
+    /* gpt-oss-120b's layer in every format row: a spec at every tile size,
+     * with a stage K dividing 2880 */
+    for (int r = 0; r < mj_moe_format_count(); r++) {
+        const mj_moe_format_row *row = mj_moe_format_at(r);
+        mj_moe_config c = MJ_MOE_CONFIG_INIT;
+        c.hidden = c.intermediate = 2880;
+        c.num_experts = 128;
+        c.num_topk = 4;
+        c.num_ranks = 1;
+        c.max_tokens_per_rank = 8192;
+        c.weight_format = (mj_format)row->weight_fmt;
+        c.dispatch_format = (mj_format)row->dispatch_fmt;
+        c.activation = MJ_ACTIVATION_SWIGLUOAI;
+        c.clamp = 7.0f;
+        if (mj_moe_config_check(&c, NULL) != MJ_OK) fail_msg("%s: %s", row->name, mj_last_error());
+        for (int bm = 8; bm <= mj_moe_max_block_m(row); bm *= 2) {
+            mj_kernel_spec s;
+            if (mj_mega_moe_spec(&c, bm, 132, 0, MJ_ARCH_SM90A, &s) != MJ_OK)
+                fail_msg("%s bm=%d: %s", row->name, bm, mj_last_error());
+            const int stage_k = s.params[MJ_MOE_PARAM_STAGE_K];
+            assert_true(stage_k % 64 == 0 && 2880 % stage_k == 0);
+        }
+    }
+}
+
+/* The input region at hidden sizes off the 256 grid: x rows are whole 16-byte
+ * chunks (the kernels' vector loads and stores), scale rows are packed, and
+ * every region starts aligned past the one before it. */
+static void test_input_layout_multiple_of_64(void **state) {
+    (void)state;
+    static const struct {
+        int hidden, fmt;
+        mj_u64 x_row, sf_row;
+    } want[] = {
+        {2880, MJ_FMT_BF16, 5760, 0},   {2880, MJ_FMT_MXFP8, 2880, 90},
+        {2880, MJ_FMT_MXFP4, 1440, 90}, {2880, MJ_FMT_NVFP4, 1440, 180},
+        {64, MJ_FMT_MXFP8, 64, 2},      {64, MJ_FMT_MXFP4, 32, 2},
+        {64, MJ_FMT_NVFP4, 32, 4},      {320, MJ_FMT_MXFP4, 160, 10},
+        {320, MJ_FMT_NVFP4, 160, 20},
+    };
+    const mj_u64 p = 4099; /* odd, so a row size that breaks alignment shows in the next region */
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const mj_input_layout l = mj_layout_input(want[i].hidden, 4, (int)p, want[i].fmt);
+        assert_int_equal(l.x_row_bytes, want[i].x_row);
+        assert_int_equal(l.sf_row_bytes, want[i].sf_row);
+        assert_int_equal(l.x_row_bytes % 16, 0);
+        assert_true(l.sf_offset >= l.x_offset + p * l.x_row_bytes);
+        assert_true(l.topk_idx_offset >= l.sf_offset + p * l.sf_row_bytes);
+        assert_true(l.topk_w_offset >= l.topk_idx_offset + p * 4 * 4);
+        assert_true(l.x_scales_offset >= l.topk_w_offset + p * 4 * 4);
+        assert_true(l.end >= l.x_scales_offset + (want[i].fmt == MJ_FMT_NVFP4 ? p * 4 : 0));
+        const mj_u64 offsets[] = {l.x_offset,      l.sf_offset,       l.topk_idx_offset,
+                                  l.topk_w_offset, l.x_scales_offset, l.end};
+        for (size_t j = 0; j < sizeof offsets / sizeof offsets[0]; j++)
+            assert_int_equal(offsets[j] % MJ_LAYOUT_ALIGN, 0);
+    }
+    /* The MegaMoE regions of gpt-oss-120b's layer: aligned, after the input
+     * region, each token tile stage a whole number of 16-byte bulk-copy units. */
+    for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++) {
+        const mj_moe_layout l = mj_layout_moe(2880, 2880, 128, 4, 1, 8192, fmt);
+        assert_true(l.counters_offset >= mj_layout_input(2880, 4, 8192, fmt).end);
+        assert_true(l.pool_meta_offset >= l.pool_offset + l.pool_rows * 2880 * 2);
+        assert_true(l.combine_offset >= l.pool2_offset + l.pool_rows * 2880 * 2);
+        assert_true(l.end >= l.combine_offset + 4ull * 8192 * 2880 * 2);
+        const mj_u64 offsets[] = {l.counters_offset, l.pool_offset,    l.pool_meta_offset,
+                                  l.pool2_offset,    l.combine_offset, l.end};
+        for (size_t j = 0; j < sizeof offsets / sizeof offsets[0]; j++)
+            assert_int_equal(offsets[j] % MJ_LAYOUT_ALIGN, 0);
+    }
+    for (int kind = MJ_MOE_KIND_BF16; kind <= MJ_MOE_KIND_FP8; kind++)
+        for (int bm = 8; bm <= MJ_MOE_MAX_BLOCK_M; bm *= 2)
+            for (int stage_k = 64; stage_k <= 192; stage_k += 128)
+                assert_int_equal(mj_moe_token_stage_bytes(kind, bm, stage_k) % 16, 0);
 }
 
 static void test_weights_without_device(void **state) {
@@ -639,6 +738,8 @@ int main(void) {
         cmocka_unit_test(test_manifest_bounds),
         cmocka_unit_test(test_manifest_situ),
         cmocka_unit_test(test_symm_sizes),
+        cmocka_unit_test(test_hidden_multiple_of_64),
+        cmocka_unit_test(test_input_layout_multiple_of_64),
         cmocka_unit_test(test_weights_without_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * Every MegaMoE kernel a deployment can request builds the way it was tuned:
  * for each embedded preset, plus a DeepSeek-V3 layer of each format row the
- * presets do not cover, every kernel of the manifest is compiled with NVRTC
+ * presets do not cover and a gpt-oss-120b layer (hidden and intermediate
+ * 2880) of every row, every kernel of the manifest is compiled with NVRTC
  * for sm_90a with ptxas's resource report, and the report must show no
  * local-memory spills, no stack frame in the main kernel and no "wgmma
  * serialized" warning (C7510-C7520). The PTX of one main kernel per tensor-core
@@ -35,6 +36,25 @@ static const char kExtraLayers[] =
     "{\"name\": \"dsv3-nvfp4-a16\", \"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, "
     "\"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, \"weight_format\": \"nvfp4\", "
     "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}";
+
+/* gpt-oss-120b's shape (2880 = 45 x 64) in the format rows its preset does not
+ * cover: stages of 64 (192 for mxfp4-a8, the one stage K that is no power of
+ * two) and an odd count of GEMM 2 row blocks, which no other shape has. */
+#define GPT_OSS                                                                                    \
+    "\"hidden\": 2880, \"intermediate\": 2880, \"experts\": 128, \"topk\": 4, \"ranks\": 1, "      \
+    "\"max_tokens_per_rank\": 8192, \"activation\": \"swigluoai\", \"clamp\": 7.0"
+static const char kGptOssLayers[] =
+    "{\"archs\": [\"sm_90a\"], \"layers\": ["
+    "{\"name\": \"gpt-oss-bf16\", \"weight_format\": \"bf16\", \"dispatch_format\": "
+    "\"bf16\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-mxfp8\", \"weight_format\": \"mxfp8\", \"dispatch_format\": "
+    "\"mxfp8\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-mxfp4-a8\", \"weight_format\": \"mxfp4\", \"dispatch_format\": "
+    "\"mxfp8\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-nvfp4\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "
+    "\"nvfp4\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-nvfp4-a16\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "
+    "\"bf16\", " GPT_OSS "}]}";
 
 static const char *const kOptions[] = {"--gpu-architecture=sm_90a", MJ_JIT_COMPILE_OPTIONS,
                                        "--ptxas-options=-v"};
@@ -149,6 +169,16 @@ static void test_presets_build_clean(void **state) {
     mj_manifest_destroy(m);
 }
 
+static void test_gpt_oss_builds_clean(void **state) {
+    (void)state;
+    sources s;
+    embedded(&s);
+    mj_manifest *m = NULL;
+    if (mj_manifest_parse(kGptOssLayers, &m) != MJ_OK) fail_msg("%s", mj_last_error());
+    if (check_manifest(m, &s) == 0) fail_msg("the gpt-oss layers list no MegaMoE main kernel");
+    mj_manifest_destroy(m);
+}
+
 /* PTX of the first main kernel of a manifest with one layer of (w, d). */
 static char *main_kernel_ptx(const char *weight, const char *dispatch, const sources *s) {
     char json[512];
@@ -200,6 +230,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_check),
         cmocka_unit_test(test_presets_build_clean),
+        cmocka_unit_test(test_gpt_oss_builds_clean),
         cmocka_unit_test(test_ptx_holds_the_design),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

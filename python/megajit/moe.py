@@ -31,7 +31,7 @@ _BITS = {Format.BF16: 16, Format.MXFP8: 8, Format.MXFP4: 4, Format.NVFP4: 4}
 class MoEConfig:
     """One MoE layer as one rank sees it (mj_moe_config).
 
-    hidden: H, a multiple of 256 up to 8192. intermediate: I, a multiple of 64.
+    hidden: H, a multiple of 64 up to 8192. intermediate: I, a multiple of 64.
     num_experts: global E, a multiple of num_ranks. num_topk: K.
     max_tokens_per_rank: tokens per rank a forward() may take (the buffer's T_max).
     weight_format, dispatch_format: one of the pairs of FORMAT_ROWS (names or

@@ -33,7 +33,7 @@ class Manifest(Owner):
     """A parsed deployment manifest (docs/manifest.md): the kernels a deployment can
     request. Manifest.parse(text or dict) or Manifest.preset(name); errors raise
     InvalidArgument with the library's message naming the field
-    ("manifest: layers[1].hidden: must be a multiple of 256 ...")."""
+    ("manifest: layers[1].hidden: must be a multiple of 64 ...")."""
 
     _kind = "manifest"
 

@@ -4,8 +4,10 @@
  *
  * A thread owns 32 consecutive elements of one token row: one MX block, two
  * NVFP4 blocks, four 16-byte loads. A row takes whole warps, so the NVFP4 row
- * maximum reduces warp by warp; a CTA holds as many rows as fit in about
- * MJ_PD_CTA_THREADS threads.
+ * maximum reduces warp by warp; the threads past the row's last chunk (hidden
+ * not a multiple of 1024: 2880 is 90 chunks on 96 threads) load and store
+ * nothing and only join the warp's shuffles and that reduction. A CTA holds as
+ * many rows as fit in about MJ_PD_CTA_THREADS threads.
  */
 #ifndef MJ_PRE_DISPATCH_LAUNCH_H
 #define MJ_PRE_DISPATCH_LAUNCH_H

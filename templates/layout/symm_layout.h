@@ -9,6 +9,12 @@
  *   topk_w      [P, K] fp32
  *   x_scales    [P] fp32               NVFP4 per-token scale (none otherwise)
  *
+ * Rows are packed. An x row is whole 16-byte chunks for every hidden the
+ * limits allow (a multiple of 64), as the kernels' 16-byte loads and stores
+ * need. A scale row may not be (hidden 2880: 90 MX bytes, 180 NVFP4 bytes)
+ * and need not be: kernels read and write scales by the byte (NVFP4
+ * pre-dispatch by the aligned byte pair), and the MegaMoE bulk copies read
+ * only the kernel's own tile images (moe_layout.h), never this region.
  * Every region starts on MJ_LAYOUT_ALIGN bytes; the rank stride is a multiple
  * of MJ_RANK_ALIGN so emulated ranks and VMM-mapped peers share one formula:
  * peer r's copy of a field = own address + offsets[r].

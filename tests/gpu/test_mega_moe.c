@@ -2,7 +2,8 @@
  * MegaMoE on a GPU against the fp64 host reference (tests/reference/moe_ref.h):
  * every format row and activation, emulated ranks (1, 2, 4, 8 in one buffer,
  * one non-blocking stream per rank, all in flight together), BLOCK_M
- * independence, CUDA graphs, invalid input and negative controls (timing is
+ * independence, CUDA graphs, invalid input, negative controls and every row at
+ * gpt-oss-120b's hidden and intermediate, 2880 (kGptOss; timing is
  * `megajit bench mega-moe`'s, against ceilings it measures). Outputs are poisoned (0xFFFF, a BF16
  * NaN) before each launch, so an unwritten element fails like a wrong one. The parts live in
  * tests/gpu/mega_moe/: the scenarios, the precompile plan, one case's run and
@@ -114,6 +115,20 @@ static void ctx_free(ctx *c) {
     free(c->master_w2);
 }
 
+/* gpt-oss-120b's sizes take buffers and weights of their own: the context is
+ * rebuilt for them, then for the main shape again, which the peer-offset
+ * controls after the sections use. */
+static void gpt_oss_section(ctx *c) {
+    const shape main_shape = c->sh;
+    ctx_free(c);
+    c->sh = kGptOss;
+    ctx_alloc(c);
+    test_gpt_oss(c);
+    ctx_free(c);
+    c->sh = main_shape;
+    ctx_alloc(c);
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)clock();
     int do_precompile = 1, real_ranks = 0, seed_given = 0;
@@ -204,7 +219,7 @@ int main(int argc, char **argv) {
     } sections[] = {
         {"invalid input", test_invalid, 1},        {"format x activation x ranks", test_matrix, 1},
         {"block_m independence", test_block_m, 0}, {"cuda graphs", test_graphs, 0},
-        {"negative controls", test_controls, 0},
+        {"negative controls", test_controls, 0},   {"gpt-oss-120b shape", gpt_oss_section, 0},
     };
     enum { NUM_SECTIONS = sizeof sections / sizeof sections[0] };
     double section_s[NUM_SECTIONS + 1] = {0};

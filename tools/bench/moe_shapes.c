@@ -47,13 +47,7 @@ int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int r
         if (cap) why[0] = '\0';
         return 0;
     }
-    /* The one rule a published shape breaks today (gpt-oss-120b's 2880), in
-     * the words of what imposes it. */
-    if (v.field == MJ_SHAPE_HIDDEN && s->hidden % MJ_LIMIT_HIDDEN_MULTIPLE)
-        snprintf(why, cap, "pre-dispatch needs hidden %% %d == 0 (hidden is %d)",
-                 MJ_LIMIT_HIDDEN_MULTIPLE, s->hidden);
-    else
-        snprintf(why, cap, "%s %s (got %lld)",
-                 mj_shape_field_name(v.field, MJ_SHAPE_MANIFEST_NAMES), v.rule, shape.v[v.field]);
+    snprintf(why, cap, "%s %s (got %lld)", mj_shape_field_name(v.field, MJ_SHAPE_MANIFEST_NAMES),
+             v.rule, shape.v[v.field]);
     return 1;
 }

@@ -24,7 +24,7 @@ const char *mj_bench_moe_shape_names(void);
 /* 0 when a MegaMoE layer of shape s, its tokens pre-dispatched in
  * dispatch_fmt (MJ_FMT_*), runs as `ranks` ranks on a buffer of max_tokens
  * per rank: the library's own limits (runtime/limits.h). Otherwise 1, and why
- * in why ("pre-dispatch needs hidden % 256 == 0"). */
+ * in why, naming the field ("experts must be a multiple of ranks (3) ..."). */
 int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,
                             int max_tokens, char *why, size_t cap);
 

@@ -86,7 +86,7 @@ typedef struct config {
 /* ------------------------------------------------------------------ plan */
 
 /* Every (shape, row), with one entry for a shape no row can run for the
- * same reason (gpt-oss-120b today). */
+ * same reason (a --hidden no kernel takes). */
 static int plan(const mj_moe_bench_args *a, int ranks, config *out) {
     int n = 0;
     for (int si = 0; si < a->num_shapes; si++) {

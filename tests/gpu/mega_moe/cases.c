@@ -1,4 +1,5 @@
-/* The sections of cases: the matrix, BLOCK_M, CUDA graphs, negative controls, real ranks. */
+/* The sections of cases: the matrix, BLOCK_M, CUDA graphs, negative controls, real ranks,
+ * gpt-oss-120b's shape. */
 #include "tests/gpu/mega_moe/harness.h"
 
 /* ------------------------------------------------------------ sections */
@@ -305,6 +306,21 @@ void test_real_ranks(ctx *c, int world) {
         double worst = 0;
         int ok = run_check(c, &u, 1, 1, &worst);
         run_teardown(&u);
+        printf("  worst calc_diff %.3g\n", worst);
+        record(ok);
+    }
+}
+
+void test_gpt_oss(ctx *c) {
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        run probe = {
+            .row = mj_moe_format_at(i), .sc = kGptOssCase, .route = route_of(&kGptOssCase, i)};
+        char d[256];
+        describe(&probe, d, sizeof d);
+        set_case("gpt-oss H=%d I=%d E=%d K=%d %s", c->sh.H, c->sh.I, c->sh.E, c->sh.K, d);
+        if (out_of_time()) continue;
+        double worst = 0;
+        int ok = run_case(c, i, &kGptOssCase, CTL_NONE, 1, &worst) == CASE_PASSED;
         printf("  worst calc_diff %.3g\n", worst);
         record(ok);
     }

@@ -111,6 +111,12 @@ typedef struct shape {
 } shape;
 static const shape kFull = {512, 128, 16, 4, 64};
 static const shape kQuickShape = {256, 64, 4, 2, 8};
+/* gpt-oss-120b's hidden and intermediate (2880: a multiple of 64, not of 256;
+ * 45 GEMM 2 row blocks, an odd count; stage K 64, 192 for mxfp4-a8) and top-4,
+ * with 8 experts (enough for 4 distinct ids on even experts only), on two
+ * emulated ranks with gpt-oss's swigluoai and clamp. Not in --quick. */
+static const shape kGptOss = {2880, 2880, 8, 4, 16};
+static const scenario kGptOssCase = {2, SWIGLUOAI, CLAMP, {16, 5}, ROUTE_RANDOM, -1, 1, 0};
 /* ----------------------------------------------------------- test context */
 
 typedef struct model {
@@ -214,6 +220,8 @@ void test_controls(ctx *c);
 /* Last: a wrong offset may fault or hang the kernels, which ends the context. */
 void test_peer_control(ctx *c, const scenario *sc);
 void test_real_ranks(ctx *c, int world);
+/* Every format row at kGptOss; the context must have been allocated for it. */
+void test_gpt_oss(ctx *c);
 
 /* tests/gpu/mega_moe/invalid.c */
 void test_invalid(ctx *c);

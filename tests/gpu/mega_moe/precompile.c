@@ -50,6 +50,8 @@ static void plan_all(spec_list *l, int ds, mj_arch arch) {
         }
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers2, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers4, ds, 0, arch);
+    for (int i = 0; i < mj_moe_format_count(); i++)
+        plan_add(l, &kGptOss, i, &kGptOssCase, ds, 0, arch);
     plan_quick(l, ds, arch);
 }
 

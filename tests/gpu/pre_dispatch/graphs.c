@@ -188,7 +188,7 @@ void test_family(ctx *c) {
         int sms, pdl, fmt, hidden, tokens;
     } runs[] = {
         {66, 1, MJ_FMT_NVFP4, 7168, g_quick ? 129 : 4096},
-        {1, 0, MJ_FMT_MXFP4, 3072, g_quick ? 129 : 1000},
+        {1, 0, MJ_FMT_MXFP4, 2880, g_quick ? 129 : 1000},
         {c->device_sms, 1, MJ_FMT_MXFP8, 4096, g_quick ? 129 : 4096},
     };
     int P = g_quick ? 136 : MAX_ROWS;
