@@ -44,16 +44,16 @@ namespace mj {
 template <class C>
 __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C> &ring,
                                                 mj_u64 *task_full, mj_u64 *task_empty,
-                                                mj_u32 *mailbox) {
+                                                Task *mailbox) {
     const mj_u64 policy = policy_evict_first();
     mj_u32 it = 0, ti = 0;
     for (;; ti++) {
-        const mj_u32 t = claim(L.bank + L.l.bank.task_claim);
+        // Decoded once here: the other roles read the task as it is.
+        const Task k = L.routing.decode((int)claim(L.bank + L.l.bank.task_claim));
         if (!mbar_wait(task_empty + (ti & 1), ((ti >> 1) & 1) ^ 1, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 2u);
-        mailbox[ti & 1] = t;
+        mailbox[ti & 1] = k;
         mbar_arrive(task_full + (ti & 1));
-        const Task k = L.routing.decode((int)t);
         if (k.gemm == 0) return;
         const bool g2 = k.gemm == 2;
         const int blocks = g2 ? C::kBlocks2 : C::kBlocks1, stages = g2 ? C::kStages2 : C::kStages1;
@@ -76,14 +76,13 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
 template <class C>
 __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C> &ring,
                                                mj_u64 *task_full, mj_u64 *task_empty,
-                                               const mj_u32 *mailbox) {
+                                               const Task *mailbox) {
     mj_u32 it = 0, ti = 0;
     for (;; ti++) {
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 4u);
-        const mj_u32 t = mailbox[ti & 1];
+        const Task k = mailbox[ti & 1];
         mbar_arrive(task_empty + (ti & 1));
-        const Task k = L.routing.decode((int)t);
         if (k.gemm == 0) return;
         const bool g2 = k.gemm == 2;
         if (g2 ? !wait_geq<false>(L.l1_done() + k.tile, (mj_u32)C::kUnits1, L.args->timeout_ns)
@@ -105,7 +104,7 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
 
 template <class C>
 __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring, mj_u64 *task_full,
-                                        mj_u64 *task_empty, const mj_u32 *mailbox,
+                                        mj_u64 *task_empty, const Task *mailbox,
                                         const ReleaseRing &rel, const MathThread &m) {
     float acc0[C::kBlockM / 2], acc1[C::kBlockM / 2];
     unsigned char *scratch = L.smem + C::kSmemEpi + (mj_u32)m.wg * C::kEpiBytes;
@@ -114,10 +113,9 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
     for (;; ti++) {
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 6u);
-        const mj_u32 t = mailbox[ti & 1];
+        const Task k = mailbox[ti & 1];
         __syncwarp();
         if (m.lane == 0) mbar_arrive(task_empty + (ti & 1));
-        const Task k = L.routing.decode((int)t);
         if (k.gemm == 0) {
             if (tracer) L.trace[MJ_MOE_TR_TASKS] = ti;
             if (m.t == 0) rel.post(m.wg, posts, MJ_MOE_RELEASE_END, L);
@@ -150,7 +148,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
             if (nb == 2) {
                 epilogue_l1(L, k, 2 * k.n + m.wg, e, acc0, acc1, m, scratch);
-                if (m.t == 0) rel.post(m.wg, posts, t, L);
+                if (m.t == 0) rel.post(m.wg, posts, (mj_u32)k.id, L);
             }
         } else {
             if (C::kFp8)
@@ -160,7 +158,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
             if (nb > 0) {
                 epilogue_l2(L, k, nb, e, acc0, acc1, m, scratch);
-                if (m.t == 0) rel.post(m.wg, posts, t, L);
+                if (m.t == 0) rel.post(m.wg, posts, (mj_u32)k.id, L);
             }
         }
         if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();
@@ -185,11 +183,12 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     ring.empty = ring.full + kStages;
     mj_u64 *task_full = ring.empty + kStages, *task_empty = task_full + 2;
     ring.sink = task_empty + 2;
-    mj_u32 *mailbox = reinterpret_cast<mj_u32 *>(ring.sink + 1);
     ReleaseRing rel;
-    rel.full = ring.sink + 2;
+    rel.full = ring.sink + 1;
     rel.empty = rel.full + 2 * MJ_MOE_RELEASE_SLOTS;
     rel.task = reinterpret_cast<mj_u32 *>(rel.empty + 2 * MJ_MOE_RELEASE_SLOTS);
+    Task *mailbox = reinterpret_cast<Task *>(rel.task + 2 * MJ_MOE_RELEASE_SLOTS);
+    static_assert(sizeof(Task) == 28, "the mailbox holds two tasks (MJ_MOE_SMEM_BYTES)");
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
             mbar_init(ring.full + i, 2);    // both producers

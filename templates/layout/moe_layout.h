@@ -177,12 +177,13 @@ static inline mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
  * 272 of staged results, 16 of the task's per-token inputs),
  * the routing tables (rows and tile prefix per local expert, tokens and pair
  * prefix per rank), the mbarriers of the stage ring and the task mailbox, the
- * mailbox, and the release rings (templates/mega_moe/release.cuh). */
+ * release rings (templates/mega_moe/release.cuh) and the mailbox's two
+ * decoded tasks. */
 #define MJ_MOE_RING_STAGE(wstage, bstage) (((wstage) + (bstage) + 127u) / 128u * 128u)
 #define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
 #define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
     ((stages)*MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m)*288u +                            \
-     MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + 176u)
+     MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + 224u)
 
 /* The same for a kernel configuration: the heuristic that picks the stages and
  * the launch that asks for the memory call this one. */

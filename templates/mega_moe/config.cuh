@@ -76,7 +76,7 @@ struct MoeConfig {
         kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
     static constexpr mj_u32 kSmemBytes = MJ_MOE_SMEM_BYTES(
         kWStage, kBStage, (mj_u32)kStages, (mj_u32)kBlockM, (mj_u32)kLocal, (mj_u32)kRanks);
-    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 176, "shared-memory map");
+    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 224, "shared-memory map");
 
     static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
     static_assert(kStageK % 64 == 0 && kHidden % kStageK == 0 && kInter % kStageK == 0, "stage K");

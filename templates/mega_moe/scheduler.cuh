@@ -20,6 +20,7 @@
 namespace mj {
 
 struct Task {
+    int id;    // its number in the launch's task list
     int gemm;  // 1 or 2; 0 = no more tasks
     int local; // local expert
     int tile;  // token tile index in the pools
@@ -56,6 +57,7 @@ template <class C> struct Routing {
 
     __device__ __forceinline__ Task decode(int t) const {
         Task k;
+        k.id = t;
         const int first2 = num_tiles() * C::kTasks1;
         if (t >= num_tasks()) {
             k.gemm = 0;
