@@ -151,6 +151,19 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
     return MJ_OK;
 }
 
+mj_status mj_mega_moe_launch(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                             mj_kernel *k, const mj_launch_config *lc, mj_moe_args *args,
+                             mj_stream stream) {
+    void *params[] = {args};
+    mj_status st = mj_jit_launch(rt, k, lc, stream, params);
+    if (st != MJ_OK) return st;
+    /* Emulated ranks wait for each other inside: one cannot be synchronized alone. */
+    int alone = buf->rank >= 0 || buf->cfg.num_ranks == 1;
+    return rt->check_device_inputs && alone
+               ? mj_mega_moe_check_errors(rt, buf, weights->cfg.rank, stream)
+               : MJ_OK;
+}
+
 mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights, void *y,
                       int num_tokens, int32_t *recv_stats, mj_stream stream) {
     mj_clear_error();
@@ -159,14 +172,7 @@ mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *wei
     mj_moe_args args;
     mj_status st =
         mj_mega_moe_prepare(rt, buf, weights, y, num_tokens, recv_stats, stream, &k, &lc, &args);
-    if (st != MJ_OK) return st;
-    void *params[] = {&args};
-    if ((st = mj_jit_launch(rt, k, &lc, stream, params)) != MJ_OK) return st;
-    /* Emulated ranks wait for each other inside: one cannot be synchronized alone. */
-    int alone = buf->rank >= 0 || buf->cfg.num_ranks == 1;
-    return rt->check_device_inputs && alone
-               ? mj_mega_moe_check_errors(rt, buf, weights->cfg.rank, stream)
-               : MJ_OK;
+    return st != MJ_OK ? st : mj_mega_moe_launch(rt, buf, weights, k, &lc, &args, stream);
 }
 
 static const char *error_meaning(uint32_t code) {

@@ -41,6 +41,12 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
                               void *y, int num_tokens, int32_t *recv_stats, mj_stream stream,
                               mj_kernel **k, mj_launch_config *lc, mj_moe_args *args);
 
+/* Launches a prepared MegaMoE and, with check_device_inputs (one-rank buffers
+ * and real ranks), reads back the device error word (mj_mega_moe_check_errors). */
+mj_status mj_mega_moe_launch(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                             mj_kernel *k, const mj_launch_config *lc, mj_moe_args *args,
+                             mj_stream stream);
+
 /* Synchronizes stream (unless it is capturing) and turns this rank's device
  * error word into a status naming what did not arrive; clears the word. */
 mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank, mj_stream stream);

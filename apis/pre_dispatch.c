@@ -1,6 +1,7 @@
 /* mj_pre_dispatch: BF16 tokens -> a rank's input region of the symmetric buffer. */
 #include <stdint.h>
 
+#include "apis/pre_dispatch_impl.h"
 #include "apis/symm_buffer_impl.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
@@ -9,8 +10,8 @@
 #include "runtime/runtime.h"
 #include "templates/layout/pre_dispatch_launch.h"
 
-static mj_status check_args(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
-                            const int32_t *ids, const float *w, int num_tokens) {
+mj_status mj_pre_dispatch_check(const mj_runtime *rt, const mj_symm_buffer *buf, int rank,
+                                const void *x, const int32_t *ids, const float *w, int num_tokens) {
     if (!rt || !buf) return mj_fail(MJ_ERR_INVALID_ARG, "mj_pre_dispatch: NULL runtime or buffer");
     if (buf->rt != rt)
         return mj_fail(MJ_ERR_INVALID_ARG,
@@ -53,31 +54,48 @@ static mj_status report_bad_ids(mj_runtime *rt, mj_symm_buffer *buf, int rank, i
     return MJ_OK;
 }
 
-mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
-                          const int32_t *topk_ids, const float *topk_weights,
-                          const float *expert_scales, int num_tokens, mj_stream stream) {
-    mj_clear_error();
-    mj_status st = check_args(rt, buf, rank, x, topk_ids, topk_weights, num_tokens);
-    if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
+mj_status mj_pre_dispatch_prepare(mj_runtime *rt, mj_symm_buffer *buf, int num_tokens,
+                                  mj_stream stream, mj_pd_launch *out) {
+    mj_status st = mj_runtime_bind(rt);
+    if (st != MJ_OK) return st;
     const mj_family_request req = {
         .buffer = &buf->cfg,
         .num_tokens = num_tokens,
         .num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_PRE_DISPATCH),
         .pdl = mj_runtime_family_settings(rt, MJ_FAMILY_PRE_DISPATCH).pdl,
     };
-    mj_kernel *check_kernel, *main_kernel;
-    mj_launch_config check_lc, main_lc;
     if ((st = mj_family_prepare(rt, &mj_pre_dispatch_family, MJ_PD_KERNEL_CHECK, &req, stream,
-                                &check_kernel, &check_lc)) != MJ_OK ||
-        (st = mj_family_prepare(rt, &mj_pre_dispatch_family, MJ_PD_KERNEL_MAIN, &req, stream,
-                                &main_kernel, &main_lc)) != MJ_OK)
+                                &out->check_kernel, &out->check_lc)) != MJ_OK)
         return st;
+    return mj_family_prepare(rt, &mj_pre_dispatch_family, MJ_PD_KERNEL_MAIN, &req, stream,
+                             &out->main_kernel, &out->main_lc);
+}
+
+mj_status mj_pre_dispatch_launch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
+                                 const int32_t *topk_ids, const float *topk_weights,
+                                 const float *expert_scales, int num_tokens, mj_stream stream,
+                                 const mj_pd_launch *pl) {
+    mj_status st;
     CUdeviceptr region = mj_symm_rank_base(buf, rank);
     int experts = buf->cfg.num_experts, max_tokens = buf->cfg.max_tokens_per_rank;
     void *check_args[] = {&topk_ids, &region, &num_tokens, &experts};
-    if ((st = mj_jit_launch(rt, check_kernel, &check_lc, stream, check_args)) != MJ_OK) return st;
+    if ((st = mj_jit_launch(rt, pl->check_kernel, &pl->check_lc, stream, check_args)) != MJ_OK)
+        return st;
     void *main_args[] = {&x,      &topk_ids,   &topk_weights, &expert_scales,
                          &region, &num_tokens, &max_tokens,   &experts};
-    if ((st = mj_jit_launch(rt, main_kernel, &main_lc, stream, main_args)) != MJ_OK) return st;
+    if ((st = mj_jit_launch(rt, pl->main_kernel, &pl->main_lc, stream, main_args)) != MJ_OK)
+        return st;
     return rt->check_device_inputs ? report_bad_ids(rt, buf, rank, num_tokens, stream) : MJ_OK;
+}
+
+mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, const void *x,
+                          const int32_t *topk_ids, const float *topk_weights,
+                          const float *expert_scales, int num_tokens, mj_stream stream) {
+    mj_clear_error();
+    mj_pd_launch pl;
+    mj_status st = mj_pre_dispatch_check(rt, buf, rank, x, topk_ids, topk_weights, num_tokens);
+    if (st != MJ_OK || (st = mj_pre_dispatch_prepare(rt, buf, num_tokens, stream, &pl)) != MJ_OK)
+        return st;
+    return mj_pre_dispatch_launch(rt, buf, rank, x, topk_ids, topk_weights, expert_scales,
+                                  num_tokens, stream, &pl);
 }

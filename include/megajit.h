@@ -429,6 +429,23 @@ MJ_API mj_status mj_mega_moe_warmup(mj_runtime *rt, mj_symm_buffer *buf, const m
 MJ_API mj_status mj_mega_moe(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
                              void *y, int num_tokens, int32_t *recv_stats, mj_stream stream);
 
+/* One MoE layer for one rank in one call: mj_pre_dispatch of the tokens into
+ * the region of the weights' rank (their mj_moe_config.rank), then
+ * mj_mega_moe, both on `stream`, with the arguments, statuses and messages of
+ * those two calls (the Python MegaMoE.forward is this one call). Every
+ * argument of both steps is checked, and every kernel either needs is loaded
+ * (compiled when missing), before anything launches: a bad argument, a kernel
+ * that may not be compiled (MJ_ERR_NOT_FOUND) or not while capturing
+ * (MJ_ERR_CAPTURE) writes nothing and captures nothing. With
+ * check_device_inputs a bad top-k id stops the call after the pre-dispatch
+ * (MJ_ERR_INVALID_ARG, as mj_pre_dispatch) and MegaMoE does not run; neither
+ * does it after a failed pre-dispatch launch. num_tokens = 0 is valid (x,
+ * topk_ids, topk_weights and y may then be NULL). */
+MJ_API mj_status mj_moe_forward(mj_runtime *rt, mj_symm_buffer *buf, const mj_weights *weights,
+                                const void *x, const int32_t *topk_ids, const float *topk_weights,
+                                const float *expert_scales, void *y, int num_tokens,
+                                int32_t *recv_stats, mj_stream stream);
+
 /* ------------------------------------------------------ offline precompile */
 
 typedef struct mj_manifest mj_manifest;

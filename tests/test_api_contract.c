@@ -201,6 +201,9 @@ static int mega_moe_warmup(fixture *f) {
 static int mega_moe(fixture *f) {
     return mj_mega_moe(f->rt, NULL, NULL, NULL, 1, NULL, NULL);
 }
+static int moe_forward(fixture *f) {
+    return mj_moe_forward(f->rt, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, NULL, NULL);
+}
 static int manifest_parse(fixture *f) {
     (void)f;
     return mj_manifest_parse("{}", NULL);
@@ -320,6 +323,7 @@ static const api_case kCases[] = {
     {"mj_mega_moe_block_m", mega_moe_block_m_ok, MJ_OK},
     {"mj_mega_moe_warmup", mega_moe_warmup, MJ_ERR_INVALID_ARG},
     {"mj_mega_moe", mega_moe, MJ_ERR_INVALID_ARG},
+    {"mj_moe_forward", moe_forward, MJ_ERR_INVALID_ARG},
     {"mj_manifest_parse", manifest_parse, MJ_ERR_INVALID_ARG},
     {"mj_manifest_preset", manifest_preset, MJ_ERR_INVALID_ARG},
     {"mj_manifest_preset_names", manifest_preset_names, NO_STATUS},

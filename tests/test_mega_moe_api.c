@@ -17,6 +17,7 @@
 #include "include/megajit.h"
 #include "runtime/configs.h"
 #include "runtime/families/mega_moe.h"
+#include "runtime/runtime.h"
 
 /* DeepSeek-V3's shape over 8 ranks: mxfp4 weights, mxfp8 dispatch. */
 static mj_moe_config good(void) {
@@ -612,6 +613,124 @@ static void test_weights_without_device(void **state) {
     mj_runtime_destroy(rt);
 }
 
+/* mj_moe_forward's checks on a buffer and weights built by hand (their
+ * creation needs a GPU): every bad argument of either step is refused with
+ * the status and sentence of the step it belongs to, before anything touches
+ * a device. Without a GPU the sentence is compared with the one the two
+ * separate calls give; valid arguments then reach the device and fail there. */
+typedef struct forward_args {
+    mj_runtime *rt;
+    struct mj_symm_buffer *buf;
+    struct mj_weights *w;
+    const void *x;
+    const int32_t *ids;
+    const float *tw;
+    void *y;
+    int num_tokens;
+} forward_args;
+
+static mj_status forward(const forward_args *a) {
+    return mj_moe_forward(a->rt, a->buf, a->w, a->x, a->ids, a->tw, NULL, a->y, a->num_tokens, NULL,
+                          NULL);
+}
+
+/* mj_moe_forward(a) fails with `want`, its sentence holding `needle`; without a
+ * device that sentence is the one of the first of mj_pre_dispatch, mj_mega_moe
+ * that refuses a (with one, the step a would pass might launch). */
+static void expect_like_two_calls(const forward_args *a, mj_status want, const char *needle) {
+    expect_error(forward(a), want, needle);
+    char got[1024];
+    snprintf(got, sizeof got, "%s", mj_last_error());
+    if (mj_runtime_has_device(a->rt)) return;
+    mj_status st = mj_pre_dispatch(a->rt, a->buf, a->w->cfg.rank, a->x, a->ids, a->tw, NULL,
+                                   a->num_tokens, NULL);
+    if (st != MJ_ERR_INVALID_ARG)
+        st = mj_mega_moe(a->rt, a->buf, a->w, a->y, a->num_tokens, NULL, NULL);
+    assert_int_equal(st, want);
+    assert_string_equal(got, mj_last_error());
+}
+
+static void test_moe_forward_checks(void **state) {
+    (void)state;
+    mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
+    o.cache_disable = 1;
+    o.arch = "sm_90a";
+    mj_runtime *rt = NULL, *other = NULL, *hopper_less = NULL;
+    assert_int_equal(mj_runtime_create(&rt, &o), MJ_OK);
+    assert_int_equal(mj_runtime_create(&other, &o), MJ_OK);
+    o.arch = "sm_100a";
+    assert_int_equal(mj_runtime_create(&hopper_less, &o), MJ_OK);
+    const int no_device = !mj_runtime_has_device(rt);
+
+    mj_moe_config c = good(); /* rank 3 of 8: 32 local experts */
+    unsigned char loaded[32 * MJ_MOE_NUM_PROJECTIONS];
+    memset(loaded, 1, sizeof loaded);
+    struct mj_weights w = {.rt = rt, .cfg = c, .local_experts = 32, .loaded = loaded};
+    struct mj_symm_buffer b = {.rt = rt, .cfg = mj_symm_config_of_moe(&c), .rank = -1};
+    b.num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
+    int32_t ids[8] = {0};
+    float tw[8] = {0};
+    unsigned short x[8] = {0}, y[8] = {0}; /* never read: every call fails before a launch */
+    const forward_args good_args = {rt, &b, &w, x, ids, tw, y, 1};
+    const struct mj_symm_buffer good_buffer = b;
+    const struct mj_weights good_weights = w;
+    forward_args a;
+    /* Each case changes the good arguments, buffer or weights, then restores them. */
+#define CASE(change, want, needle)                                                                 \
+    do {                                                                                           \
+        a = good_args;                                                                             \
+        change;                                                                                    \
+        expect_like_two_calls(&a, want, needle);                                                   \
+        b = good_buffer;                                                                           \
+        w = good_weights;                                                                          \
+        memset(loaded, 1, sizeof loaded);                                                          \
+    } while (0)
+    const char *no_objects = "mj_moe_forward: NULL runtime, buffer or weights";
+    a = good_args;
+    a.rt = NULL;
+    expect_error(forward(&a), MJ_ERR_INVALID_ARG, no_objects);
+    a = good_args;
+    a.buf = NULL;
+    expect_error(forward(&a), MJ_ERR_INVALID_ARG, no_objects);
+    a = good_args;
+    a.w = NULL;
+    expect_error(forward(&a), MJ_ERR_INVALID_ARG, no_objects);
+
+    /* pre-dispatch's checks, into the weights' rank */
+    CASE(a.rt = other, MJ_ERR_INVALID_ARG,
+         "mj_pre_dispatch: the buffer belongs to another runtime");
+    CASE(a.num_tokens = -1, MJ_ERR_INVALID_ARG, "mj_pre_dispatch: -1 tokens outside 0..4096");
+    CASE(a.num_tokens = 4097, MJ_ERR_INVALID_ARG, "mj_pre_dispatch: 4097 tokens outside 0..4096");
+    CASE(a.x = NULL, MJ_ERR_INVALID_ARG, "x, topk_ids or topk_weights is NULL");
+    CASE(a.ids = NULL, MJ_ERR_INVALID_ARG, "x, topk_ids or topk_weights is NULL");
+    CASE(a.tw = NULL, MJ_ERR_INVALID_ARG, "x, topk_ids or topk_weights is NULL");
+    CASE(b.cfg.num_ranks = 2, MJ_ERR_INVALID_ARG, "mj_pre_dispatch: rank 3 outside 0..1");
+
+    /* MegaMoE's checks */
+    CASE(w.rt = other, MJ_ERR_INVALID_ARG, "the buffer or the weights belong to another runtime");
+    CASE(a.y = NULL, MJ_ERR_INVALID_ARG, "mj_mega_moe: y is NULL");
+    CASE(b.cfg.intermediate = 0, MJ_ERR_INVALID_ARG, "has no MegaMoE regions");
+    CASE(b.cfg.hidden = 4096, MJ_ERR_INVALID_ARG, "the symmetric buffer's hidden is 4096");
+    CASE(b.rank = 2, MJ_ERR_INVALID_ARG, "this process is rank 2 of the symmetric buffer");
+    CASE((loaded[1 * MJ_MOE_NUM_PROJECTIONS + MJ_PROJ_UP] = 0, w.projections_missing = 1),
+         MJ_ERR_INVALID_ARG, "missing weights/scales for local expert 1 projection up");
+    CASE((a.rt = b.rt = w.rt = hopper_less), MJ_ERR_UNSUPPORTED,
+         "mj_mega_moe: no kernel for sm_100a");
+
+    /* every argument valid: only the device is missing */
+    if (no_device) {
+        const char *no_gpu = "no CUDA device";
+        CASE((void)0, MJ_ERR_NO_DEVICE, no_gpu);
+        CASE((a.num_tokens = 0, a.x = NULL, a.ids = NULL, a.tw = NULL, a.y = NULL),
+             MJ_ERR_NO_DEVICE, no_gpu);
+        CASE(a.num_tokens = 4096, MJ_ERR_NO_DEVICE, no_gpu);
+    }
+#undef CASE
+    mj_runtime_destroy(hopper_less);
+    mj_runtime_destroy(other);
+    mj_runtime_destroy(rt);
+}
+
 /* The manifest accepts exactly the shapes the API accepts, and a rejection
  * names a field: each field in turn takes values at and past every limit. */
 static void test_manifest_accepts_what_the_api_accepts(void **state) {
@@ -741,6 +860,7 @@ int main(void) {
         cmocka_unit_test(test_hidden_multiple_of_64),
         cmocka_unit_test(test_input_layout_multiple_of_64),
         cmocka_unit_test(test_weights_without_device),
+        cmocka_unit_test(test_moe_forward_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

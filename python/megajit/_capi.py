@@ -390,6 +390,22 @@ FUNCTIONS = {
             "mj_stream",
         ],
     ),
+    "mj_moe_forward": (
+        "mj_status",
+        [
+            "mj_runtime *",
+            "mj_symm_buffer *",
+            "const mj_weights *",
+            "const void *",
+            "const int32_t *",
+            "const float *",
+            "const float *",
+            "void *",
+            "int",
+            "int32_t *",
+            "mj_stream",
+        ],
+    ),
     # manifests and precompile
     "mj_manifest_parse": ("mj_status", ["const char *", "mj_manifest **"]),
     "mj_manifest_preset": ("mj_status", ["const char *", "mj_manifest **"]),

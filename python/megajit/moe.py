@@ -185,8 +185,8 @@ class MegaMoE(Owner):
             self.close()
             raise
         self.buffer = buffer
-        self._pre = lib.mj_pre_dispatch
         self._moe = lib.mj_mega_moe
+        self._forward_c = lib.mj_moe_forward
         self._loaded = set()
         self._fast = None  # what forward reads on every call, made at its first call
 
@@ -348,8 +348,9 @@ class MegaMoE(Owner):
         """The layer's routed experts for this rank's tokens: pre-dispatch (quantize
         into the buffer) then the MegaMoE kernel (dispatch, GEMM 1, activation,
         GEMM 2, combine), both on `stream` (default: PyTorch's current stream, so it
-        captures into torch.cuda.graph). The call shape of vLLM's
-        DeepGemmMegaMoEExperts.forward.
+        captures into torch.cuda.graph), in one C call (mj_moe_forward: every
+        argument is checked and every kernel loaded before either launches). The
+        call shape of vLLM's DeepGemmMegaMoEExperts.forward.
 
         hidden_states: torch.bfloat16 [T, H], T <= max_tokens_per_rank (T = 0 is
           valid and still launches: peers may route to this rank's experts).
@@ -369,39 +370,76 @@ class MegaMoE(Owner):
         together, on a stream each."""
         fast = self._fast
         if fast is None:
-            torch = _torch.require("MegaMoE.forward")
-            c = self.config
-            fast = self._fast = (torch, _torch.raw_stream_fn(torch), self.runtime.device_index, c.hidden,
-                                 c.num_topk, c.max_tokens_per_rank, c.rank)
-        torch, raw_stream, dev, hidden, k, max_tokens, rank = fast
-        check = _torch.check_cuda
-        x = hidden_states
-        if type(x) is not torch.Tensor or x.dim() != 2:
-            check(torch, x, "hidden_states", torch.bfloat16, (None, hidden), dev)
+            fast = self._fast = self._forward_constants()
+        (tensor, bf16, f32, i32, dev, hidden, k, max_tokens, stats_shape, scales_shape, runtime, buffer,
+         empty_like, raw_stream, call) = fast
+        x, tw, ids, rs, es = hidden_states, topk_weights, topk_ids, recv_stats, expert_scales
+        # The common case in one expression of the cheapest attribute reads; anything
+        # else (a closed handle, a tensor subclass, a wrong dtype, device, shape or
+        # layout) goes to _forward_checked, which raises its precise error or runs
+        # valid input this expression does not take (a subclass, no device index).
+        rt, buf, w = runtime._ptr, buffer._ptr, self._ptr
+        sx = x.shape if type(x) is tensor else ()
+        n = sx[0] if len(sx) == 2 else max_tokens + 1
+        nk = (n, k)
+        if not (rt and buf and w and n <= max_tokens and sx[1] == hidden
+                and x.dtype is bf16 and x.get_device() == dev and x.is_contiguous()
+                and type(tw) is tensor and tw.dtype is f32 and tw.get_device() == dev
+                and tw.shape == nk and tw.is_contiguous()
+                and type(ids) is tensor and ids.dtype is i32 and ids.get_device() == dev
+                and ids.shape == nk and ids.is_contiguous()
+                and (out is None or (type(out) is tensor and out.dtype is bf16 and out.get_device() == dev
+                                     and out.shape == sx and out.is_contiguous()))
+                and (rs is None or (type(rs) is tensor and rs.dtype is i32 and rs.get_device() == dev
+                                    and rs.shape == stats_shape and rs.is_contiguous()))
+                and (es is None or (type(es) is tensor and es.dtype is f32 and es.get_device() == dev
+                                    and es.shape == scales_shape and es.is_contiguous()))):
+            return self._forward_checked(x, tw, ids, rs, out, es, stream)
+        if out is None:
+            out = empty_like(x)  # x is a contiguous bf16 [T, H] tensor on the device
+        st = call(rt, buf, w, x.data_ptr(), ids.data_ptr(), tw.data_ptr(),
+                  None if es is None else es.data_ptr(), out.data_ptr(), n,
+                  None if rs is None else rs.data_ptr(),
+                  raw_stream(dev) if stream is None else _torch.stream_handle(stream, dev))
+        if st:
+            raise make_error(st)
+        return out
+
+    def _forward_constants(self):
+        """What forward reads on every call, made at its first (it needs PyTorch)."""
+        torch = _torch.require("MegaMoE.forward")
+        c = self.config
+        return (torch.Tensor, torch.bfloat16, torch.float32, torch.int32, self.runtime.device_index,
+                c.hidden, c.num_topk, c.max_tokens_per_rank, (c.local_experts,), (c.num_experts,),
+                self.runtime, self.buffer, torch.empty_like, _torch.raw_stream_fn(torch), self._forward_c)
+
+    def _forward_checked(self, x, topk_weights, topk_ids, recv_stats, out, expert_scales, stream):
+        """forward with every check spelled out, each raising its own message (the
+        fast path's fallback)."""
+        torch = _torch.require("MegaMoE.forward")
+        c, dev = self.config, self.runtime.device_index
+        ptr = _torch.check_cuda
+        if not isinstance(x, torch.Tensor) or x.dim() != 2:
+            ptr(torch, x, "hidden_states", torch.bfloat16, (None, c.hidden), dev)
         n = x.shape[0]
-        if n > max_tokens:
-            raise invalid(f"megajit: {n} tokens but max_tokens_per_rank is {max_tokens}")
-        xp = check(torch, x, "hidden_states", torch.bfloat16, (n, hidden), dev)
-        wp = check(torch, topk_weights, "topk_weights", torch.float32, (n, k), dev)
-        ip = check(torch, topk_ids, "topk_ids", torch.int32, (n, k), dev)
+        if n > c.max_tokens_per_rank:
+            raise invalid(f"megajit: {n} tokens but max_tokens_per_rank is {c.max_tokens_per_rank}")
+        xp = ptr(torch, x, "hidden_states", torch.bfloat16, (n, c.hidden), dev)
+        wp = ptr(torch, topk_weights, "topk_weights", torch.float32, (n, c.num_topk), dev)
+        ip = ptr(torch, topk_ids, "topk_ids", torch.int32, (n, c.num_topk), dev)
         rp = sp = None
         if recv_stats is not None:
-            rp = check(torch, recv_stats, "recv_stats", torch.int32, (self.config.local_experts,), dev)
+            rp = ptr(torch, recv_stats, "recv_stats", torch.int32, (c.local_experts,), dev)
         if expert_scales is not None:
-            sp = check(torch, expert_scales, "expert_scales", torch.float32, (self.config.num_experts,), dev)
+            sp = ptr(torch, expert_scales, "expert_scales", torch.float32, (c.num_experts,), dev)
         if out is None:
-            out = x.new_empty((n, hidden))
+            out = x.new_empty((n, c.hidden))
             yp = out.data_ptr()
         else:
-            yp = check(torch, out, "out", torch.bfloat16, (n, hidden), dev)
-        s = raw_stream(dev) if stream is None else _torch.stream_handle(stream, dev)
-        rt, buf, w = self.runtime._handle(), self.buffer._handle(), self._handle()
-        st = self._pre(rt, buf, rank, xp or None, ip or None, wp or None, sp, n, s)
-        if st:
-            raise make_error(st)
-        st = self._moe(rt, buf, w, yp or None, n, rp, s)
-        if st:
-            raise make_error(st)
+            yp = ptr(torch, out, "out", torch.bfloat16, (n, c.hidden), dev)
+        s = _torch.stream_handle(stream, dev)
+        check(self._forward_c(self.runtime._handle(), self.buffer._handle(), self._handle(),
+                              xp, ip, wp, sp, yp, n, rp, s))
         return out
 
     __call__ = forward

@@ -211,6 +211,9 @@ def test_raw_c_calls_with_null_arguments_fail_cleanly():
     assert lib.mj_weights_load(None, 0, 0, None, None, 0) == megajit.Status.ERR_INVALID_ARG
     assert lib.mj_mega_moe(None, None, None, None, 0, None, None) == megajit.Status.ERR_INVALID_ARG
     assert lib.mj_pre_dispatch(None, None, 0, None, None, None, None, 0, None) == megajit.Status.ERR_INVALID_ARG
+    st = lib.mj_moe_forward(None, None, None, None, None, None, None, None, 0, None, None)
+    assert st == megajit.Status.ERR_INVALID_ARG
+    assert megajit.errors.make_error(st).message == "mj_moe_forward: NULL runtime, buffer or weights"
     lib.mj_runtime_destroy(None)
     lib.mj_symm_buffer_destroy(None)
     lib.mj_weights_destroy(None)

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import REPO
 
+import megajit
 from megajit import _capi
 
 HEADER = REPO / "include" / "megajit.h"
@@ -170,6 +171,23 @@ def test_a_wrong_signature_is_caught(tmp_path):
     src = tmp_path / "wrong.c"
     src.write_text("#include <megajit.h>\nmj_status (*p)(mj_runtime *, mj_family, long) = mj_family_set_num_sms;\n")
     assert subprocess.run([*GCC, "-fsyntax-only", str(src)], capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize("name", ["mj_moe_forward", "mj_pre_dispatch", "mj_mega_moe"])
+def test_forward_entry_points(name):
+    """The calls MegaMoE.forward and its tests make are declared from the header,
+    and every pointer parameter travels pointer-sized, so a data_ptr() int above
+    2**31 passes whole (ctypes would truncate an undeclared int to a C int)."""
+    assert name in declared_functions()
+    ret, params = _capi.FUNCTIONS[name]
+    fn = getattr(megajit._lib.load(), name)
+    assert fn.restype is ctypes.c_int
+    assert fn.argtypes == [_capi.ctype_of(p) for p in params]
+    for c_type, ctype in zip(params, fn.argtypes):
+        if "*" in c_type or c_type == "mj_stream":
+            assert ctypes.sizeof(ctype) == ctypes.sizeof(ctypes.c_void_p), c_type
+        else:
+            assert ctype is ctypes.c_int, c_type
 
 
 def test_ctypes_mapping_covers_every_signature():
