@@ -125,11 +125,13 @@ $(TEST_C_BIN): $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libmegajit.a $(BUILD)/bi
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CWARN) $(CFLAGS) $(SAN) $(LDFLAGS) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
-# C++ tests compile kernel headers on the host (their math is plain C++); CFLAGS reach
-# them too so that `make CFLAGS=-fsanitize=...` builds every object the same way.
+# C++ tests compile kernel headers on the host (their math is plain C++, in the
+# kernels' dialect: C++20, whose constexpr layout functions declare a local
+# before setting it); CFLAGS reach them too so that `make CFLAGS=-fsanitize=...`
+# builds every object the same way.
 $(TEST_CXX_BIN): $(BUILD)/tests/%: tests/%.cpp $(BUILD)/san/libmegajit.a
 	@mkdir -p $(@D)
-	g++ -std=c++17 -I. -Itemplates -Wall -Wextra -Werror $(CFLAGS) $(CXXFLAGS) $(SAN) -ffp-contract=off $(LDFLAGS) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
+	g++ -std=c++20 -I. -Itemplates -Wall -Wextra -Werror $(CFLAGS) $(CXXFLAGS) $(SAN) -ffp-contract=off $(LDFLAGS) -o $@ $< $(BUILD)/san/libmegajit.a $(LIBS) -lcmocka
 
 # Static pattern: the generic tests rule must never build GPU tests (no -lcuda there).
 .SECONDEXPANSION:

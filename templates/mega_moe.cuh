@@ -55,20 +55,17 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         mailbox[ti & 1] = k;
         mbar_arrive(task_full + (ti & 1));
         if (k.gemm == 0) return;
-        const bool g2 = k.gemm == 2;
-        const int blocks = g2 ? C::kBlocks2 : C::kBlocks1, stages = g2 ? C::kStages2 : C::kStages1;
-        const int nblk = blocks - 4 * k.n < 4 ? blocks - 4 * k.n : 4;
-        const mj_u32 bytes = (mj_u32)nblk * (C::kBlkData + C::kBlkSf);
-        const unsigned char *src =
-            L.args->w + (mj_u64)k.local * C::kExpertBytes +
-            (g2 ? C::kW1Bytes + (mj_u64)k.n * C::kTaskBytes2 : (mj_u64)k.n * C::kTaskBytes1);
+        const mj_moe_weight_layout l = C::image();
+        const mj_u32 bytes = (mj_u32)k.nblk * (C::kBlkData + C::kBlkSf);
+        const unsigned char *expert = L.args->w + (mj_u64)k.local * C::kExpertBytes;
+        const int stages = C::stages_of(k.gemm);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 3u);
             mbar_arrive_tx(ring.full + slot, bytes);
-            bulk_copy_hint(ring.stage(slot), src + (mj_u64)s * bytes, bytes, ring.full + slot,
-                           policy);
+            bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
+                           bytes, ring.full + slot, policy);
         }
     }
 }
@@ -90,7 +87,7 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
             L.fail(g2 ? MJ_MOE_ERR_L1 : MJ_MOE_ERR_POOL, (mj_u32)(g2 ? k.tile : k.local));
         fence_proxy_async_global();
         const unsigned char *src = g2 ? L.tile2(k.tile) : L.tile1(k.tile);
-        const int stages = g2 ? C::kStages2 : C::kStages1;
+        const int stages = C::stages_of(k.gemm);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
@@ -118,12 +115,9 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         if (m.lane == 0) mbar_arrive(task_empty + (ti & 1));
         if (k.gemm == 0) {
             if (tracer) L.trace[MJ_MOE_TR_TASKS] = ti;
-            if (m.t == 0) rel.post(m.wg, posts, MJ_MOE_RELEASE_END, L);
+            if (m.t == 0) rel.post(m.wg, posts, k, L);
             return;
         }
-        const int blocks = k.gemm == 2 ? C::kBlocks2 : C::kBlocks1;
-        const int nblk = blocks - 4 * k.n < 4 ? blocks - 4 * k.n : 4;
-        const int left = nblk - 2 * m.wg, nb = left < 0 ? 0 : left > 2 ? 2 : left;
         mj_u64 *rec = tracer && ti < MJ_MOE_TRACE_TASKS
                           ? L.trace + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
                           : nullptr;
@@ -131,35 +125,27 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             rec[MJ_MOE_TT_START] = global_timer_ns();
             rec[MJ_MOE_TT_ID] =
                 (mj_u64)k.gemm | (mj_u64)k.n << 2 | (mj_u64)k.tile << 16 | (mj_u64)k.valid << 40;
-            rec[MJ_MOE_TT_BYTES] = (mj_u64)nblk * (C::kBlkData + C::kBlkSf) *
-                                   (k.gemm == 2 ? C::kStages2 : C::kStages1);
+            rec[MJ_MOE_TT_BYTES] =
+                (mj_u64)k.nblk * (C::kBlkData + C::kBlkSf) * (mj_u64)C::stages_of(k.gemm);
         }
         // The first stage has landed (the K loop's own wait then passes at
         // once): the tile's rows and their meta are visible from here.
         if (!mbar_wait(ring.full + it % C::kStages, (it / C::kStages) & 1u, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 7u);
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
-        const EpiInputs e = epi_inputs(L, k, nb, m);
-        if (k.gemm == 1) {
-            if (C::kFp8)
-                mainloop_fp8<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
+        const EpiInputs e = epi_inputs(L, k, m);
+        if (k.gemm == 1)
+            mainloop<C, C::kStages1>(ring, it, k.nblk, m, L, acc0, acc1);
+        else
+            mainloop<C, C::kStages2>(ring, it, k.nblk, m, L, acc0, acc1);
+        if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
+        const int nb = own_blocks(k, m);
+        if (k.gemm == 1 ? nb == 2 : nb > 0) {
+            if (k.gemm == 1)
+                epilogue_l1(L, k, e, acc0, acc1, m, scratch);
             else
-                mainloop_bf16<C, C::kStages1>(ring, it, nblk, m, L, acc0, acc1);
-            if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-            if (nb == 2) {
-                epilogue_l1(L, k, 2 * k.n + m.wg, e, acc0, acc1, m, scratch);
-                if (m.t == 0) rel.post(m.wg, posts, (mj_u32)k.id, L);
-            }
-        } else {
-            if (C::kFp8)
-                mainloop_fp8<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
-            else
-                mainloop_bf16<C, C::kStages2>(ring, it, nblk, m, L, acc0, acc1);
-            if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-            if (nb > 0) {
-                epilogue_l2(L, k, nb, e, acc0, acc1, m, scratch);
-                if (m.t == 0) rel.post(m.wg, posts, (mj_u32)k.id, L);
-            }
+                epilogue_l2(L, k, e, acc0, acc1, m, scratch);
+            if (m.t == 0) rel.post(m.wg, posts, k, L);
         }
         if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();
     }
@@ -186,9 +172,10 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     ReleaseRing rel;
     rel.full = ring.sink + 1;
     rel.empty = rel.full + 2 * MJ_MOE_RELEASE_SLOTS;
-    rel.task = reinterpret_cast<mj_u32 *>(rel.empty + 2 * MJ_MOE_RELEASE_SLOTS);
-    Task *mailbox = reinterpret_cast<Task *>(rel.task + 2 * MJ_MOE_RELEASE_SLOTS);
-    static_assert(sizeof(Task) == 28, "the mailbox holds two tasks (MJ_MOE_SMEM_BYTES)");
+    rel.task = reinterpret_cast<Task *>(rel.empty + 2 * MJ_MOE_RELEASE_SLOTS);
+    Task *mailbox = rel.task + 2 * MJ_MOE_RELEASE_SLOTS;
+    static_assert(sizeof(Task) == 28 && MJ_MOE_RELEASE_SLOTS == 4,
+                  "MJ_MOE_SMEM_TAIL_BYTES counts 28-byte tasks and 4 release slots");
     if (tid == 0) {
         for (int i = 0; i < kStages; i++) {
             mbar_init(ring.full + i, 2);    // both producers

@@ -32,13 +32,13 @@
 #define MJ_MOE_MAX_BLOCK_M 128
 #define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
-static inline int mj_moe_kind(int weight_fmt, int dispatch_fmt) {
+MJ_LAYOUT_FN int mj_moe_kind(int weight_fmt, int dispatch_fmt) {
     (void)weight_fmt;
     return dispatch_fmt == MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8 : MJ_MOE_KIND_BF16;
 }
 
 /* Bytes of one token element in the pools (E4M3 or BF16). */
-static inline int mj_moe_token_bytes(int kind) {
+MJ_LAYOUT_FN int mj_moe_token_bytes(int kind) {
     return kind == MJ_MOE_KIND_FP8 ? 1 : 2;
 }
 
@@ -79,8 +79,8 @@ typedef struct mj_moe_bank {
  * dividing both GEMMs' K (hidden and intermediate) whose four-block weight
  * stage and whose largest token tile stage (max_block_m rows of token_bytes)
  * each stay within max_stage_bytes. 0 when no multiple of 64 divides both. */
-static inline int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int max_block_m,
-                                    int token_bytes, int max_stage_bytes) {
+MJ_LAYOUT_FN int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int max_block_m,
+                                   int token_bytes, int max_stage_bytes) {
     int bits = mj_format_bits(weight_fmt), best = 0;
     for (int k = 64; k <= hidden && k <= inter; k += 64)
         if (hidden % k == 0 && inter % k == 0 &&
@@ -105,7 +105,7 @@ typedef struct mj_moe_wimage {
     mj_u64 bytes;      /* the whole expert GEMM */
 } mj_moe_wimage;
 
-static inline mj_moe_wimage mj_moe_wimage_of(int rows, int k, int stage_k, int weight_fmt) {
+MJ_LAYOUT_FN mj_moe_wimage mj_moe_wimage_of(int rows, int k, int stage_k, int weight_fmt) {
     mj_moe_wimage w;
     int group = mj_format_group(weight_fmt);
     w.rows = rows;
@@ -122,13 +122,13 @@ static inline mj_moe_wimage mj_moe_wimage_of(int rows, int k, int stage_k, int w
 }
 
 /* Blocks of task t (4, fewer for the last one). */
-static inline int mj_moe_task_blocks(const mj_moe_wimage *w, int t) {
+MJ_LAYOUT_FN int mj_moe_task_blocks(const mj_moe_wimage *w, int t) {
     int left = w->blocks - t * MJ_MOE_TASK_BLOCKS;
     return left < MJ_MOE_TASK_BLOCKS ? left : MJ_MOE_TASK_BLOCKS;
 }
 
 /* Byte offset of stage s of task t in the expert's image. */
-static inline mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
+MJ_LAYOUT_FN mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
     return (mj_u64)t * w->task_bytes +
            (mj_u64)s * (mj_u64)mj_moe_task_blocks(w, t) * (w->blk_data + w->blk_sf);
 }
@@ -143,8 +143,8 @@ typedef struct mj_moe_weight_layout {
     mj_u64 expert_bytes;
 } mj_moe_weight_layout;
 
-static inline mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int stage_k,
-                                                         int weight_fmt) {
+MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int stage_k,
+                                                        int weight_fmt) {
     mj_moe_weight_layout l;
     l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
     l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt);
@@ -154,19 +154,29 @@ static inline mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, 
     return l;
 }
 
+/* Byte offset of stage s of task t of W1 (down = 0) or W2 in an expert's image. */
+MJ_LAYOUT_FN mj_u64 mj_moe_expert_stage(const mj_moe_weight_layout *l, int down, int t, int s) {
+    // No pointer chosen at run time: a kernel would keep *l in local memory.
+    return down ? l->w1.bytes + mj_moe_wimage_stage(&l->w2, t, s)
+                : mj_moe_wimage_stage(&l->w1, t, s);
+}
+
 /* ------------------------------------------------------------ token tiles */
 
 /* One stage of a token tile: block_m rows x stage_k elements as wgmma's
  * no-swizzle K-major B operand (8-row x 16-byte core matrices, K-adjacent
  * ones block_m / 8 * 128 bytes apart), then for the FP8 kind the fp32 block
  * scales [stage_k / 32][block_m]. */
-static inline mj_u32 mj_moe_token_stage_bytes(int kind, int block_m, int stage_k) {
-    mj_u32 data = (mj_u32)(block_m * stage_k * mj_moe_token_bytes(kind));
-    return data + (kind == MJ_MOE_KIND_FP8 ? (mj_u32)(stage_k / 32 * block_m * 4) : 0u);
+MJ_LAYOUT_FN mj_u32 mj_moe_token_data_bytes(int kind, int block_m, int stage_k) {
+    return (mj_u32)(block_m * stage_k * mj_moe_token_bytes(kind));
+}
+MJ_LAYOUT_FN mj_u32 mj_moe_token_stage_bytes(int kind, int block_m, int stage_k) {
+    return mj_moe_token_data_bytes(kind, block_m, stage_k) +
+           (kind == MJ_MOE_KIND_FP8 ? (mj_u32)(stage_k / 32 * block_m * 4) : 0u);
 }
 
 /* Byte offset of element (row n, element k) inside one stage image. */
-static inline mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
+MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
     int tb = mj_moe_token_bytes(kind), kb = k * tb;
     return (mj_u32)(((kb >> 4) * (block_m >> 3) + (n >> 3)) * 128 + (n & 7) * 16 + (kb & 15));
 }
@@ -176,19 +186,22 @@ static inline mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
  * the epilogue scratch of both math warpgroups (block_m x 288 bytes each:
  * 272 of staged results, 16 of the task's per-token inputs),
  * the routing tables (rows and tile prefix per local expert, tokens and pair
- * prefix per rank), the mbarriers of the stage ring and the task mailbox, the
- * release rings (templates/mega_moe/release.cuh) and the mailbox's two
- * decoded tasks. */
+ * prefix per rank), the mbarriers of the stage ring and the task mailbox, and
+ * MJ_MOE_SMEM_TAIL_BYTES of small parts. */
+/* The sink mbarrier, the release rings (templates/mega_moe/release.cuh: 2 x 4
+ * slots, a full and an empty mbarrier and a task each) and the mailbox (2
+ * tasks); a task is 28 bytes (templates/mega_moe/scheduler.cuh). */
+#define MJ_MOE_SMEM_TAIL_BYTES (8u + 8u * (16u + 28u) + 2u * 28u)
 #define MJ_MOE_RING_STAGE(wstage, bstage) (((wstage) + (bstage) + 127u) / 128u * 128u)
 #define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
 #define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
     ((stages)*MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m)*288u +                            \
-     MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + 224u)
+     MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + MJ_MOE_SMEM_TAIL_BYTES)
 
 /* The same for a kernel configuration: the heuristic that picks the stages and
  * the launch that asks for the memory call this one. */
-static inline mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weight_fmt, int stage_k,
-                                       int block_m, int stages, int local, int ranks) {
+MJ_LAYOUT_FN mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weight_fmt, int stage_k,
+                                      int block_m, int stages, int local, int ranks) {
     const mj_moe_wimage w = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
     return MJ_MOE_SMEM_BYTES(MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf),
                              mj_moe_token_stage_bytes(kind, block_m, stage_k), (mj_u32)stages,
@@ -197,18 +210,18 @@ static inline mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weig
 
 /* Rows the pools hold: every (token, slot) pair of every rank, plus a partly
  * filled last tile per local expert at the largest tile size. */
-static inline mj_u64 mj_moe_pool_rows(int experts, int topk, int ranks, int max_tokens) {
+MJ_LAYOUT_FN mj_u64 mj_moe_pool_rows(int experts, int topk, int ranks, int max_tokens) {
     return (mj_u64)ranks * (mj_u64)max_tokens * (mj_u64)topk +
            (mj_u64)(experts / ranks) * MJ_MOE_MAX_BLOCK_M;
 }
 
 /* Token tiles the pools hold at tile size block_m. */
-static inline mj_u64 mj_moe_pool_tiles(int experts, int topk, int ranks, int max_tokens,
-                                       int block_m) {
+MJ_LAYOUT_FN mj_u64 mj_moe_pool_tiles(int experts, int topk, int ranks, int max_tokens,
+                                      int block_m) {
     return mj_moe_pool_rows(experts, topk, ranks, max_tokens) / (mj_u64)block_m;
 }
 
-static inline mj_moe_bank mj_moe_bank_of(int experts, int topk, int ranks, int max_tokens) {
+MJ_LAYOUT_FN mj_moe_bank mj_moe_bank_of(int experts, int topk, int ranks, int max_tokens) {
     mj_moe_bank b;
     mj_u32 local = (mj_u32)(experts / ranks);
     b.task_claim = 0;
@@ -233,8 +246,8 @@ typedef struct mj_moe_layout {
 } mj_moe_layout;
 
 /* The pools are sized for the larger token element (BF16), whatever the kind. */
-static inline mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, int topk, int ranks,
-                                          int max_tokens, int fmt) {
+MJ_LAYOUT_FN mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, int topk, int ranks,
+                                         int max_tokens, int fmt) {
     mj_moe_layout l;
     l.pool_rows = mj_moe_pool_rows(experts, topk, ranks, max_tokens);
     l.bank = mj_moe_bank_of(experts, topk, ranks, max_tokens);
@@ -255,8 +268,8 @@ static inline mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, in
 }
 
 /* Bytes of one rank's region when it also holds the MegaMoE regions. */
-static inline mj_u64 mj_layout_moe_rank_bytes(int hidden, int inter, int experts, int topk,
-                                              int ranks, int max_tokens, int fmt) {
+MJ_LAYOUT_FN mj_u64 mj_layout_moe_rank_bytes(int hidden, int inter, int experts, int topk,
+                                             int ranks, int max_tokens, int fmt) {
     return mj_align_up(mj_layout_moe(hidden, inter, experts, topk, ranks, max_tokens, fmt).end,
                        MJ_RANK_ALIGN);
 }

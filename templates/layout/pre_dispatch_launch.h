@@ -29,7 +29,7 @@
 #define MJ_PD_CHECK_THREADS 256
 #define MJ_PD_CHECK_IDS_PER_THREAD 4
 #define MJ_PD_CHECK_IDS_PER_CTA (MJ_PD_CHECK_THREADS * MJ_PD_CHECK_IDS_PER_THREAD)
-static inline unsigned mj_pd_check_ctas(int topk, int num_tokens) {
+MJ_LAYOUT_FN unsigned mj_pd_check_ctas(int topk, int num_tokens) {
     long long ids = (long long)num_tokens * topk;
     long long ctas = (ids + MJ_PD_CHECK_IDS_PER_CTA - 1) / MJ_PD_CHECK_IDS_PER_CTA;
     return ctas < 1                           ? 1u
@@ -55,12 +55,12 @@ static inline unsigned mj_pd_check_ctas(int topk, int num_tokens) {
 /* Main-kernel grid: enough CTAs for the token row blocks and for the top-k
  * padding entries of rows [num_tokens, max_tokens) (one per thread), at most
  * num_sms * MJ_PD_CTAS_PER_SM; CTAs stride over both. */
-static inline unsigned mj_pd_token_blocks(int hidden, int num_tokens) {
+MJ_LAYOUT_FN unsigned mj_pd_token_blocks(int hidden, int num_tokens) {
     int rows = MJ_PD_ROWS_PER_CTA(hidden);
     return (unsigned)((num_tokens + rows - 1) / rows);
 }
-static inline unsigned mj_pd_grid(int hidden, int topk, int num_tokens, int max_tokens,
-                                  int num_sms) {
+MJ_LAYOUT_FN unsigned mj_pd_grid(int hidden, int topk, int num_tokens, int max_tokens,
+                                 int num_sms) {
     long long pad = (long long)(max_tokens - num_tokens) * topk,
               threads = MJ_PD_BLOCK_THREADS(hidden);
     long long need = (long long)mj_pd_token_blocks(hidden, num_tokens);

@@ -35,6 +35,14 @@ typedef int64_t mj_i64;
 typedef uint32_t mj_u32;
 #endif
 
+/* Layout functions: static inline in C, constexpr in the kernels' C++, so a
+ * kernel takes its compile-time geometry from these same functions. */
+#ifdef __cplusplus
+#define MJ_LAYOUT_FN constexpr inline
+#else
+#define MJ_LAYOUT_FN static inline
+#endif
+
 #define MJ_LAYOUT_ALIGN 256ull
 #define MJ_RANK_ALIGN (2ull << 20)
 #define MJ_MAX_RANKS 72
@@ -48,15 +56,15 @@ typedef uint32_t mj_u32;
 #define MJ_WS_PD_CHECK_SLOTS 0
 #define MJ_WS_PD_CHECK_SLOT_COUNT ((int)(MJ_WORKSPACE_BYTES / 4ull))
 
-static inline int mj_format_bits(int fmt) {
+MJ_LAYOUT_FN int mj_format_bits(int fmt) {
     return fmt == MJ_FMT_BF16 ? 16 : fmt == MJ_FMT_MXFP8 ? 8 : 4;
 }
 /* K elements per block scale; 0 = unscaled. */
-static inline int mj_format_group(int fmt) {
+MJ_LAYOUT_FN int mj_format_group(int fmt) {
     return fmt == MJ_FMT_BF16 ? 0 : fmt == MJ_FMT_NVFP4 ? 16 : 32;
 }
 
-static inline mj_u64 mj_align_up(mj_u64 v, mj_u64 a) {
+MJ_LAYOUT_FN mj_u64 mj_align_up(mj_u64 v, mj_u64 a) {
     return (v + a - 1) / a * a;
 }
 
@@ -71,7 +79,7 @@ typedef struct mj_input_layout {
     mj_u64 end;             /* bytes used by the input region */
 } mj_input_layout;
 
-static inline mj_input_layout mj_layout_input(int hidden, int topk, int max_tokens, int fmt) {
+MJ_LAYOUT_FN mj_input_layout mj_layout_input(int hidden, int topk, int max_tokens, int fmt) {
     mj_input_layout l;
     mj_u64 p = (mj_u64)max_tokens;
     int group = mj_format_group(fmt);
@@ -88,7 +96,7 @@ static inline mj_input_layout mj_layout_input(int hidden, int topk, int max_toke
 }
 
 /* Bytes of one rank's region (the stride between emulated ranks). */
-static inline mj_u64 mj_layout_rank_bytes(int hidden, int topk, int max_tokens, int fmt) {
+MJ_LAYOUT_FN mj_u64 mj_layout_rank_bytes(int hidden, int topk, int max_tokens, int fmt) {
     return mj_align_up(mj_layout_input(hidden, topk, max_tokens, fmt).end, MJ_RANK_ALIGN);
 }
 

@@ -24,42 +24,32 @@ struct MoeConfig {
     static constexpr bool kSys = kSysScope_ != 0;
 
     static constexpr int kLocal = kExperts / kRanks;
-    static constexpr int kKind = kDispatchFmt == MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8 : MJ_MOE_KIND_BF16;
+    static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
     static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
-    static constexpr int kTokenBytes = kFp8 ? 1 : 2;
-    static constexpr int kWBits = kWeightFmt == MJ_FMT_BF16    ? 16
-                                  : kWeightFmt == MJ_FMT_MXFP8 ? 8
-                                                               : 4;
-    static constexpr int kWGroup = kWeightFmt == MJ_FMT_BF16    ? 0
-                                   : kWeightFmt == MJ_FMT_NVFP4 ? 16
-                                                                : 32;
+    static constexpr int kTokenBytes = mj_moe_token_bytes(kKind);
+    static constexpr int kWBits = mj_format_bits(kWeightFmt), kWGroup = mj_format_group(kWeightFmt);
     static constexpr bool kW4 = kWBits == 4;
 
-    /* Weight image geometry (mj_moe_wimage, here as constants). */
-    static constexpr int kBlocks1 = 2 * kInter / MJ_MOE_BLOCK_ROWS,
-                         kBlocks2 = kHidden / MJ_MOE_BLOCK_ROWS;
-    static constexpr int kTasks1 = (kBlocks1 + 3) / 4, kTasks2 = (kBlocks2 + 3) / 4;
+    /* Weight image geometry: the layout the loader writes (moe_layout.h). */
+    static constexpr mj_moe_weight_layout kImage =
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
+    static constexpr int kBlocks1 = kImage.w1.blocks, kBlocks2 = kImage.w2.blocks;
+    static constexpr int kTasks1 = kImage.w1.tasks, kTasks2 = kImage.w2.tasks;
     static constexpr int kUnits1 = kBlocks1 / 2; // warpgroup units of GEMM 1 (64 intermediates)
     static constexpr int kUnits2 = (kBlocks2 + 1) / 2; // warpgroup units of GEMM 2 (<= 128 rows)
-    static constexpr int kStages1 = kHidden / kStageK, kStages2 = kInter / kStageK;
-    static constexpr mj_u32 kBlkData = MJ_MOE_BLOCK_ROWS * kStageK * kWBits / 8;
-    static constexpr mj_u32 kBlkSf = kWGroup ? MJ_MOE_BLOCK_ROWS * kStageK / kWGroup : 0;
-    static constexpr mj_u32 kWStage = 4 * (kBlkData + kBlkSf);
-    static constexpr mj_u64 kTaskBytes1 = (mj_u64)kStages1 * kWStage,
-                            kTaskBytes2 = (mj_u64)kStages2 * kWStage;
-    static constexpr mj_u64 kW1Bytes = (mj_u64)kStages1 * kBlocks1 * (kBlkData + kBlkSf);
-    static constexpr mj_u64 kW2Bytes = (mj_u64)kStages2 * kBlocks2 * (kBlkData + kBlkSf);
-    static constexpr mj_u64 kRowScaleOffset = (kW1Bytes + kW2Bytes + 15) / 16 * 16;
-    static constexpr mj_u64 kExpertBytes =
-        (kRowScaleOffset + (kW4 ? (mj_u64)(2 * kInter + kHidden) * 4 : 0) + MJ_LAYOUT_ALIGN - 1) /
-        MJ_LAYOUT_ALIGN * MJ_LAYOUT_ALIGN;
+    static constexpr int kStages1 = kImage.w1.stages, kStages2 = kImage.w2.stages;
+    // Both GEMMs stream blocks of the same K stage and format.
+    static constexpr mj_u32 kBlkData = kImage.w1.blk_data, kBlkSf = kImage.w1.blk_sf;
+    static constexpr mj_u32 kWStage = MJ_MOE_TASK_BLOCKS * (kBlkData + kBlkSf);
+    static constexpr mj_u64 kRowScaleOffset = kImage.row_scale_offset;
+    static constexpr mj_u64 kExpertBytes = kImage.expert_bytes;
     /* E2M1 weights of the BF16 kind come with rebased scales and row scales
      * (weight_image.cuh). */
     static constexpr bool kRebased = !kFp8 && kW4;
 
     /* Token tiles. */
-    static constexpr mj_u32 kBData = kBlockM * kStageK * kTokenBytes;
-    static constexpr mj_u32 kBStage = kBData + (kFp8 ? kStageK / 32 * kBlockM * 4 : 0);
+    static constexpr mj_u32 kBData = mj_moe_token_data_bytes(kKind, kBlockM, kStageK);
+    static constexpr mj_u32 kBStage = mj_moe_token_stage_bytes(kKind, kBlockM, kStageK);
     static constexpr mj_u64 kTile1 = (mj_u64)kStages1 * kBStage,
                             kTile2 = (mj_u64)kStages2 * kBStage;
 
@@ -74,9 +64,19 @@ struct MoeConfig {
     static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
     static constexpr mj_u32 kSmemBars =
         kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
-    static constexpr mj_u32 kSmemBytes = MJ_MOE_SMEM_BYTES(
-        kWStage, kBStage, (mj_u32)kStages, (mj_u32)kBlockM, (mj_u32)kLocal, (mj_u32)kRanks);
-    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + 224, "shared-memory map");
+    static constexpr mj_u32 kSmemBytes = mj_moe_smem_bytes(
+        kKind, kHidden, kInter, kWeightFmt, kStageK, kBlockM, kStages, kLocal, kRanks);
+    static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + MJ_MOE_SMEM_TAIL_BYTES,
+                  "shared-memory map");
+
+    /* The weight layout as a value for device code (the layout functions
+     * take pointers, which the constexpr kImage cannot give device code). */
+    static __device__ __forceinline__ mj_moe_weight_layout image() {
+        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
+    }
+    static __device__ __forceinline__ int stages_of(int gemm) {
+        return gemm == 2 ? kStages2 : kStages1;
+    }
 
     static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
     static_assert(kStageK % 64 == 0 && kHidden % kStageK == 0 && kInter % kStageK == 0, "stage K");

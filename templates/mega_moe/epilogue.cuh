@@ -18,6 +18,7 @@
 
 #include "mega_moe/activation.cuh"
 #include "mega_moe/mainloop.cuh"
+#include "mega_moe/weight_image.cuh"
 
 namespace mj {
 
@@ -27,6 +28,21 @@ __device__ __forceinline__ int frag_row(const MathThread &m, int j) {
 }
 __device__ __forceinline__ int frag_col(const MathThread &m, int j) {
     return 8 * (j >> 2) + 2 * m.q + (j & 1);
+}
+
+/* The 64-row blocks of task k that warpgroup m.wg owns: 0, 1 or 2. */
+__device__ __forceinline__ int own_blocks(const Task &k, const MathThread &m) {
+    const int left = k.nblk - 2 * m.wg;
+    return left < 0 ? 0 : left > 2 ? 2 : left;
+}
+/* GEMM 1: the warpgroup's unit, gate and up of 64 intermediates (its
+ * epilogue runs when it owns both blocks). */
+__device__ __forceinline__ int l1_unit(const Task &k, const MathThread &m) {
+    return 2 * k.n + m.wg;
+}
+/* GEMM 2: the first of the warpgroup's output rows. */
+__device__ __forceinline__ int l2_first_row(const Task &k, const MathThread &m) {
+    return MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
 }
 
 /* The row scales (weight_image.cuh) of a thread's two rows in a 64-row
@@ -52,8 +68,10 @@ struct EpiInputs {
 };
 
 template <class C>
-__device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &k, int nb,
+__device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &k,
                                                 const MathThread &m) {
+    const int nb = own_blocks(k, m);
+    const float2 one = make_float2(1.0f, 1.0f);
     EpiInputs e;
     e.meta[0] = e.meta[1] = e.meta[2] = 0u;
     const mj_moe_args &a = *L.args;
@@ -66,10 +84,9 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
         e.alpha[0] = a.l1_alpha_gate[k.local];
         e.alpha[1] = a.l1_alpha_up[k.local];
         e.alpha[2] = a.l2_act_scale[k.local];
-        const int unit = 2 * k.n + m.wg; // its epilogue runs when the task has both its blocks
-        e.rs[0] = nb == 2 ? row_scales(L, k.local, MJ_MOE_BLOCK_ROWS * unit, m) : make_float2(1, 1);
-        e.rs[1] = nb == 2 ? row_scales(L, k.local, C::kInter + MJ_MOE_BLOCK_ROWS * unit, m)
-                          : make_float2(1, 1);
+        const int row = MJ_MOE_BLOCK_ROWS * l1_unit(k, m);
+        e.rs[0] = nb == 2 ? row_scales(L, k.local, row_scale_index(0, C::kInter, row), m) : one;
+        e.rs[1] = nb == 2 ? row_scales(L, k.local, row_scale_index(1, C::kInter, row), m) : one;
     } else {
         if (m.t < k.valid) {
             const mj_u32 *meta = L.meta_row(k.tile, m.t);
@@ -79,10 +96,9 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
         }
         e.alpha[0] = a.l2_alpha[k.local];
         e.alpha[1] = e.alpha[2] = 1.0f;
-        const int first = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
-        e.rs[0] = nb > 0 ? row_scales(L, k.local, 2 * C::kInter + first, m) : make_float2(1, 1);
-        e.rs[1] = nb > 1 ? row_scales(L, k.local, 2 * C::kInter + first + MJ_MOE_BLOCK_ROWS, m)
-                         : make_float2(1, 1);
+        const int first = row_scale_index(2, C::kInter, l2_first_row(k, m));
+        e.rs[0] = nb > 0 ? row_scales(L, k.local, first, m) : one;
+        e.rs[1] = nb > 1 ? row_scales(L, k.local, first + MJ_MOE_BLOCK_ROWS, m) : one;
     }
     return e;
 }
@@ -112,10 +128,9 @@ template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], flo
 }
 
 template <class C>
-__device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, int unit,
-                                            const EpiInputs &e, float (&gate)[C::kBlockM / 2],
-                                            float (&up)[C::kBlockM / 2], const MathThread &m,
-                                            unsigned char *scratch_bytes) {
+__device__ __forceinline__ void
+epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)[C::kBlockM / 2],
+            float (&up)[C::kBlockM / 2], const MathThread &m, unsigned char *scratch_bytes) {
     float *scratch = reinterpret_cast<float *>(scratch_bytes);
     scale_rows(gate, e.rs[0]);
     scale_rows(up, e.rs[1]);
@@ -148,7 +163,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
             const float4 f = src[i];
             v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
         }
-        const int kq = MJ_MOE_BLOCK_ROWS * unit + grp * kGroup; // K of GEMM 2
+        const int kq = MJ_MOE_BLOCK_ROWS * l1_unit(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
         const int kk = kq % C::kStageK;
         if (C::kFp8) {
@@ -192,13 +207,12 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, i
 }
 
 template <class C>
-__device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, int nb,
-                                            const EpiInputs &e, float (&acc0)[C::kBlockM / 2],
-                                            float (&acc1)[C::kBlockM / 2], const MathThread &m,
-                                            unsigned char *scratch_bytes) {
+__device__ __forceinline__ void
+epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&acc0)[C::kBlockM / 2],
+            float (&acc1)[C::kBlockM / 2], const MathThread &m, unsigned char *scratch_bytes) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
     unsigned short *scratch = reinterpret_cast<unsigned short *>(scratch_bytes);
-    const int first = MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
+    const int first = l2_first_row(k, m);
     scale_rows(acc0, e.rs[0]);
     scale_rows(acc1, e.rs[1]);
     const float alpha = e.alpha[0];
@@ -209,7 +223,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, i
         scratch[col * kPitch + 64 + row] = bf16_from_f32(acc1[j] * alpha);
     }
     const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
-    const int chunks = 8 * nb;
+    const int chunks = 8 * own_blocks(k, m);
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;
         const int home = (int)table[4 * col], token = (int)table[4 * col + 1],

@@ -238,6 +238,17 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     release(ring, prev_slot);
 }
 
+/* The K loop of the kernel's kind over a task of kNumStages stages. */
+template <class C, int kNumStages>
+__device__ __forceinline__ void
+mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
+         float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+    if (C::kFp8)
+        mainloop_fp8<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
+    else
+        mainloop_bf16<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
+}
+
 } // namespace mj
 
 #endif // MJ_MEGA_MOE_MAINLOOP_CUH

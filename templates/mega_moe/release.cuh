@@ -1,11 +1,11 @@
 /*
  * Publishing a finished task without stalling the math warps. A release
- * (red.release) waits until every store before it is performed, about a
- * microsecond under the weight stream, and the warpgroup's next wgmma would
- * wait for the thread that issues it. So each math warpgroup posts the task
- * into a small ring in shared memory and a helper warp issues the releases:
- * GEMM 1 tasks add one to the tile's GEMM 1 count, GEMM 2 tasks one to each
- * of the tile's tokens on its home rank.
+ * (red.release) waits until every store before it is performed, and the
+ * warpgroup's next wgmma would wait for the thread that issues it (moving the
+ * releases here cut the GEMM 2 epilogue from 1.86 to 0.51 us: bench/RESULTS.md). So each math
+ * warpgroup posts the task into a small ring in shared memory and a helper warp issues the
+ * releases: GEMM 1 tasks add one to the tile's GEMM 1 count, GEMM 2 tasks one to each of the tile's
+ * tokens on its home rank.
  *
  * Ordering: the warpgroup's stores, its barrier, the post (mbarrier arrive,
  * release at CTA scope), the helper's wait (acquire), then its release at
@@ -19,14 +19,13 @@
 namespace mj {
 
 #define MJ_MOE_RELEASE_SLOTS 4
-#define MJ_MOE_RELEASE_END 0xffffffffu
 
-/* One ring per math warpgroup: full/empty mbarriers and the posted task
- * numbers (MJ_MOE_RELEASE_END: the warpgroup has no task left). */
+/* One ring per math warpgroup: full/empty mbarriers and the posted tasks (a
+ * task of gemm 0, as the mailbox hands out, ends the warpgroup's posts). */
 struct ReleaseRing {
     mj_u64 *full;  // [2][MJ_MOE_RELEASE_SLOTS], one arrival (the posting thread)
     mj_u64 *empty; // [2][MJ_MOE_RELEASE_SLOTS], one arrival (the helper)
-    mj_u32 *task;  // [2][MJ_MOE_RELEASE_SLOTS]
+    Task *task;    // [2][MJ_MOE_RELEASE_SLOTS]
 
     __device__ __forceinline__ void init() const {
         for (int i = 0; i < 2 * MJ_MOE_RELEASE_SLOTS; i++) {
@@ -38,7 +37,8 @@ struct ReleaseRing {
     /* By one thread of warpgroup wg after the barrier that ends its epilogue;
      * n counts its posts. */
     template <class C>
-    __device__ __forceinline__ void post(int wg, mj_u32 &n, mj_u32 t, const Launch<C> &L) const {
+    __device__ __forceinline__ void post(int wg, mj_u32 &n, const Task &t,
+                                         const Launch<C> &L) const {
         const int i = wg * MJ_MOE_RELEASE_SLOTS + (int)(n % MJ_MOE_RELEASE_SLOTS);
         if (!mbar_wait(empty + i, ((n / MJ_MOE_RELEASE_SLOTS) & 1u) ^ 1u, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 8u);
@@ -50,8 +50,7 @@ struct ReleaseRing {
 
 /* The releases of one posted task, by the helper warp. */
 template <class C>
-__device__ __forceinline__ void release_task(const Launch<C> &L, mj_u32 t, int lane) {
-    const Task k = L.routing.decode((int)t);
+__device__ __forceinline__ void release_task(const Launch<C> &L, const Task &k, int lane) {
     if (k.gemm == 1) {
         if (lane == 0) red_release_add<false>(L.l1_done() + k.tile, 1u);
         return;
@@ -80,8 +79,8 @@ __device__ __forceinline__ void serve_releases(const Launch<C> &L, const Release
                 0xffffffffu, mbar_try_wait(r.full + i, (n[wg] / MJ_MOE_RELEASE_SLOTS) & 1u), 0);
             if (!posted) continue;
             __syncwarp();
-            const mj_u32 t = r.task[i];
-            if (t == MJ_MOE_RELEASE_END)
+            const Task t = r.task[i];
+            if (t.gemm == 0)
                 ended[wg] = true;
             else
                 release_task(L, t, lane);

@@ -20,13 +20,13 @@
 namespace mj {
 
 struct Task {
-    int id;    // its number in the launch's task list
     int gemm;  // 1 or 2; 0 = no more tasks
     int local; // local expert
     int tile;  // token tile index in the pools
     int row0;  // first row of the tile among the expert's rows
     int valid; // rows of the tile that hold tokens
     int n;     // task index inside the expert's GEMM (four 64-row blocks)
+    int nblk;  // its 64-row blocks (four, fewer for the GEMM's last task)
 };
 
 /* rows[le]: rows of local expert le; tiles[le]: its first tile (tiles[kLocal]
@@ -57,7 +57,6 @@ template <class C> struct Routing {
 
     __device__ __forceinline__ Task decode(int t) const {
         Task k;
-        k.id = t;
         const int first2 = num_tiles() * C::kTasks1;
         if (t >= num_tasks()) {
             k.gemm = 0;
@@ -72,6 +71,8 @@ template <class C> struct Routing {
         k.row0 = (k.tile - (int)tiles[k.local]) * C::kBlockM;
         const int left = (int)rows[k.local] - k.row0;
         k.valid = left < C::kBlockM ? left : C::kBlockM;
+        const mj_moe_weight_layout l = C::image();
+        k.nblk = k.gemm == 2 ? mj_moe_task_blocks(&l.w2, k.n) : mj_moe_task_blocks(&l.w1, k.n);
         return k;
     }
 };

@@ -203,7 +203,7 @@ MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layo
     const int task = b / MJ_MOE_TASK_BLOCKS;
     j = b % MJ_MOE_TASK_BLOCKS;
     nblk = mj_moe_task_blocks(&wi, task);
-    return expert + (down ? l.w1.bytes : 0ull) + mj_moe_wimage_stage(&wi, task, s);
+    return expert + mj_moe_expert_stage(&l, down, task, s);
 }
 
 #if defined(__CUDACC__)
