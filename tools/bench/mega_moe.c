@@ -374,11 +374,12 @@ static mj_status pre_dispatch_all(moe_run *b, const moe_sets *s, int set) {
     return st;
 }
 
-/* Every local rank's launch, back to back on its own stream: emulated ranks
- * wait for each other inside the kernel, so all must be in flight. */
-static mj_status mega_moe_all(moe_run *b, int tokens) {
+/* Every local rank's launch from first_rank on, back to back on its own
+ * stream: emulated ranks wait for each other inside the kernel, so all must
+ * be in flight. */
+static mj_status mega_moe_all(moe_run *b, int tokens, int first_rank) {
     mj_status st = MJ_OK;
-    for (int lr = 0; st == MJ_OK && lr < b->local_ranks; lr++)
+    for (int lr = first_rank; st == MJ_OK && lr < b->local_ranks; lr++)
         st = mj_mega_moe(b->rt, b->buf, b->w[lr], (void *)(uintptr_t)b->y[lr], tokens, NULL,
                          b->s[lr]);
     return st;
@@ -395,7 +396,7 @@ static mj_status step(moe_run *b, const moe_sets *s, int set, pass p, int i) {
     if (st == MJ_OK && i >= 0) st = mj_bench_timer_start(&b->timer, i, b->s[0]);
     if (st == MJ_OK) st = fork_streams(b);
     if (st == MJ_OK && p == PASS_PD_MOE) st = pre_dispatch_all(b, s, set);
-    if (st == MJ_OK) st = mega_moe_all(b, s->tokens);
+    if (st == MJ_OK) st = mega_moe_all(b, s->tokens, 0);
     if (st == MJ_OK) st = join_streams(b);
     if (st == MJ_OK && i >= 0) st = mj_bench_timer_stop(&b->timer, i, b->s[0]);
     return st;
@@ -533,9 +534,7 @@ static mj_status trace_point(moe_run *b, const moe_sets *s, mj_bench_moe_point *
         void *params[] = {&args};
         st = mj_jit_launch(b->rt, k, &lc, b->s[0], params);
     }
-    for (int lr = 1; st == MJ_OK && lr < b->local_ranks; lr++)
-        st = mj_mega_moe(b->rt, b->buf, b->w[lr], (void *)(uintptr_t)b->y[lr], s->tokens, NULL,
-                         b->s[lr]);
+    if (st == MJ_OK) st = mega_moe_all(b, s->tokens, 1); // the other ranks, untraced
     if (st == MJ_OK) st = join_streams(b);
     if (st == MJ_OK) st = settle(b);
     if (st == MJ_OK)
