@@ -156,8 +156,9 @@ __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, in
             m[3] = f32_bits(xs);
             m[4] = f32_bits(w);
         }
-        // Every lane's row bytes before the release; bulk copies read them.
-        fence_scope<false>();
+        // Each lane fences its row bytes towards the bulk copies that read
+        // them; lane 0's release after the warp barrier publishes every
+        // lane's (release is cumulative over what the barrier ordered).
         fence_proxy_async_global();
         __syncwarp();
         if (lane == 0) red_release_add<false>(L.ready() + le, 1u);

@@ -107,11 +107,6 @@ __device__ __forceinline__ void warpgroup_sync(int id) {
     asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
 }
 
-/* The 256 threads of both math warpgroups. */
-__device__ __forceinline__ void math_sync() {
-    asm volatile("bar.sync 3, 256;" ::: "memory");
-}
-
 } // namespace mj
 
 #endif // MJ_MEGA_MOE_PIPELINE_CUH

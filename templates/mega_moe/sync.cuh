@@ -44,15 +44,6 @@ __device__ __forceinline__ mj_u32 claim(mj_u32 *p) {
     return old;
 }
 
-/* Writes before it, by this thread, are ordered before later writes that
- * other CTAs (kSys: other GPUs) observe. */
-template <bool kSys> __device__ __forceinline__ void fence_scope() {
-    if (kSys)
-        asm volatile("fence.acq_rel.sys;" ::: "memory");
-    else
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
-}
-
 template <class T> __device__ __forceinline__ T *peer_ptr(const mj_peers &peers, int rank, T *own) {
     return reinterpret_cast<T *>(reinterpret_cast<mj_u64>(own) + (mj_u64)peers.offsets[rank]);
 }

@@ -82,7 +82,7 @@ MJ_HD int e2m1_bf16_bit(int i, int h, int bit) {
  * scale byte, or the fp32 exponent field of the largest UE4M3 scale (0 when
  * every scale of the row is 0). */
 template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int row) {
-    constexpr int kGroup = kFmt == MJ_FMT_NVFP4 ? 16 : 32;
+    constexpr int kGroup = mj_format_group(kFmt);
     const unsigned char *sf = m.sf + (mj_u64)row * (mj_u64)(m.k / kGroup);
     unsigned char mx = 0;
     for (int i = 0; i < m.k / kGroup; i++)
@@ -162,7 +162,7 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
 template <int kKind, int kFmt>
 MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int n, int i,
                                 const int *ref) {
-    constexpr int kGroup = kFmt == MJ_FMT_NVFP4 ? 16 : 32;
+    constexpr int kGroup = mj_format_group(kFmt);
     const int h = i & 1, group = (i >> 1) % n, wg = (i >> 1) / n;
     const int r = 16 * (wg >> 3) + (wg & 7) + 8 * h;
     const unsigned char b =
