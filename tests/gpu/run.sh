@@ -62,12 +62,17 @@ after_marker() {
     awk -v m="$2" 'FNR == NR { if ($0 == m) last = FNR; next } last && FNR > last' "$1" "$1" 2>/dev/null
 }
 
-# The last "N passed, N failed" line of a test log, for the table; with MARKER,
-# of the part after it only, so a test that printed no summary shows none
-# rather than the one of the test before it in the same log.
+# The last "N passed, N failed" line of a test log, for the table, and its
+# "N skipped (past the time budget)" line if any (a skipped case does not fail
+# the exit status, so the table says so); with MARKER, of the part after it
+# only, so a test that printed no summary shows none rather than the one of
+# the test before it in the same log.
 counts() {
-    { if [[ -n ${2:-} ]]; then after_marker "$1" "$2"; else cat "$1" 2>/dev/null; fi; } |
-        grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1
+    local part summary skipped
+    part=$(if [[ -n ${2:-} ]]; then after_marker "$1" "$2"; else cat "$1" 2>/dev/null; fi)
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$part" | tail -n 1)
+    skipped=$(grep -E '^[0-9]+ skipped' <<<"$part" | tail -n 1)
+    echo "$summary${summary:+${skipped:+, $skipped}}"
 }
 
 {
