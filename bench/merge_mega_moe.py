@@ -6,6 +6,8 @@ pre-dispatch + MegaMoE us and / floor, the peer's us and megajit's speedup over
 it, and the check. The ceilings and host cost of each run are printed first.
 
     python3 bench/merge_mega_moe.py BENCH.json [BENCH.json ...] [--torch TORCH.json ...]
+
+Exit status 1 when any of the files cannot be read (the table has the rest).
 """
 
 import argparse
@@ -33,16 +35,18 @@ def main():
                     help="bench/torch_moe_peer.py --json output (repeatable)")
     args = ap.parse_args()
 
-    peer, impls = {}, []
+    peer, impls, missing = {}, [], 0
     for path in args.torch:
         t = load(path)
-        if t:
-            impls.append(f"torch {t['torch']}, {t['impl']}")
-            peer.update({key(r): r["us"] for r in t["results"]})
+        if not t:
+            missing += 1
+            continue
+        impls.append(f"torch {t['torch']}, {t['impl']}")
+        peer.update({key(r): r["us"] for r in t["results"]})
 
     header = ["ROW", "SHAPE", "ROUTING", "T", "US", "FLOOR US", "T/FLOOR", "BOUND", "PD+MOE US",
               "(PD+MOE)/FLOOR", "TORCH US", "SPEEDUP", "STATUS"]
-    rows, missing = [header], 0
+    rows = [header]
     for path in args.bench:
         b = load(path)
         if not b:

@@ -9,10 +9,10 @@
 #            so the same kernels), routing in $OUT/routing/skewed
 #   torch    the PyTorch BF16 peer on every routing dumped so far
 #   merge    one table of everything in $OUT
-# Each step is bounded by a timeout (UNIFORM_S, SKEWED_S, TORCH_S seconds);
-# logs and JSON land in $OUT. On the H200 of 2026-12-01 (bench/RESULTS.md)
-# the uniform step took 104 s, skewed 50 s and the peer 15 s, so all of it
-# fits one 10-minute device call; should it not, split it:
+# Each step is bounded by a timeout (UNIFORM_S, SKEWED_S, TORCH_S seconds)
+# and says how long it took; logs and JSON land in $OUT. The default timeouts
+# add up to more than one 10-minute device call (bench/RESULTS.md has the step
+# sets its runs fitted into one); where all of it does not fit, split it:
 #   STEPS="uniform torch merge" ...  then  STEPS="skewed torch merge" ...
 # and merge the two $OUT folders afterwards with bench/merge_mega_moe.py.
 # Exit status: 0 when every step passed.

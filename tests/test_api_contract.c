@@ -420,14 +420,19 @@ static int declared_functions(char names[][64], int max) {
         while (isspace((unsigned char)*p))
             p++;
         size_t n = strlen(line);
-        if (*p == '#' || len + n + 1 >= sizeof text) continue;
+        if (*p == '#') continue;
+        if (len + n + 1 >= sizeof text) {
+            fclose(f);
+            fail_msg("include/megajit.h outgrew the test's buffer");
+        }
         memcpy(text + len, line, n);
         len += n;
     }
     fclose(f);
     text[len] = '\0';
     int count = 0;
-    for (const char *p = strstr(text, "MJ_API "); p && count < max; p = strstr(p + 1, "MJ_API ")) {
+    for (const char *p = strstr(text, "MJ_API "); p; p = strstr(p + 1, "MJ_API ")) {
+        if (count == max) fail_msg("include/megajit.h declares more than %d functions", max);
         const char *paren = strchr(p, '(');
         const char *end = paren;
         while (end > p && isspace((unsigned char)end[-1]))

@@ -834,10 +834,10 @@ static void test_unsafe_snapshot_skipped(void **state) {
             mjc_open_opts o = {.ro_layers = snap, .ro_allow_writable = allow};
             char err[256];
             assert_int_equal(mjc_open(&o, &db, err, sizeof err), MJC_OK);
-            if (lookup_ok(db, 0, NULL) != (cases[i].used || allow))
-                fail_msg("snapshot mode %o in a directory of mode %o: used %d, wanted %d",
-                         (unsigned)cases[i].file, (unsigned)cases[i].dir, !cases[i].used,
-                         cases[i].used || allow);
+            const int used = lookup_ok(db, 0, NULL), want = cases[i].used || allow;
+            if (used != want)
+                fail_msg("snapshot mode %o in a directory of mode %o, allow %d: used %d, wanted %d",
+                         (unsigned)cases[i].file, (unsigned)cases[i].dir, allow, used, want);
             mjc_close(db);
         }
     }

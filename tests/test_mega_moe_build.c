@@ -86,24 +86,29 @@ static mj_compile_input input_of(const mj_kernel_spec *spec, const sources *s, c
     return in;
 }
 
-/* What is wrong with a ptxas -v report, or NULL for a clean build: every
- * "bytes spill" count 0 (and the counts present: the report is the verbose
- * one), no serialized wgmma, and no stack frame for the main kernel. */
-static const char *report_problem(const char *log, int main_kernel) {
-    if (strstr(log, "C751") || strstr(log, "C752")) return "ptxas serializes wgmma";
-    const char *s = log;
-    int counts = 0;
-    while ((s = strstr(s, " bytes spill ")) != NULL) {
+/* 1 when a count "N<what>" of log is not 0; *n: how many counts there are. */
+static int nonzero_count(const char *log, const char *what, int *n) {
+    *n = 0;
+    for (const char *s = strstr(log, what); s; s = strstr(s + 1, what)) {
         const char *d = s;
         while (d > log && d[-1] == ' ')
             d--;
-        if (d == log || d[-1] != '0' || (d - 1 > log && d[-2] >= '0' && d[-2] <= '9'))
-            return "ptxas reports spills";
-        s += 13;
-        counts++;
+        (*n)++;
+        if (d == log || d[-1] != '0' || (d - 1 > log && d[-2] >= '0' && d[-2] <= '9')) return 1;
     }
-    if (!counts) return "the log holds no spill counts (not a ptxas -v report)";
-    if (main_kernel && !strstr(log, " 0 bytes stack frame"))
+    return 0;
+}
+
+/* What is wrong with a ptxas -v report, or NULL for a clean build: every
+ * "bytes spill" count 0 (and the counts present: the report is the verbose
+ * one), no serialized wgmma, and for the main kernel every "bytes stack
+ * frame" count 0 (its own and any function it calls). */
+static const char *report_problem(const char *log, int main_kernel) {
+    if (strstr(log, "C751") || strstr(log, "C752")) return "ptxas serializes wgmma";
+    int spills, frames;
+    if (nonzero_count(log, " bytes spill ", &spills)) return "ptxas reports spills";
+    if (!spills) return "the log holds no spill counts (not a ptxas -v report)";
+    if (main_kernel && (nonzero_count(log, " bytes stack frame", &frames) || !frames))
         return "the main kernel has a stack frame";
     return NULL;
 }
@@ -145,6 +150,16 @@ static void test_report_check(void **state) {
     assert_non_null(report_problem("ptxas info    : Used 255 registers, 16 bytes stack frame, "
                                    "0 bytes spill stores, 0 bytes spill loads",
                                    1));
+    /* a function the kernel calls has a frame: the kernel's own 0 does not hide it */
+    const char *callee = "ptxas info    : Function properties for kernel\n"
+                         "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 "
+                         "bytes spill loads\n"
+                         "ptxas info    : Function properties for helper\n"
+                         "ptxas         .     16 bytes stack frame, 0 bytes spill stores, 0 "
+                         "bytes spill loads\n";
+    assert_non_null(report_problem(callee, 1));
+    assert_null(report_problem(callee, 0)); /* only the main kernel must have none */
+    assert_non_null(report_problem("ptxas info    : 0 bytes spill stores, 0 bytes spill loads", 1));
     assert_non_null(
         report_problem("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async "
                        "instructions are serialized. 0 bytes spill stores",

@@ -195,7 +195,7 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                             if (group)
                                 want *= scale_value(
                                     kFmt, p.sf[(size_t)(prow0 + row) * (p.k / group) + kg / group]);
-                            if (got[r][e] != want && !(got[r][e] == 0 && want == 0)) {
+                            if (got[r][e] != want) {
                                 if (bad < 5)
                                     print_message(
                                         "block %d stage %d thread %d step %d reg %d elem %d: "

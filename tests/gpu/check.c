@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "tools/bench/bench.h"
+
 int g_passed, g_failed, g_skipped;
 char g_case[384] = "setup";
 
@@ -112,12 +114,7 @@ void *xmalloc(size_t n) {
 uint64_t g_rng = 1;
 
 uint64_t rnd(void) {
-    uint64_t x = g_rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    g_rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    return mj_bench_rng(&g_rng);
 }
 
 uint32_t rnd_below(uint32_t n) {

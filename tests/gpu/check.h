@@ -14,7 +14,8 @@
 extern int g_passed, g_failed, g_skipped;
 /* The case being checked, as set_case named it. */
 extern char g_case[384];
-/* xorshift64* state: fresh data every run, reproducible from the printed seed. */
+/* The state of rnd() (mj_bench_rng, xorshift64*; never 0): fresh data every run,
+ * reproducible from the printed seed. */
 extern uint64_t g_rng;
 
 double now_s(void);

@@ -56,9 +56,23 @@ step() {
     notes+=("${took}s, $(basename "$log")")
 }
 
-# The last "N passed, N failed" line of a test log, for the table.
+# The lines of LOG after its last line equal to MARKER: what the step after
+# that marker appended to a log it shares with others.
+after_marker() {
+    awk -v m="$2" 'FNR == NR { if ($0 == m) last = FNR; next } last && FNR > last' "$1" "$1" 2>/dev/null
+}
+
+# The last "N passed, N failed" line of a test log, for the table, and its
+# "N skipped (past the time budget)" line if any (a skipped case does not fail
+# the exit status, so the table says so); with MARKER, of the part after it
+# only, so a test that printed no summary shows none rather than the one of
+# the test before it in the same log.
 counts() {
-    grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" 2>/dev/null | tail -n 1
+    local part summary skipped
+    part=$(if [[ -n ${2:-} ]]; then after_marker "$1" "$2"; else cat "$1" 2>/dev/null; fi)
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$part" | tail -n 1)
+    skipped=$(grep -E '^[0-9]+ skipped' <<<"$part" | tail -n 1)
+    echo "$summary${summary:+${skipped:+, $skipped}}"
 }
 
 {
@@ -88,11 +102,13 @@ fi
 TAIL_LINES=14 step "test_pre_dispatch" 240 "$OUT/test_pre_dispatch.log" "$TEST"
 test_counts=$(counts "$OUT/test_pre_dispatch.log")
 # MegaMoE output is appended to the existing logs ($OUT keeps at most 7 files),
-# so each step's counts are read right after it.
-echo "=== test_mega_moe" >>"$OUT/test_pre_dispatch.log"
+# each after a marker line that its counts are read from.
+moe_mark="=== test_mega_moe"
+echo "$moe_mark" >>"$OUT/test_pre_dispatch.log"
 TAIL_LINES=14 step "test_mega_moe" 200 "$OUT/test_pre_dispatch.log" "$MOE_TEST"
-moe_counts=$(counts "$OUT/test_pre_dispatch.log")
+moe_counts=$(counts "$OUT/test_pre_dispatch.log" "$moe_mark")
 
+moe_quick="=== test_mega_moe --quick"
 if command -v compute-sanitizer >/dev/null; then
     step "memcheck --quick" 110 "$OUT/memcheck.log" \
         compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 "$TEST" --quick
@@ -100,10 +116,10 @@ if command -v compute-sanitizer >/dev/null; then
         compute-sanitizer --tool racecheck --error-exitcode 97 "$TEST" --quick
     memcheck_counts="$(counts "$OUT/memcheck.log") $(grep -m1 -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null)"
     racecheck_counts="$(counts "$OUT/racecheck.log") $(grep -m1 -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null)"
-    echo "=== test_mega_moe --quick" >>"$OUT/memcheck.log"
+    echo "$moe_quick" >>"$OUT/memcheck.log"
     step "memcheck test_mega_moe --quick" 90 "$OUT/memcheck.log" \
         compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 "$MOE_TEST" --quick
-    echo "=== test_mega_moe --quick" >>"$OUT/racecheck.log"
+    echo "$moe_quick" >>"$OUT/racecheck.log"
     step "racecheck test_mega_moe --quick" 90 "$OUT/racecheck.log" \
         compute-sanitizer --tool racecheck --error-exitcode 97 "$MOE_TEST" --quick
 else
@@ -119,11 +135,12 @@ TAIL_LINES=14 step "launch_probe" 30 "$OUT/bench.log" build/bench/launch_probe
 TAIL_LINES=12 step "bench mega-moe" 120 "$OUT/bench.log" "$CLI" bench mega-moe --tokens 1,8,64,256
 step "megajit info" 20 "$ENV_LOG" "$CLI" info
 if python3 -c 'import torch' 2>/dev/null; then
-    echo "=== python/tests/gpu/test_megajit_gpu.py" >>"$OUT/bench.log"
+    py_mark="=== python/tests/gpu/test_megajit_gpu.py"
+    echo "$py_mark" >>"$OUT/bench.log"
     TAIL_LINES=6 step "python GPU test" 150 "$OUT/bench.log" \
         env PYTHONPATH=python MEGAJIT_LIB=build/lib/libmegajit.so.0 \
         python3 python/tests/gpu/test_megajit_gpu.py
-    python_counts=$(counts "$OUT/bench.log")
+    python_counts=$(counts "$OUT/bench.log" "$py_mark")
 fi
 
 {
@@ -142,8 +159,8 @@ fi
     echo "memcheck --quick:          ${memcheck_counts:-not run}"
     echo "racecheck --quick:         ${racecheck_counts:-not run}"
     echo "test_mega_moe:             ${moe_counts:-no summary line}"
-    echo "memcheck mega_moe --quick: $(counts "$OUT/memcheck.log") $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null | tail -n 1)"
-    echo "racecheck mega_moe --quick: $(counts "$OUT/racecheck.log") $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck.log" 2>/dev/null | tail -n 1)"
+    echo "memcheck mega_moe --quick: $(counts "$OUT/memcheck.log" "$moe_quick") $(after_marker "$OUT/memcheck.log" "$moe_quick" | grep -E 'ERROR SUMMARY' | tail -n 1)"
+    echo "racecheck mega_moe --quick: $(counts "$OUT/racecheck.log" "$moe_quick") $(after_marker "$OUT/racecheck.log" "$moe_quick" | grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' | tail -n 1)"
     echo "python GPU test:           ${python_counts:-not run}"
     echo "mega_moe timing:           see bench.log (megajit bench mega-moe)"
     echo "steps not passed: $failed"

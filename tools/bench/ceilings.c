@@ -14,8 +14,9 @@
 
 #define WARMUPS 2
 #define TIMED 10
-/* A read of several GB, so L2 serves nothing and a launch's fixed cost is
- * ~0.5% of it; smaller when the device has less free memory. */
+/* A read of several GB, so L2 serves nothing and a launch's fixed cost (a few
+ * us: bench/RESULTS.md) is a small part of it; smaller when the device has
+ * less free memory. */
 #define READ_BYTES_MAX (4ull << 30)
 #define READ_BYTES_MIN (1ull << 30)
 /* Loop iterations of the tensor-rate kernel: 9.6-9.9 ms a launch on the H200

@@ -40,7 +40,7 @@
 #define PASS_BUDGET_S 0.4
 #define MIN_AUTO_ITERS 3
 #define MAX_AUTO_ITERS 200
-/* Stream seeds of one configuration: routing, tokens. */
+/* Stream seeds of one configuration: routing, tokens, weights. */
 enum { SEED_ROUTING = 1, SEED_TOKENS = 2, SEED_WEIGHTS = 3 };
 
 typedef struct moe_run {

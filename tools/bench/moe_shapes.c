@@ -29,7 +29,12 @@ const mj_bench_moe_shape *mj_bench_moe_shape_by_name(const char *name) {
 }
 
 const char *mj_bench_moe_shape_names(void) {
-    return "deepseek-v3, kimi-k2, qwen3-235b, gpt-oss-120b";
+    static char names[256]; /* the table's names, joined once */
+    if (!names[0])
+        for (int i = 0, n = 0; i < NUM_SHAPES && n < (int)sizeof names; i++)
+            n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "",
+                          kShapes[i].name);
+    return names;
 }
 
 int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,

@@ -18,7 +18,7 @@ int mj_bench_moe_shape_count(void);
 const mj_bench_moe_shape *mj_bench_moe_shape_at(int i);
 /* Exact name match; NULL when unknown. */
 const mj_bench_moe_shape *mj_bench_moe_shape_by_name(const char *name);
-/* "deepseek-v3, kimi-k2, qwen3-235b, gpt-oss-120b": for messages. */
+/* The table's names, comma-separated ("deepseek-v3, kimi-k2, ..."): for messages. */
 const char *mj_bench_moe_shape_names(void);
 
 /* 0 when a MegaMoE layer of shape s, its tokens pre-dispatched in

@@ -14,6 +14,7 @@
 #include "runtime/runtime.h"
 #include "templates/layout/symm_layout.h"
 #include "tools/bench/bench.h"
+#include "tools/bench/timer.h"
 
 #define BENCH_EXPERTS 256
 #define BENCH_DEFAULT_ITERS 100
@@ -35,9 +36,7 @@
 typedef struct bench {
     const mj_cuda *cu;
     CUstream stream;
-    CUevent *events;
-    int num_events;
-    float *times_ms;
+    mj_bench_timer timer; /* an interval per timed launch */
     mj_symm_buffer *buf;
     int num_sets;
     CUdeviceptr x[BENCH_MAX_SETS];
@@ -77,8 +76,7 @@ float mj_bench_median_ms(float *v, int n) {
 static void bench_free(bench *b) {
     const mj_cuda *cu = b->cu;
     if (b->stream) cu->cuStreamSynchronize(b->stream);
-    for (int i = 0; i < b->num_events; i++)
-        if (b->events[i]) cu->cuEventDestroy(b->events[i]);
+    mj_bench_timer_free(&b->timer);
     for (int s = 0; s < BENCH_MAX_SETS; s++) {
         if (b->x[s]) cu->cuMemFree(b->x[s]);
         if (b->ids[s]) cu->cuMemFree(b->ids[s]);
@@ -88,8 +86,6 @@ static void bench_free(bench *b) {
     if (b->copy_dst) cu->cuMemFree(b->copy_dst);
     if (b->buf) mj_symm_buffer_destroy(b->buf);
     if (b->stream) cu->cuStreamDestroy(b->stream);
-    free(b->events);
-    free(b->times_ms);
     free(b->host_x);
     free(b->host_ids);
     free(b->host_weights);
@@ -121,28 +117,17 @@ static void fill_host_set(bench *b, uint64_t *rng, int hidden, int num_tokens, i
     }
 }
 
-/* Records events around each of n calls of op (enqueued back to back, so the
- * GPU never waits on the host) and stores each call's time in b->times_ms. */
+/* Times each of n calls of op between its own pair of events (enqueued back
+ * to back, so the GPU never waits on the host); the median in *ms. */
 typedef mj_status (*bench_op)(bench *b, int i, void *user);
 
-static mj_status time_each(bench *b, int n, bench_op op, void *user) {
-    const mj_cuda *cu = b->cu;
-    CUresult r;
-    for (int i = 0; i < n; i++) {
-        if ((r = cu->cuEventRecord(b->events[2 * i], b->stream)) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench: cuEventRecord");
-        mj_status st = op(b, i, user);
-        if (st != MJ_OK) return st;
-        if ((r = cu->cuEventRecord(b->events[2 * i + 1], b->stream)) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench: cuEventRecord");
-    }
-    if ((r = cu->cuEventSynchronize(b->events[2 * n - 1])) != CUDA_SUCCESS)
-        return mj_cuda_fail(r, "bench: cuEventSynchronize");
-    for (int i = 0; i < n; i++) {
-        r = cu->cuEventElapsedTime(&b->times_ms[i], b->events[2 * i], b->events[2 * i + 1]);
-        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "bench: cuEventElapsedTime");
-    }
-    return MJ_OK;
+static mj_status time_each(bench *b, int n, bench_op op, void *user, double *ms) {
+    mj_status st = MJ_OK;
+    for (int i = 0; st == MJ_OK && i < n; i++)
+        if ((st = mj_bench_timer_start(&b->timer, i, b->stream)) == MJ_OK &&
+            (st = op(b, i, user)) == MJ_OK)
+            st = mj_bench_timer_stop(&b->timer, i, b->stream);
+    return st == MJ_OK ? mj_bench_timer_median(&b->timer, n, ms) : st;
 }
 
 typedef struct pd_args {
@@ -174,7 +159,7 @@ static mj_status alloc(const mj_cuda *cu, CUdeviceptr *p, size_t bytes, const ch
     return MJ_OK;
 }
 
-/* Times iters copies of at least min_bytes on b's stream and events (both
+/* Times iters copies of at least min_bytes on b's stream and timer (both
  * sized by the caller); *gbps counts bytes read plus bytes written. */
 static mj_status copy_run(bench *b, size_t min_bytes, int iters, uint64_t *rng, double *gbps) {
     const mj_cuda *cu = b->cu;
@@ -200,11 +185,8 @@ static mj_status copy_run(bench *b, size_t min_bytes, int iters, uint64_t *rng, 
         if ((st = op_copy(b, i, &copy_n)) != MJ_OK) return st;
     if ((r = cu->cuStreamSynchronize(b->stream)) != CUDA_SUCCESS)
         return mj_cuda_fail(r, "bench: copy warm-up");
-    if ((st = time_each(b, iters, op_copy, &copy_n)) != MJ_OK) return st;
-    const double copy_ms = mj_bench_median_ms(b->times_ms, iters);
-    if (copy_ms <= 0.0)
-        return mj_fail(MJ_ERR_CUDA, "bench: the median copy time was not positive (%g ms)",
-                       copy_ms);
+    double copy_ms;
+    if ((st = time_each(b, iters, op_copy, &copy_n, &copy_ms)) != MJ_OK) return st;
     *gbps = 2.0 * (double)copy_n / (copy_ms * 1e6);
     b->copy_n = copy_n;
     b->copy_ms = copy_ms;
@@ -221,8 +203,9 @@ static mj_status launch_run(bench *b, mj_runtime *rt, int iters, double *us) {
     for (int i = 0; i < lead; i++)
         if ((st = op_copy(b, i, &b->copy_n)) != MJ_OK) return st;
     pd_args args = {rt, 0};
-    if ((st = time_each(b, iters, op_pre_dispatch, &args)) != MJ_OK) return st;
-    *us = mj_bench_median_ms(b->times_ms, iters) * 1e3;
+    double ms;
+    if ((st = time_each(b, iters, op_pre_dispatch, &args, &ms)) != MJ_OK) return st;
+    *us = ms * 1e3;
     return MJ_OK;
 }
 
@@ -261,18 +244,12 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
 
     if ((r = cu->cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
         return mj_cuda_fail(r, "bench: cuStreamCreate");
-    b->events = calloc((size_t)iters * 2, sizeof *b->events);
-    b->times_ms = calloc((size_t)iters, sizeof *b->times_ms);
+    if ((st = mj_bench_timer_init(&b->timer, cu, iters)) != MJ_OK) return st;
     b->host_x = malloc(x_bytes);
     b->host_ids = malloc(pair_bytes);
     b->host_weights = malloc(pair_bytes);
-    if (!b->events || !b->times_ms || !b->host_x || !b->host_ids || !b->host_weights)
+    if (!b->host_x || !b->host_ids || !b->host_weights)
         return mj_fail(MJ_ERR_NOMEM, "bench: out of host memory");
-    for (int i = 0; i < iters * 2; i++) {
-        if ((r = cu->cuEventCreate(&b->events[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-            return mj_cuda_fail(r, "bench: cuEventCreate");
-        b->num_events = i + 1;
-    }
 
     uint64_t rng = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32) ^ 0x9E3779B97F4A7C15ull;
     for (int s = 0; s < b->num_sets; s++) {
@@ -298,16 +275,13 @@ static mj_status bench_run(bench *b, mj_runtime *rt, mj_format fmt, int hidden, 
         if ((st = op_pre_dispatch(b, i, &args)) != MJ_OK) return st;
     if ((r = cu->cuStreamSynchronize(b->stream)) != CUDA_SUCCESS)
         return mj_cuda_fail(r, "bench: pre-dispatch warm-up");
-    if ((st = time_each(b, iters, op_pre_dispatch, &args)) != MJ_OK) return st;
-    const double kernel_ms = mj_bench_median_ms(b->times_ms, iters);
+    double kernel_ms;
+    if ((st = time_each(b, iters, op_pre_dispatch, &args, &kernel_ms)) != MJ_OK) return st;
 
     double bytes = (double)x_bytes + (double)(T * H * (size_t)mj_format_bits((int)fmt) / 8) +
                    (group ? (double)(T * (H / (size_t)group)) : 0.0) +
                    (fmt == MJ_FORMAT_NVFP4 ? 4.0 * (double)T : 0.0) + 4.0 * (double)pair_bytes;
 
-    if (kernel_ms <= 0.0)
-        return mj_fail(MJ_ERR_CUDA, "bench: the median kernel time was not positive (%g ms)",
-                       kernel_ms);
     if ((st = copy_run(b, (size_t)(bytes / 2), iters, &rng, &out->copy_gbps)) != MJ_OK ||
         (st = launch_run(b, rt, iters, &out->launch_us)) != MJ_OK)
         return st;
@@ -354,15 +328,7 @@ mj_status mj_bench_copy_gbps(mj_runtime *rt, size_t min_bytes, int iters, double
     b.cu = rt->cu;
     CUresult r = b.cu->cuStreamCreate(&b.stream, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) return bench_finish(&b, mj_cuda_fail(r, "bench: cuStreamCreate"));
-    b.events = calloc((size_t)iters * 2, sizeof *b.events);
-    b.times_ms = calloc((size_t)iters, sizeof *b.times_ms);
-    if (!b.events || !b.times_ms)
-        return bench_finish(&b, mj_fail(MJ_ERR_NOMEM, "bench: out of host memory"));
-    for (int i = 0; i < iters * 2; i++) {
-        if ((r = b.cu->cuEventCreate(&b.events[i], CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
-            return bench_finish(&b, mj_cuda_fail(r, "bench: cuEventCreate"));
-        b.num_events = i + 1;
-    }
+    if ((st = mj_bench_timer_init(&b.timer, b.cu, iters)) != MJ_OK) return bench_finish(&b, st);
     uint64_t rng = (uint64_t)time(NULL) ^ 0x9E3779B97F4A7C15ull;
     return bench_finish(&b, copy_run(&b, min_bytes, iters, &rng, gbps));
 }

@@ -12,11 +12,11 @@ mj_status mj_bench_timer_init(mj_bench_timer *t, const mj_cuda *cu, int interval
     t->events = calloc((size_t)intervals * 2, sizeof *t->events);
     t->ms = calloc((size_t)intervals, sizeof *t->ms);
     if (!t->events || !t->ms) return mj_fail(MJ_ERR_NOMEM, "bench: out of host memory");
+    t->capacity = intervals; /* so that free destroys the events made before a failure */
     for (int i = 0; i < 2 * intervals; i++) {
         CUresult r = cu->cuEventCreate(&t->events[i], CU_EVENT_DEFAULT);
         if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "bench: cuEventCreate");
     }
-    t->capacity = intervals;
     return MJ_OK;
 }
 

@@ -34,7 +34,7 @@ void test_block_m(ctx *c) {
     uint16_t *first = xmalloc(n * 2);
     for (int i = 0; i < mj_moe_format_count(); i++) {
         uint64_t seed = g_rng;
-        int equal = 1, ok_all = 1, ran = 0;
+        int equal = 1, ran = 0;
         for (size_t b = 0; b < sizeof kBlockMs / sizeof kBlockMs[0]; b++) {
             scenario sc = kControlBase;
             sc.block_m = kBlockMs[b];
@@ -53,7 +53,6 @@ void test_block_m(ctx *c) {
             ok &= run_case(c, i, &sc, CTL_NONE, 1, &worst) == CASE_PASSED;
             printf("  calc_diff %.3g\n", worst);
             record(ok);
-            ok_all &= ok;
             if (!ran)
                 memcpy(first, c->y_got[0], n * 2);
             else if (memcmp(first, c->y_got[0], n * 2))
@@ -64,7 +63,6 @@ void test_block_m(ctx *c) {
             printf("INFO block_m %s: outputs for BLOCK_M 8/16/32/64 are %s%s\n",
                    mj_moe_format_at(i)->name, equal ? "bitwise identical" : "NOT bitwise identical",
                    equal ? "" : " (allowed: fp32 accumulation order; each passed the reference)");
-        (void)ok_all;
     }
     free(first);
 }
@@ -254,7 +252,7 @@ void test_peer_control(ctx *c, const scenario *sc) {
         return;
     }
     CUresult fault;
-    if (!wait_streams(c, c->s, sc->ranks, 20.0, &fault)) {
+    if (!wait_streams(c->s, sc->ranks, 20.0, &fault)) {
         printf("  control %s R=%d: calc_diff=n/a -> detected (kernels hang; stopping, the "
                "context cannot be recovered)\n",
                control_name(CTL_PEERS), sc->ranks);

@@ -186,7 +186,7 @@ void model_free(model *m);
 /* Polls instead of cuStreamSynchronize so a cross-rank deadlock is reported
  * with the case name instead of running into the step's timeout.
  * Returns 1 done, 0 timed out; a kernel fault is returned in *fault. */
-int wait_streams(ctx *c, const CUstream *s, int n, double timeout_s, CUresult *fault);
+int wait_streams(const CUstream *s, int n, double timeout_s, CUresult *fault);
 void wait_or_die(ctx *c, const CUstream *s, int n);
 void run_teardown(run *u);
 /* Buffer, weights, pre-dispatched inputs and the reference outputs. */
@@ -202,11 +202,11 @@ int run_launch(ctx *c, run *u, const CUstream *streams);
  * per-rank line and, on failure, the first differing element. */
 int run_check(ctx *c, const run *u, int stats_mult, int verbose, double *worst_out);
 void describe(const run *u, char *out, size_t cap);
-/* One full case: setup, poison, launch, check. Returns the check result;
- * *worst gets the largest calc_diff over ranks. */
 /* How a case ended: its check passed, its check failed, or it never got to the
  * check (setup or launch refused). */
 enum { CASE_BROKEN = -1, CASE_FAILED = 0, CASE_PASSED = 1 };
+/* One full case: setup, poison, launch, check. Returns how it ended; *worst
+ * gets the largest calc_diff over ranks. */
 int run_case(ctx *c, int row_index, const scenario *sc, int ctl, int verbose, double *worst);
 
 /* tests/gpu/mega_moe/cases.c */

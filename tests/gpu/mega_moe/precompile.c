@@ -5,10 +5,10 @@
 
 /* ------------------------------------------------- parallel precompile */
 
-/* The matrix needs ~100 kernels (BLOCK_M, SM count, ranks, activation and
- * clamp are all template parameters): the library's pool of worker processes
- * builds them into the on-disk cache first (tools/bench/prebuild.h), and the
- * test's runtime then only loads cubins. */
+/* The matrix needs many kernels (BLOCK_M, SM count, ranks, activation and
+ * clamp are all template parameters; the run prints how many): the library's
+ * pool of worker processes builds them into the on-disk cache first
+ * (tools/bench/prebuild.h), and the test's runtime then only loads cubins. */
 typedef mj_spec_list spec_list;
 
 static void plan_add(spec_list *l, const shape *sh, int row_index, const scenario *sc, int sms_full,

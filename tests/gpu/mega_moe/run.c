@@ -79,8 +79,7 @@ void model_free(model *m) {
     memset(m, 0, sizeof *m);
 }
 
-int wait_streams(ctx *c, const CUstream *s, int n, double timeout_s, CUresult *fault) {
-    (void)c;
+int wait_streams(const CUstream *s, int n, double timeout_s, CUresult *fault) {
     double t0 = now_s();
     if (fault) *fault = CUDA_SUCCESS;
     for (;;) {
@@ -111,7 +110,7 @@ int wait_streams(ctx *c, const CUstream *s, int n, double timeout_s, CUresult *f
 }
 
 void wait_or_die(ctx *c, const CUstream *s, int n) {
-    if (wait_streams(c, s, n, c->wait_timeout_s, NULL)) return;
+    if (wait_streams(s, n, c->wait_timeout_s, NULL)) return;
     printf("FATAL [%s]: hang (ranks waiting for each other in-kernel?). The context cannot be "
            "recovered; stopping.\n",
            g_case);
@@ -189,8 +188,7 @@ static int bump_scales(run *u, const shape *sh, uint8_t *saved) {
     return changed;
 }
 
-static int load_weights(ctx *c, run *u, int r) {
-    const shape *sh = &c->sh;
+static int load_weights(run *u, int r) {
     model *m = u->m;
     int group = mj_format_group(u->row->weight_fmt);
     for (int le = 0; le < u->local; le++) {
@@ -218,7 +216,6 @@ static int load_weights(ctx *c, run *u, int r) {
                        "mj_weights_set_alphas"))
             return 0;
     }
-    (void)sh;
     return 1;
 }
 
@@ -254,7 +251,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
         if (!mine(r)) continue;
         mj_moe_config mc = moe_cfg(sh, u->row, sc, r);
         ok = expect_ok(mj_weights_create(c->rt, &mc, &u->w[r]), "mj_weights_create") &&
-             load_weights(c, u, r);
+             load_weights(u, r);
     }
     if (bumped) {
         memcpy(u->m->w1_sf + (size_t)u->hot * u->m->w1sfb, saved, u->m->w1sfb / 2);

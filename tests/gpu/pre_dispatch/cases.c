@@ -23,7 +23,8 @@ void test_create_errors(ctx *c) {
         {"format out of range", MJ_FORMAT_COUNT_, 2048, TOPK, 64, 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        set_case("symm_buffer_create refuses %s", bad[i].name);
+        const char *fname = mj_format_name((mj_format)bad[i].fmt);
+        set_case("symm_buffer_create refuses %s (%s)", bad[i].name, fname ? fname : "no format");
         mj_symm_config cfg =
             make_cfg(bad[i].fmt, bad[i].hidden, bad[i].max_tokens, bad[i].num_ranks);
         cfg.num_topk = bad[i].topk;

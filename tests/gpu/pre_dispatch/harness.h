@@ -59,7 +59,6 @@ typedef struct ctx {
     double ref_s, gpu_s;
 } ctx;
 
-/* Synchronous, so the next launch on any stream sees the data. */
 typedef struct region {
     mj_symm_buffer *buf;
     int rank, fmt, hidden, max_tokens;
@@ -73,6 +72,7 @@ extern int g_quick;
 /* tests/gpu/pre_dispatch/region.c */
 int expect_status(mj_status st, mj_status want, const char *what);
 int expect_int(long long got, long long want, const char *what);
+/* Synchronous, so the next launch on any stream sees the data. */
 void upload(ctx *c, const inputs *in, int hidden, int num_tokens);
 void ensure_image(ctx *c, size_t bytes);
 /* The rank base as the views report it (checked separately in check_views). */
