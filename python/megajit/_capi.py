@@ -27,7 +27,7 @@ from ctypes import (
 )
 
 # ------------------------------------------------------------------ enums
-# Python names are the C constants without their prefix (ENUM_PREFIXES).
+# Python names are the C constants without their prefix (ENUMS).
 
 
 class Status(enum.IntEnum):
@@ -123,18 +123,18 @@ class CacheSelector(enum.IntEnum):
     ALL = 6
 
 
-# Python enum -> the prefix of its C constants. The enums ending in COUNT_
-# in the header (MJ_FAMILY_COUNT_, ...) are sentinels and not mirrored.
-ENUM_PREFIXES = {
-    Status: "MJ_",
-    Family: "MJ_FAMILY_",
-    Format: "MJ_FORMAT_",
-    Dtype: "MJ_DTYPE_",
-    ViewId: "MJ_VIEW_",
-    Activation: "MJ_ACTIVATION_",
-    Projection: "MJ_PROJ_",
-    BuildResult: "MJ_BUILD_",
-    CacheSelector: "MJ_CACHE_SELECT_",
+# Python enum -> its C type and the prefix of its constants. The enums ending in
+# COUNT_ in the header (MJ_FAMILY_COUNT_, ...) are sentinels and not mirrored.
+ENUMS = {
+    Status: ("mj_status", "MJ_"),
+    Family: ("mj_family", "MJ_FAMILY_"),
+    Format: ("mj_format", "MJ_FORMAT_"),
+    Dtype: ("mj_dtype", "MJ_DTYPE_"),
+    ViewId: ("mj_view_id", "MJ_VIEW_"),
+    Activation: ("mj_activation", "MJ_ACTIVATION_"),
+    Projection: ("mj_projection", "MJ_PROJ_"),
+    BuildResult: ("mj_build_result", "MJ_BUILD_"),
+    CacheSelector: ("mj_cache_selector", "MJ_CACHE_SELECT_"),
 }
 
 # ---------------------------------------------------------------- structs
@@ -444,15 +444,7 @@ FUNCTIONS = {
 # ------------------------------------------------- C type strings -> ctypes
 
 _OPAQUE = {"mj_runtime", "mj_symm_buffer", "mj_weights", "mj_manifest", "mj_cache"}
-_ENUMS = {
-    "mj_status",
-    "mj_family",
-    "mj_format",
-    "mj_view_id",
-    "mj_projection",
-    "mj_build_result",
-    "mj_cache_selector",
-}
+_ENUMS = {c_name for c_name, _ in ENUMS.values()}
 _SCALARS = {
     "void": None,
     "int": c_int,
