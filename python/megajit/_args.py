@@ -1,6 +1,7 @@
 """Argument conversion shared by the classes: C ints that cannot wrap around."""
 
 import operator
+import os
 
 from .errors import invalid
 
@@ -17,6 +18,22 @@ def c_int(value, name, lo=-(2**31), hi=INT_MAX):
     if not lo <= v <= hi:
         raise invalid(f"megajit: {name} {v} outside {lo}..{hi}")
     return v
+
+
+def c_str(value, name):
+    """bytes for a C string argument from a str, bytes or path (None stays NULL);
+    TypeError for anything else, InvalidArgument for an embedded NUL."""
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str):
+        value = value.encode()
+    if not isinstance(value, bytes):
+        raise TypeError(f"megajit: {name} must be a str or path, not {type(value).__name__}")
+    if b"\0" in value:
+        raise invalid(f"megajit: {name} contains a NUL character")
+    return value
 
 
 def c_float(value, name):

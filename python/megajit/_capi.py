@@ -290,6 +290,21 @@ STRUCTS = {
     Info: ("mj_info", None),
 }
 
+def text(raw):
+    """A C string (bytes, or None for NULL) as str; NULL as ""."""
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def strings(array):
+    """A NULL-terminated array of C strings (POINTER(c_char_p)) as a list of str."""
+    out = []
+    i = 0
+    while array and array[i]:
+        out.append(text(array[i]))
+        i += 1
+    return out
+
+
 def as_plain(cls, raw, **given):
     """The dataclass `cls` from the ctypes struct `raw`, field by field (same
     names; C strings decoded, NULL as ""), with the fields in `given` as given."""
@@ -299,7 +314,7 @@ def as_plain(cls, raw, **given):
             values[f.name] = given[f.name]
             continue
         v = getattr(raw, f.name)
-        values[f.name] = v.decode("utf-8", "replace") if isinstance(v, bytes) else ("" if v is None else v)
+        values[f.name] = text(v) if v is None or isinstance(v, bytes) else v
     return cls(**values)
 
 

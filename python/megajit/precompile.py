@@ -10,23 +10,17 @@ import subprocess
 import sys
 import time
 
-from . import _lib
-from ._args import c_int
+from . import _capi, _lib
+from ._args import c_int, c_str
 from ._capi import BuildResult
 from ._handle import Owner
 from .errors import check, make_error
-from .runtime import Runtime, _cstr, _str
+from .runtime import Runtime
 
 
 def presets():
     """Names of the embedded presets (mj_manifest_preset_names): "deepseek-v3-ep8", ..."""
-    names = _lib.load().mj_manifest_preset_names()
-    out = []
-    i = 0
-    while names[i]:
-        out.append(names[i].decode())
-        i += 1
-    return out
+    return _capi.strings(_lib.load().mj_manifest_preset_names())
 
 
 class Manifest(Owner):
@@ -52,14 +46,14 @@ class Manifest(Owner):
         if not isinstance(text, str):
             raise TypeError(f"megajit: a manifest is JSON text or a dict, not {type(text).__name__}")
         out = ctypes.c_void_p()
-        check(_lib.load().mj_manifest_parse(_cstr(text.encode("utf-8", "surrogateescape"), "manifest"), ctypes.byref(out)))
+        check(_lib.load().mj_manifest_parse(c_str(text.encode("utf-8", "surrogateescape"), "manifest"), ctypes.byref(out)))
         return cls(out.value, {"manifest": text})
 
     @classmethod
     def preset(cls, name):
         """An embedded preset by name (presets() lists them); NotFound when unknown."""
         out = ctypes.c_void_p()
-        check(_lib.load().mj_manifest_preset(_cstr(name, "preset"), ctypes.byref(out)))
+        check(_lib.load().mj_manifest_preset(c_str(name, "preset"), ctypes.byref(out)))
         return cls(out.value, {"preset": name})
 
     @classmethod
@@ -89,7 +83,7 @@ class Manifest(Owner):
         """Replaces the architecture list ("sm_90a,sm_100a" or a list of names)."""
         if not isinstance(archs, str):
             archs = ",".join(archs)
-        check(_lib.load().mj_manifest_set_archs(self._handle(), _cstr(archs, "archs")))
+        check(_lib.load().mj_manifest_set_archs(self._handle(), c_str(archs, "archs")))
         self._archs = archs
 
     def __len__(self):
@@ -98,7 +92,7 @@ class Manifest(Owner):
     def describe(self, i):
         """Kernel i as "pre_dispatch.main<H=7168,fmt=mxfp8,K=8> sm_90a"."""
         i = c_int(i, "kernel index", 0, len(self) - 1)
-        return _str(_lib.load().mj_manifest_kernel_describe(self._handle(), i))
+        return _capi.text(_lib.load().mj_manifest_kernel_describe(self._handle(), i))
 
     @property
     def kernels(self):
@@ -193,9 +187,9 @@ def precompile(manifest_or_preset, archs=None, jobs=None, progress=None, cache_d
     if cache_dir is not None:
         cache_dir = os.fspath(cache_dir)
     cache = ctypes.c_void_p()
-    check(lib.mj_cache_create(_cstr(cache_dir, "cache_dir"), ctypes.byref(cache)))
+    check(lib.mj_cache_create(c_str(cache_dir, "cache_dir"), ctypes.byref(cache)))
     try:
-        cache_path = _str(lib.mj_cache_path(cache))
+        cache_path = _capi.text(lib.mj_cache_path(cache))
         if cache_dir is None:
             cache_dir = os.path.dirname(cache_path)
     finally:
