@@ -1,5 +1,6 @@
 """Argument conversion shared by the classes: C ints that cannot wrap around."""
 
+import dataclasses
 import operator
 import os
 
@@ -56,3 +57,25 @@ def enum_member(enum_cls, value, what):
         return enum_cls(value)
     except ValueError:
         raise invalid(f"megajit: unknown {what} {value!r}") from None
+
+
+def config_of(cls, config, fields):
+    """The `cls` dataclass a constructor was given: `config` (an instance of cls),
+    with the keyword `fields` replaced, or made of the fields alone."""
+    if config is not None and not isinstance(config, cls):
+        raise TypeError(f"megajit: config must be a megajit.{cls.__name__}, not {type(config).__name__}")
+    try:
+        if config is None:
+            return cls(**fields)
+        return dataclasses.replace(config, **fields) if fields else config
+    except TypeError as e:
+        raise TypeError(f"megajit: {e}") from None
+
+
+def c_struct(ctype, plain, **given):
+    """The ctypes struct `ctype` from the dataclass `plain`, field by field (same
+    names, each a C int through c_int), with the fields in `given` as given."""
+    return ctype(**{
+        f.name: given[f.name] if f.name in given else c_int(getattr(plain, f.name), f.name)
+        for f in dataclasses.fields(plain)
+    })

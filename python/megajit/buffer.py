@@ -5,7 +5,7 @@ import ctypes
 import dataclasses
 
 from . import _capi, _dlpack, _lib, _torch
-from ._args import c_int, enum_member
+from ._args import c_int, c_struct, config_of, enum_member
 from ._capi import Dtype, Format, ViewId
 from ._handle import Owner
 from .errors import check, invalid
@@ -32,15 +32,7 @@ class SymmConfig:
     intermediate: int = 0
 
     def _c(self):
-        return _capi.SymmConfig(
-            hidden=c_int(self.hidden, "hidden"),
-            num_experts=c_int(self.num_experts, "num_experts"),
-            num_topk=c_int(self.num_topk, "num_topk"),
-            max_tokens_per_rank=c_int(self.max_tokens_per_rank, "max_tokens_per_rank"),
-            dispatch_format=int(parse_format(self.dispatch_format)),
-            num_ranks=c_int(self.num_ranks, "num_ranks"),
-            intermediate=c_int(self.intermediate, "intermediate"),
-        )
+        return c_struct(_capi.SymmConfig, self, dispatch_format=int(parse_format(self.dispatch_format)))
 
 
 # Per dtype: the array-interface type string and item size (BF16 and E4M3 have
@@ -158,7 +150,7 @@ class SymmBuffer(Owner):
         """A buffer of one allocation holding config.num_ranks rank regions, zeroed.
         `config` is a SymmConfig, or give its fields as keywords. Records the
         MegaMoE family's SM count now: set runtime.families["mega_moe"].num_sms first."""
-        cfg = _config(config, fields)._c()
+        cfg = config_of(SymmConfig, config, fields)._c()
         out = ctypes.c_void_p()
         check(_lib.load().mj_symm_buffer_create(runtime._handle(), ctypes.byref(cfg), ctypes.byref(out)))
         return cls(runtime, out.value)
@@ -176,7 +168,7 @@ class SymmBuffer(Owner):
         if handle is None:
             raise invalid("megajit: the NCCL communicator is closed")
         handle = c_int(handle, "comm", lo=1, hi=2**64 - 1)
-        cfg = _config(config, fields)._c()
+        cfg = config_of(SymmConfig, config, fields)._c()
         out = ctypes.c_void_p()
         check(
             _lib.load().mj_symm_buffer_create_nccl(
@@ -194,15 +186,7 @@ class SymmBuffer(Owner):
                 self._handle(), ctypes.byref(cfg), ctypes.byref(sms), ctypes.byref(per_rank)
             )
         )
-        self.config = SymmConfig(
-            cfg.hidden,
-            cfg.num_experts,
-            cfg.num_topk,
-            cfg.max_tokens_per_rank,
-            Format(cfg.dispatch_format),
-            cfg.num_ranks,
-            cfg.intermediate,
-        )
+        self.config = _capi.as_plain(SymmConfig, cfg, dispatch_format=Format(cfg.dispatch_format))
         self.num_sms = sms.value
         self.bytes_per_rank = per_rank.value
 
@@ -290,15 +274,3 @@ class SymmBuffer(Owner):
             return "<megajit.SymmBuffer (closed)>"
         return f"<megajit.SymmBuffer {self.config} num_sms={self.num_sms}>"
 
-
-def _config(config, fields):
-    if config is None:
-        try:
-            return SymmConfig(**fields)
-        except TypeError as e:
-            raise TypeError(f"megajit: {e}") from None
-    if fields:
-        return dataclasses.replace(config, **fields)
-    if not isinstance(config, SymmConfig):
-        raise TypeError(f"megajit: config must be a megajit.SymmConfig, not {type(config).__name__}")
-    return config
