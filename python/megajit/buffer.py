@@ -35,22 +35,15 @@ class SymmConfig:
         return c_struct(_capi.SymmConfig, self, dispatch_format=int(parse_format(self.dispatch_format)))
 
 
-# Per dtype: the array-interface type string and item size (BF16 and E4M3 have
-# no type string, so the interface shows them as same-sized integers) and the
-# DLPack type code and bits (E4M3 travels as bytes, reinterpreted after).
-_TYPESTR = {
-    Dtype.U8: ("|u1", 1),
-    Dtype.E4M3: ("|u1", 1),
-    Dtype.BF16: ("<u2", 2),
-    Dtype.I32: ("<i4", 4),
-    Dtype.F32: ("<f4", 4),
-}
-_DLPACK = {
-    Dtype.U8: (_dlpack.K_DL_UINT, 8),
-    Dtype.E4M3: (_dlpack.K_DL_UINT, 8),
-    Dtype.BF16: (_dlpack.K_DL_BFLOAT, 16),
-    Dtype.I32: (_dlpack.K_DL_INT, 32),
-    Dtype.F32: (_dlpack.K_DL_FLOAT, 32),
+# Per dtype: the array-interface type string (BF16 and E4M3 have none, so the
+# interface shows them as same-sized integers), the item size, and the DLPack
+# type code (E4M3 travels as bytes, reinterpreted after).
+_DTYPES = {
+    Dtype.U8: ("|u1", 1, _dlpack.K_DL_UINT),
+    Dtype.E4M3: ("|u1", 1, _dlpack.K_DL_UINT),
+    Dtype.BF16: ("<u2", 2, _dlpack.K_DL_BFLOAT),
+    Dtype.I32: ("<i4", 4, _dlpack.K_DL_INT),
+    Dtype.F32: ("<f4", 4, _dlpack.K_DL_FLOAT),
 }
 
 
@@ -83,7 +76,7 @@ class View:
 
     @property
     def __cuda_array_interface__(self):
-        typestr, size = _TYPESTR[self.dtype]
+        typestr, size, _ = _DTYPES[self.dtype]
         shape, strides = self._layout()
         strides = tuple(s * size for s in strides) if len(shape) == 2 else None
         return {
@@ -97,17 +90,21 @@ class View:
 
     def _layout(self):
         """(shape, strides) in elements."""
-        size = _TYPESTR[self.dtype][1]
+        size = _DTYPES[self.dtype][1]
         if len(self.shape) == 2:
             return (self.shape[0], self.row_stride_bytes // size), (self.row_stride_bytes // size, 1)
         return self.shape, (1,)
 
+    def _export(self):
+        """The arguments of a DLPack export of the view (megajit._dlpack.capsule)."""
+        _, size, code = _DTYPES[self.dtype]
+        shape, strides = self._layout()
+        return (self.ptr, shape, strides, code, 8 * size, *self.__dlpack_device__(), self)
+
     def __dlpack__(self, stream=None, **_):
         """DLPack export (a legacy "dltensor" capsule): the memory is ready, so the
         consumer's stream needs no wait. E4M3 is exported as uint8."""
-        code, bits = _DLPACK[self.dtype]
-        shape, strides = self._layout()
-        return _dlpack.capsule(self.ptr, shape, strides, code, bits, *self.__dlpack_device__(), self)
+        return _dlpack.capsule(*self._export())
 
     def __dlpack_device__(self):
         return (_dlpack.K_DL_CUDA, self.buffer.runtime.device_index or 0)
@@ -118,9 +115,7 @@ class View:
         view (and so the buffer object) alive, but not an explicitly closed
         buffer's memory."""
         torch = _torch.require("View.tensor()")
-        code, bits = _DLPACK[self.dtype]
-        shape, strides = self._layout()
-        t = _dlpack.to_torch(torch, self.ptr, shape, strides, code, bits, *self.__dlpack_device__(), self)
+        t = _dlpack.to_torch(torch, *self._export())
         want = _torch.view_dtype(torch, self.dtype)
         return t if t.dtype == want else t.view(want)
 
@@ -273,4 +268,3 @@ class SymmBuffer(Owner):
         if self.closed:
             return "<megajit.SymmBuffer (closed)>"
         return f"<megajit.SymmBuffer {self.config} num_sms={self.num_sms}>"
-
