@@ -1,4 +1,5 @@
-"""Argument conversion shared by the classes: C ints that cannot wrap around."""
+"""Argument conversion shared by the classes: C ints that cannot wrap around, C
+strings, a config dataclass from what a constructor was given, and its C struct."""
 
 import dataclasses
 import operator
