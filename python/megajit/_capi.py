@@ -27,7 +27,7 @@ from ctypes import (
 )
 
 # ------------------------------------------------------------------ enums
-# Python names are the C constants without their prefix (ENUM_PREFIXES).
+# Python names are the C constants without their prefix (ENUMS).
 
 
 class Status(enum.IntEnum):
@@ -123,18 +123,18 @@ class CacheSelector(enum.IntEnum):
     ALL = 6
 
 
-# Python enum -> the prefix of its C constants. The enums ending in COUNT_
-# in the header (MJ_FAMILY_COUNT_, ...) are sentinels and not mirrored.
-ENUM_PREFIXES = {
-    Status: "MJ_",
-    Family: "MJ_FAMILY_",
-    Format: "MJ_FORMAT_",
-    Dtype: "MJ_DTYPE_",
-    ViewId: "MJ_VIEW_",
-    Activation: "MJ_ACTIVATION_",
-    Projection: "MJ_PROJ_",
-    BuildResult: "MJ_BUILD_",
-    CacheSelector: "MJ_CACHE_SELECT_",
+# Python enum -> its C type and the prefix of its constants. The enums ending in
+# COUNT_ in the header (MJ_FAMILY_COUNT_, ...) are sentinels and not mirrored.
+ENUMS = {
+    Status: ("mj_status", "MJ_"),
+    Family: ("mj_family", "MJ_FAMILY_"),
+    Format: ("mj_format", "MJ_FORMAT_"),
+    Dtype: ("mj_dtype", "MJ_DTYPE_"),
+    ViewId: ("mj_view_id", "MJ_VIEW_"),
+    Activation: ("mj_activation", "MJ_ACTIVATION_"),
+    Projection: ("mj_projection", "MJ_PROJ_"),
+    BuildResult: ("mj_build_result", "MJ_BUILD_"),
+    CacheSelector: ("mj_cache_selector", "MJ_CACHE_SELECT_"),
 }
 
 # ---------------------------------------------------------------- structs
@@ -290,6 +290,21 @@ STRUCTS = {
     Info: ("mj_info", None),
 }
 
+def text(raw):
+    """A C string (bytes, or None for NULL) as str; NULL as ""."""
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def strings(array):
+    """A NULL-terminated array of C strings (POINTER(c_char_p)) as a list of str."""
+    out = []
+    i = 0
+    while array and array[i]:
+        out.append(text(array[i]))
+        i += 1
+    return out
+
+
 def as_plain(cls, raw, **given):
     """The dataclass `cls` from the ctypes struct `raw`, field by field (same
     names; C strings decoded, NULL as ""), with the fields in `given` as given."""
@@ -299,7 +314,7 @@ def as_plain(cls, raw, **given):
             values[f.name] = given[f.name]
             continue
         v = getattr(raw, f.name)
-        values[f.name] = v.decode("utf-8", "replace") if isinstance(v, bytes) else ("" if v is None else v)
+        values[f.name] = text(v) if v is None or isinstance(v, bytes) else v
     return cls(**values)
 
 
@@ -444,15 +459,7 @@ FUNCTIONS = {
 # ------------------------------------------------- C type strings -> ctypes
 
 _OPAQUE = {"mj_runtime", "mj_symm_buffer", "mj_weights", "mj_manifest", "mj_cache"}
-_ENUMS = {
-    "mj_status",
-    "mj_family",
-    "mj_format",
-    "mj_view_id",
-    "mj_projection",
-    "mj_build_result",
-    "mj_cache_selector",
-}
+_ENUMS = {c_name for c_name, _ in ENUMS.values()}
 _SCALARS = {
     "void": None,
     "int": c_int,

@@ -70,7 +70,8 @@ def describe(t):
 def check_cuda(torch, t, name, dtype, shape, device_index):
     """data_ptr() of `t` after checking it is a contiguous CUDA tensor of `dtype` and
     `shape` (a tuple; None entries match any size) on the runtime's device."""
-    # The common case in as few attribute reads as possible (forward's hot path).
+    # The common case in as few attribute reads as possible (pre_dispatch, run;
+    # forward checks its own common case inline and comes here from its fallback).
     if (type(t) is torch.Tensor and t.dtype is dtype and t.get_device() == device_index
             and t.shape == shape and t.is_contiguous()):
         return t.data_ptr()

@@ -5,7 +5,7 @@ import ctypes
 import dataclasses
 
 from . import _capi, _dlpack, _lib, _torch
-from ._args import c_int, enum_member
+from ._args import c_int, c_struct, config_of, enum_member
 from ._capi import Dtype, Format, ViewId
 from ._handle import Owner
 from .errors import check, invalid
@@ -32,33 +32,18 @@ class SymmConfig:
     intermediate: int = 0
 
     def _c(self):
-        return _capi.SymmConfig(
-            hidden=c_int(self.hidden, "hidden"),
-            num_experts=c_int(self.num_experts, "num_experts"),
-            num_topk=c_int(self.num_topk, "num_topk"),
-            max_tokens_per_rank=c_int(self.max_tokens_per_rank, "max_tokens_per_rank"),
-            dispatch_format=int(parse_format(self.dispatch_format)),
-            num_ranks=c_int(self.num_ranks, "num_ranks"),
-            intermediate=c_int(self.intermediate, "intermediate"),
-        )
+        return c_struct(_capi.SymmConfig, self, dispatch_format=int(parse_format(self.dispatch_format)))
 
 
-# Per dtype: the array-interface type string and item size (BF16 and E4M3 have
-# no type string, so the interface shows them as same-sized integers) and the
-# DLPack type code and bits (E4M3 travels as bytes, reinterpreted after).
-_TYPESTR = {
-    Dtype.U8: ("|u1", 1),
-    Dtype.E4M3: ("|u1", 1),
-    Dtype.BF16: ("<u2", 2),
-    Dtype.I32: ("<i4", 4),
-    Dtype.F32: ("<f4", 4),
-}
-_DLPACK = {
-    Dtype.U8: (_dlpack.K_DL_UINT, 8),
-    Dtype.E4M3: (_dlpack.K_DL_UINT, 8),
-    Dtype.BF16: (_dlpack.K_DL_BFLOAT, 16),
-    Dtype.I32: (_dlpack.K_DL_INT, 32),
-    Dtype.F32: (_dlpack.K_DL_FLOAT, 32),
+# Per dtype: the array-interface type string (BF16 and E4M3 have none, so the
+# interface shows them as same-sized integers), the item size, and the DLPack
+# type code (E4M3 travels as bytes, reinterpreted after).
+_DTYPES = {
+    Dtype.U8: ("|u1", 1, _dlpack.K_DL_UINT),
+    Dtype.E4M3: ("|u1", 1, _dlpack.K_DL_UINT),
+    Dtype.BF16: ("<u2", 2, _dlpack.K_DL_BFLOAT),
+    Dtype.I32: ("<i4", 4, _dlpack.K_DL_INT),
+    Dtype.F32: ("<f4", 4, _dlpack.K_DL_FLOAT),
 }
 
 
@@ -91,7 +76,7 @@ class View:
 
     @property
     def __cuda_array_interface__(self):
-        typestr, size = _TYPESTR[self.dtype]
+        typestr, size, _ = _DTYPES[self.dtype]
         shape, strides = self._layout()
         strides = tuple(s * size for s in strides) if len(shape) == 2 else None
         return {
@@ -105,17 +90,21 @@ class View:
 
     def _layout(self):
         """(shape, strides) in elements."""
-        size = _TYPESTR[self.dtype][1]
+        size = _DTYPES[self.dtype][1]
         if len(self.shape) == 2:
             return (self.shape[0], self.row_stride_bytes // size), (self.row_stride_bytes // size, 1)
         return self.shape, (1,)
 
+    def _export(self):
+        """The arguments of a DLPack export of the view (megajit._dlpack.capsule)."""
+        _, size, code = _DTYPES[self.dtype]
+        shape, strides = self._layout()
+        return (self.ptr, shape, strides, code, 8 * size, *self.__dlpack_device__(), self)
+
     def __dlpack__(self, stream=None, **_):
         """DLPack export (a legacy "dltensor" capsule): the memory is ready, so the
         consumer's stream needs no wait. E4M3 is exported as uint8."""
-        code, bits = _DLPACK[self.dtype]
-        shape, strides = self._layout()
-        return _dlpack.capsule(self.ptr, shape, strides, code, bits, *self.__dlpack_device__(), self)
+        return _dlpack.capsule(*self._export())
 
     def __dlpack_device__(self):
         return (_dlpack.K_DL_CUDA, self.buffer.runtime.device_index or 0)
@@ -126,9 +115,7 @@ class View:
         view (and so the buffer object) alive, but not an explicitly closed
         buffer's memory."""
         torch = _torch.require("View.tensor()")
-        code, bits = _DLPACK[self.dtype]
-        shape, strides = self._layout()
-        t = _dlpack.to_torch(torch, self.ptr, shape, strides, code, bits, *self.__dlpack_device__(), self)
+        t = _dlpack.to_torch(torch, *self._export())
         want = _torch.view_dtype(torch, self.dtype)
         return t if t.dtype == want else t.view(want)
 
@@ -158,7 +145,7 @@ class SymmBuffer(Owner):
         """A buffer of one allocation holding config.num_ranks rank regions, zeroed.
         `config` is a SymmConfig, or give its fields as keywords. Records the
         MegaMoE family's SM count now: set runtime.families["mega_moe"].num_sms first."""
-        cfg = _config(config, fields)._c()
+        cfg = config_of(SymmConfig, config, fields)._c()
         out = ctypes.c_void_p()
         check(_lib.load().mj_symm_buffer_create(runtime._handle(), ctypes.byref(cfg), ctypes.byref(out)))
         return cls(runtime, out.value)
@@ -176,7 +163,7 @@ class SymmBuffer(Owner):
         if handle is None:
             raise invalid("megajit: the NCCL communicator is closed")
         handle = c_int(handle, "comm", lo=1, hi=2**64 - 1)
-        cfg = _config(config, fields)._c()
+        cfg = config_of(SymmConfig, config, fields)._c()
         out = ctypes.c_void_p()
         check(
             _lib.load().mj_symm_buffer_create_nccl(
@@ -194,15 +181,7 @@ class SymmBuffer(Owner):
                 self._handle(), ctypes.byref(cfg), ctypes.byref(sms), ctypes.byref(per_rank)
             )
         )
-        self.config = SymmConfig(
-            cfg.hidden,
-            cfg.num_experts,
-            cfg.num_topk,
-            cfg.max_tokens_per_rank,
-            Format(cfg.dispatch_format),
-            cfg.num_ranks,
-            cfg.intermediate,
-        )
+        self.config = _capi.as_plain(SymmConfig, cfg, dispatch_format=Format(cfg.dispatch_format))
         self.num_sms = sms.value
         self.bytes_per_rank = per_rank.value
 
@@ -289,16 +268,3 @@ class SymmBuffer(Owner):
         if self.closed:
             return "<megajit.SymmBuffer (closed)>"
         return f"<megajit.SymmBuffer {self.config} num_sms={self.num_sms}>"
-
-
-def _config(config, fields):
-    if config is None:
-        try:
-            return SymmConfig(**fields)
-        except TypeError as e:
-            raise TypeError(f"megajit: {e}") from None
-    if fields:
-        return dataclasses.replace(config, **fields)
-    if not isinstance(config, SymmConfig):
-        raise TypeError(f"megajit: config must be a megajit.SymmConfig, not {type(config).__name__}")
-    return config

@@ -6,10 +6,10 @@ import dataclasses
 import re
 
 from . import _capi, _lib
-from ._capi import CacheSelector
+from ._args import c_str
+from ._capi import CacheSelector, text
 from ._handle import Owner
 from .errors import check, invalid
-from .runtime import _cstr, _str
 
 
 class _Plain:
@@ -123,7 +123,7 @@ class Cache(Owner):
     def __init__(self, dir=None, read_only=False, create=False):
         lib = _lib.load()
         out = ctypes.c_void_p()
-        d = _cstr(dir, "dir")
+        d = c_str(dir, "dir")
         if create:
             if read_only:
                 raise invalid("megajit: a cache cannot be created read-only")
@@ -135,7 +135,7 @@ class Cache(Owner):
     @property
     def path(self):
         """The database file."""
-        return _str(_lib.load().mj_cache_path(self._handle()))
+        return text(_lib.load().mj_cache_path(self._handle()))
 
     def ls(self, family=None, arch=None):
         """Every entry matching the filters (None: any), the cache's first, then each
@@ -147,7 +147,7 @@ class Cache(Owner):
             return 0
 
         cb = _capi.CacheEntryFn(one)
-        check(_lib.load().mj_cache_list(self._handle(), _cstr(family, "family"), _cstr(arch, "arch"), cb, None))
+        check(_lib.load().mj_cache_list(self._handle(), c_str(family, "family"), c_str(arch, "arch"), cb, None))
         return found
 
     list = ls
@@ -156,17 +156,12 @@ class Cache(Owner):
         """One entry by key prefix (>= 4 hex digits): a CacheDetail. NotFound when none
         matches, InvalidArgument when several do."""
         out = _capi.CacheDetail()
-        check(_lib.load().mj_cache_show(self._handle(), _cstr(key_prefix, "key_prefix"), ctypes.byref(out)))
-        headers = []
-        i = 0
-        while out.headers and out.headers[i]:
-            headers.append(out.headers[i].decode())
-            i += 1
+        check(_lib.load().mj_cache_show(self._handle(), c_str(key_prefix, "key_prefix"), ctypes.byref(out)))
         return CacheDetail(
             entry=_entry(out.entry),
-            source=_str(out.source),
-            log=_str(out.log),
-            headers=headers,
+            source=text(out.source),
+            log=text(out.log),
+            headers=_capi.strings(out.headers),
             cubin=ctypes.string_at(out.cubin, out.cubin_size) if out.cubin else b"",
         )
 
@@ -182,7 +177,7 @@ class Cache(Owner):
         bad_entries = []
 
         def bad(key, reason, _user):
-            bad_entries.append({"key": _str(key), "reason": _str(reason)})
+            bad_entries.append({"key": text(key), "reason": text(reason)})
 
         cb = _capi.CacheBadFn(bad)
         checked = ctypes.c_int64()
@@ -218,7 +213,7 @@ class Cache(Owner):
 
     def _remove(self, sel, value):
         removed = ctypes.c_int64()
-        check(_lib.load().mj_cache_remove(self._handle(), int(sel), _cstr(value, "value"), ctypes.byref(removed)))
+        check(_lib.load().mj_cache_remove(self._handle(), int(sel), c_str(value, "value"), ctypes.byref(removed)))
         return removed.value
 
     def gc(self, max_bytes):
@@ -232,13 +227,13 @@ class Cache(Owner):
 
     def export(self, file):
         """Writes a consistent, compact snapshot to `file` (usable in MEGAJIT_CACHE_RO)."""
-        check(_lib.load().mj_cache_export(self._handle(), _cstr(file, "file")))
+        check(_lib.load().mj_cache_export(self._handle(), c_str(file, "file")))
 
     def import_(self, file):
         """Copies a snapshot's entries in (existing keys win); returns how many.
         (`import` is a Python keyword; `getattr(cache, "import")` works too.)"""
         imported = ctypes.c_int64()
-        check(_lib.load().mj_cache_import(self._handle(), _cstr(file, "file"), ctypes.byref(imported)))
+        check(_lib.load().mj_cache_import(self._handle(), c_str(file, "file"), ctypes.byref(imported)))
         return imported.value
 
     def __repr__(self):

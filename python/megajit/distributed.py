@@ -17,6 +17,7 @@ PyTorch, when installed, is imported first; else CUDA_HOME and
 /usr/local/cuda), so both use the same library.
 """
 
+import contextlib
 import ctypes
 import os
 
@@ -135,11 +136,11 @@ class NcclCommunicator:
         ctypes.memmove(ctypes.addressof(nid), bytes(uid), NCCL_UNIQUE_ID_BYTES)
         comm = ctypes.c_void_p()
         torch = _torch.loaded()
+        on_device = contextlib.nullcontext()
         if torch is not None and torch.cuda.is_available():
             device = torch.cuda.current_device() if device is None else device
-            with torch.cuda.device(device):
-                _nccl_check(lib, lib.ncclCommInitRank(ctypes.byref(comm), size, nid, rank), "ncclCommInitRank")
-        else:
+            on_device = torch.cuda.device(device)
+        with on_device:
             _nccl_check(lib, lib.ncclCommInitRank(ctypes.byref(comm), size, nid, rank), "ncclCommInitRank")
         return cls(comm.value, rank, size, device)
 

@@ -7,7 +7,7 @@ also a ValueError.
 """
 
 from . import _lib
-from ._capi import Status
+from ._capi import Status, text
 
 
 class Error(Exception):
@@ -87,8 +87,7 @@ def error_class(status):
 def make_error(status, message=None):
     """The exception for `status`, with the calling thread's mj_last_error() by default."""
     if message is None:
-        raw = _lib.load().mj_last_error()
-        message = raw.decode("utf-8", "replace") if raw else ""
+        message = text(_lib.load().mj_last_error())
     try:
         status = Status(status)
     except ValueError:

@@ -5,7 +5,7 @@ import ctypes
 import dataclasses
 
 from . import _capi, _lib, _torch
-from ._args import c_float, c_int, enum_member
+from ._args import c_float, c_int, c_struct, config_of, enum_member
 from ._capi import Activation, Format, Projection
 from ._handle import Owner
 from .buffer import SymmBuffer, SymmConfig
@@ -100,19 +100,13 @@ class MoEConfig:
         return out.value
 
     def _c(self):
-        return _capi.MoeConfig(
-            hidden=c_int(self.hidden, "hidden"),
-            intermediate=c_int(self.intermediate, "intermediate"),
-            num_experts=c_int(self.num_experts, "num_experts"),
-            num_topk=c_int(self.num_topk, "num_topk"),
-            num_ranks=c_int(self.num_ranks, "num_ranks"),
-            rank=c_int(self.rank, "rank"),
-            max_tokens_per_rank=c_int(self.max_tokens_per_rank, "max_tokens_per_rank"),
+        return c_struct(
+            _capi.MoeConfig,
+            self,
             weight_format=int(parse_format(self.weight_format)),
             dispatch_format=int(parse_format(self.dispatch_format)),
             activation=int(enum_member(Activation, self.activation, "activation")),
             clamp=c_float(self.clamp, "clamp"),
-            block_m=c_int(self.block_m, "block_m"),
         )
 
 
@@ -149,15 +143,7 @@ class MegaMoE(Owner):
     _kind = "weights"
 
     def __init__(self, runtime, config=None, buffer=None, **fields):
-        if config is None:
-            try:
-                config = MoEConfig(**fields)
-            except TypeError as e:
-                raise TypeError(f"megajit: {e}") from None
-        elif fields:
-            config = dataclasses.replace(config, **fields)
-        if not isinstance(config, MoEConfig):
-            raise TypeError(f"megajit: config must be a megajit.MoEConfig, not {type(config).__name__}")
+        config = config_of(MoEConfig, config, fields)
         lib = _lib.load()
         self.runtime = runtime
         self.config = config

@@ -10,23 +10,17 @@ import subprocess
 import sys
 import time
 
-from . import _lib
-from ._args import c_int
+from . import _capi, _lib
+from ._args import c_int, c_str
 from ._capi import BuildResult
 from ._handle import Owner
 from .errors import check, make_error
-from .runtime import Runtime, _cstr, _str
+from .runtime import Runtime
 
 
 def presets():
     """Names of the embedded presets (mj_manifest_preset_names): "deepseek-v3-ep8", ..."""
-    names = _lib.load().mj_manifest_preset_names()
-    out = []
-    i = 0
-    while names[i]:
-        out.append(names[i].decode())
-        i += 1
-    return out
+    return _capi.strings(_lib.load().mj_manifest_preset_names())
 
 
 class Manifest(Owner):
@@ -52,44 +46,40 @@ class Manifest(Owner):
         if not isinstance(text, str):
             raise TypeError(f"megajit: a manifest is JSON text or a dict, not {type(text).__name__}")
         out = ctypes.c_void_p()
-        check(_lib.load().mj_manifest_parse(_cstr(text.encode("utf-8", "surrogateescape"), "manifest"), ctypes.byref(out)))
+        check(_lib.load().mj_manifest_parse(c_str(text.encode("utf-8", "surrogateescape"), "manifest"), ctypes.byref(out)))
         return cls(out.value, {"manifest": text})
 
     @classmethod
     def preset(cls, name):
         """An embedded preset by name (presets() lists them); NotFound when unknown."""
         out = ctypes.c_void_p()
-        check(_lib.load().mj_manifest_preset(_cstr(name, "preset"), ctypes.byref(out)))
+        check(_lib.load().mj_manifest_preset(c_str(name, "preset"), ctypes.byref(out)))
         return cls(out.value, {"preset": name})
 
     @classmethod
     def load(cls, manifest_or_preset):
         """A Manifest from a Manifest (returned as is), a preset name, a path to a
         manifest file, JSON text, or a dict."""
-        if isinstance(manifest_or_preset, Manifest):
-            return manifest_or_preset
-        if isinstance(manifest_or_preset, (dict, list, bytes)):
-            return cls.parse(manifest_or_preset)
-        if isinstance(manifest_or_preset, os.PathLike):
-            with open(manifest_or_preset, encoding="utf-8") as f:
-                return cls.parse(f.read())
-        if isinstance(manifest_or_preset, str):
-            text = manifest_or_preset.lstrip()
-            if text.startswith("{") or text.startswith("["):
-                return cls.parse(manifest_or_preset)
-            if manifest_or_preset in presets():
-                return cls.preset(manifest_or_preset)
-            if os.path.exists(manifest_or_preset):
-                with open(manifest_or_preset, encoding="utf-8") as f:
-                    return cls.parse(f.read())
-            return cls.preset(manifest_or_preset)  # NotFound names the presets
-        raise TypeError(f"megajit: expected a manifest, preset name or path, not {type(manifest_or_preset).__name__}")
+        m = manifest_or_preset
+        if isinstance(m, Manifest):
+            return m
+        if isinstance(m, (dict, list, bytes)):
+            return cls.parse(m)
+        if isinstance(m, str):
+            if m.lstrip().startswith(("{", "[")):
+                return cls.parse(m)
+            if m in presets() or not os.path.exists(m):
+                return cls.preset(m)  # NotFound names the presets
+        elif not isinstance(m, os.PathLike):
+            raise TypeError(f"megajit: expected a manifest, preset name or path, not {type(m).__name__}")
+        with open(m, encoding="utf-8") as f:
+            return cls.parse(f.read())
 
     def set_archs(self, archs):
         """Replaces the architecture list ("sm_90a,sm_100a" or a list of names)."""
         if not isinstance(archs, str):
             archs = ",".join(archs)
-        check(_lib.load().mj_manifest_set_archs(self._handle(), _cstr(archs, "archs")))
+        check(_lib.load().mj_manifest_set_archs(self._handle(), c_str(archs, "archs")))
         self._archs = archs
 
     def __len__(self):
@@ -98,7 +88,7 @@ class Manifest(Owner):
     def describe(self, i):
         """Kernel i as "pre_dispatch.main<H=7168,fmt=mxfp8,K=8> sm_90a"."""
         i = c_int(i, "kernel index", 0, len(self) - 1)
-        return _str(_lib.load().mj_manifest_kernel_describe(self._handle(), i))
+        return _capi.text(_lib.load().mj_manifest_kernel_describe(self._handle(), i))
 
     @property
     def kernels(self):
@@ -108,25 +98,23 @@ class Manifest(Owner):
     @property
     def archs(self):
         """The architectures the kernels are for, in order of appearance."""
-        seen = []
-        for d in self.kernels:
-            arch = d.rsplit(" ", 1)[-1]
-            if arch not in seen:
-                seen.append(arch)
-        return seen
+        return list(dict.fromkeys(d.rsplit(" ", 1)[-1] for d in self.kernels))
 
     def build(self, runtime, i):
         """Ensures kernel i is in the runtime's cache (mj_manifest_build_kernel; no GPU
         needed): returns (megajit.BuildResult, seconds); raises on failure."""
+        status, result, seconds = self._build(runtime, c_int(i, "kernel index", 0))
+        check(status)
+        return result, seconds
+
+    def _build(self, runtime, i):
+        """mj_manifest_build_kernel of kernel i: (mj_status, BuildResult, seconds)."""
         result = ctypes.c_int()
         seconds = ctypes.c_double()
-        check(
-            _lib.load().mj_manifest_build_kernel(
-                runtime._handle(), self._handle(), c_int(i, "kernel index", 0, 2**31 - 1),
-                ctypes.byref(result), ctypes.byref(seconds),
-            )
+        status = _lib.load().mj_manifest_build_kernel(
+            runtime._handle(), self._handle(), i, ctypes.byref(result), ctypes.byref(seconds)
         )
-        return BuildResult(result.value), seconds.value
+        return status, BuildResult(result.value), seconds.value
 
     def _spec(self):
         return {**self._source, "archs": self._archs}
@@ -193,9 +181,9 @@ def precompile(manifest_or_preset, archs=None, jobs=None, progress=None, cache_d
     if cache_dir is not None:
         cache_dir = os.fspath(cache_dir)
     cache = ctypes.c_void_p()
-    check(lib.mj_cache_create(_cstr(cache_dir, "cache_dir"), ctypes.byref(cache)))
+    check(lib.mj_cache_create(c_str(cache_dir, "cache_dir"), ctypes.byref(cache)))
     try:
-        cache_path = _str(lib.mj_cache_path(cache))
+        cache_path = _capi.text(lib.mj_cache_path(cache))
         if cache_dir is None:
             cache_dir = os.path.dirname(cache_path)
     finally:
@@ -232,19 +220,12 @@ def precompile(manifest_or_preset, archs=None, jobs=None, progress=None, cache_d
     )
 
 
-_RESULT_NAMES = {BuildResult.CACHED: "cached", BuildResult.COMPILED: "compiled", BuildResult.FAILED: "failed"}
-
-
 def build_one(runtime, manifest, i):
     """(result name, seconds, error) of building kernel i; never raises for a kernel."""
-    result = ctypes.c_int()
-    seconds = ctypes.c_double()
-    st = _lib.load().mj_manifest_build_kernel(
-        runtime._handle(), manifest._handle(), i, ctypes.byref(result), ctypes.byref(seconds)
-    )
-    if st:
-        return "failed", seconds.value, make_error(st).message
-    return _RESULT_NAMES[BuildResult(result.value)], seconds.value, ""
+    status, result, seconds = manifest._build(runtime, i)
+    if status:
+        return "failed", seconds, make_error(status).message
+    return result.name.lower(), seconds, ""
 
 
 def _build_here(manifest, cache_dir, count, report):
@@ -291,6 +272,20 @@ def _build_in_workers(manifest, cache_dir, count, jobs, report):
     workers = []
     next_index = 0
     reported = set()
+
+    def feed(p):
+        """Hands worker p the next kernel, or closes its stdin when none is left."""
+        nonlocal next_index
+        if next_index >= count:
+            p.current = None
+            p.stdin.close()
+            return False
+        p.current = next_index
+        p.stdin.write(f"{next_index}\n")
+        p.stdin.flush()
+        next_index += 1
+        return True
+
     try:
         for _ in range(jobs):
             p = subprocess.Popen(
@@ -304,14 +299,8 @@ def _build_in_workers(manifest, cache_dir, count, jobs, report):
             p.stdin.write(spec)
             workers.append(p)
         for p in workers:
-            if next_index < count:
-                p.stdin.write(f"{next_index}\n")
-                p.stdin.flush()
-                p.current = next_index
-                next_index += 1
+            if feed(p):
                 sel.register(p.stdout, selectors.EVENT_READ, p)
-            else:
-                p.stdin.close()
         while len(reported) < count and sel.get_map():
             for key, _ in sel.select():
                 p = key.data
@@ -326,14 +315,7 @@ def _build_in_workers(manifest, cache_dir, count, jobs, report):
                 msg = json.loads(line)
                 reported.add(msg["index"])
                 report(msg["index"], msg["result"], msg["seconds"], msg["error"])
-                p.current = None
-                if next_index < count:
-                    p.stdin.write(f"{next_index}\n")
-                    p.stdin.flush()
-                    p.current = next_index
-                    next_index += 1
-                else:
-                    p.stdin.close()
+                feed(p)
         for i in range(count):  # kernels no worker was left to build
             if i not in reported:
                 report(i, "failed", 0.0, "no precompile worker was left to build it")

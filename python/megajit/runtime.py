@@ -2,42 +2,22 @@
 
 import ctypes
 import dataclasses
-import os
 
 from . import _capi, _cuda, _lib, _torch
-from ._args import c_int, enum_member
-from ._capi import Family, Format
+from ._args import c_int, c_str, enum_member
+from ._capi import Family, Format, text
 from ._handle import Owner
 from .errors import check, invalid
 
 
-def _cstr(value, name):
-    """bytes for a C string argument (None stays NULL)."""
-    if value is None:
-        return None
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if isinstance(value, str):
-        value = value.encode()
-    if not isinstance(value, bytes):
-        raise TypeError(f"megajit: {name} must be a str or path, not {type(value).__name__}")
-    if b"\0" in value:
-        raise invalid(f"megajit: {name} contains a NUL character")
-    return value
-
-
-def _str(raw):
-    return raw.decode("utf-8", "replace") if raw else ""
-
-
 def library_version():
     """The loaded libmegajit's version string (mj_version_string, "0.1.0")."""
-    return _str(_lib.load().mj_version_string())
+    return text(_lib.load().mj_version_string())
 
 
 def status_name(status):
     """The C name of an mj_status ("MJ_ERR_COMPILE")."""
-    return _str(_lib.load().mj_status_name(int(status)))
+    return text(_lib.load().mj_status_name(int(status)))
 
 
 def family(value):
@@ -48,19 +28,19 @@ def family(value):
 
 def family_name(value):
     """mj_family_name: "pre_dispatch", "mega_moe"."""
-    return _str(_lib.load().mj_family_name(int(value)))
+    return text(_lib.load().mj_family_name(int(value)))
 
 
 def format_name(value):
     """mj_format_name: "bf16", "mxfp8", "mxfp4", "nvfp4"."""
-    return _str(_lib.load().mj_format_name(int(value)))
+    return text(_lib.load().mj_format_name(int(value)))
 
 
 def parse_format(value):
     """A megajit.Format from a Format, its int or its name (mj_format_parse)."""
     if isinstance(value, str):
         out = ctypes.c_int()
-        check(_lib.load().mj_format_parse(_cstr(value, "format"), ctypes.byref(out)))
+        check(_lib.load().mj_format_parse(c_str(value, "format"), ctypes.byref(out)))
         return Format(out.value)
     try:
         return Format(value)
@@ -201,10 +181,10 @@ class Runtime(Owner):
     ):
         lib = _lib.load()
         opts = _capi.RuntimeOptions(
-            cache_dir=_cstr(cache_dir, "cache_dir"),
-            cache_ro=_cstr(cache_ro, "cache_ro"),
+            cache_dir=c_str(cache_dir, "cache_dir"),
+            cache_ro=c_str(cache_ro, "cache_ro"),
             cache_disable=1 if cache_disable else 0,
-            arch=_cstr(arch, "arch"),
+            arch=c_str(arch, "arch"),
             check_device_inputs=1 if check_device_inputs else 0,
             allow_compile=1 if allow_compile else 0,
         )
@@ -264,7 +244,7 @@ class Runtime(Owner):
     @property
     def arch(self):
         """The architecture this runtime compiles for ("sm_90a")."""
-        return _str(_lib.load().mj_runtime_arch(self._handle()))
+        return text(_lib.load().mj_runtime_arch(self._handle()))
 
     def stats(self):
         """megajit.RuntimeStats: hits, compiles and compile time since creation."""
@@ -276,7 +256,7 @@ class Runtime(Owner):
         """megajit.Info: versions, device, arch and cache (as `megajit info --json`)."""
         out = _capi.Info()
         check(_lib.load().mj_runtime_info(self._handle(), ctypes.byref(out)))
-        layers = _str(out.cache_ro_layers)
+        layers = text(out.cache_ro_layers)
         return _capi.as_plain(
             Info, out, cache_ro_layers=[p for p in layers.split(":") if p], cache_disabled=bool(out.cache_disabled)
         )

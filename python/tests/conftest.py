@@ -4,6 +4,7 @@ tiny manifest whose two pre-dispatch kernels compile in about a second."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -128,8 +129,6 @@ def same_nvrtc_as_cli():
 @pytest.fixture
 def cache_copy(built_cache, tmp_path):
     """A private copy of built_cache (a directory with its database)."""
-    import shutil
-
     dst = tmp_path / "cache"
     shutil.copytree(built_cache, dst)
     os.chmod(dst, 0o700)

@@ -2,13 +2,14 @@
 shows for the same cache."""
 
 import dataclasses
+import json
 import os
 import shutil
 import sqlite3
 
 import pytest
 
-from conftest import cli, cli_json, same_nvrtc_as_cli
+from conftest import cli, cli_json, run_python, same_nvrtc_as_cli
 
 import megajit
 
@@ -66,13 +67,9 @@ def test_ls_lists_read_only_snapshot_layers(cache_copy, tmp_path):
 import json, megajit
 print(json.dumps([e.to_dict() for e in megajit.Cache({str(tmp_path / 'empty')!r}).ls()]))
 """
-    from conftest import run_python
-
     env = {"MEGAJIT_CACHE_RO": str(snap)}
     p = run_python(code, env=env)
     assert p.returncode == 0, p.stderr
-    import json
-
     ours = rounded(json.loads(p.stdout))
     assert ours == ls_json(tmp_path / "empty", env={**os.environ, **env})
     assert {e["layer"] for e in ours} == {str(snap)}

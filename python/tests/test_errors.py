@@ -244,7 +244,7 @@ def test_nccl_helper_errors(rt):
         version = distributed.nccl_version()
     except distributed.NcclError as e:  # no NCCL on this machine: a clear error, not a crash
         assert "NCCL not found" in e.message
-        return
+        pytest.skip("no NCCL here: its version, unique id and init_rank are not checked")
     assert version >= 21800
     assert len(distributed.unique_id()) == 128
     if not rt.has_device:

@@ -21,9 +21,6 @@ import test_megajit_gpu as gpu  # noqa: E402
 import megajit  # noqa: E402
 from megajit import Format  # noqa: E402
 
-ACTIVATIONS = {"swiglu": 0, "swigluoai": 1, "situ": 2}
-
-
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     exe = tmp_path_factory.mktemp("harness") / "reference_harness"
@@ -56,7 +53,7 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     write(tmp_path / "ids.i32", ids)
     write(tmp_path / "tw.f32", tw)
     wf, df, lf = megajit.FORMAT_ROWS[row]
-    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), ACTIVATIONS[act], clamp,
+    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), int(megajit.Activation[act.upper()]), clamp,
                                                  H, I, E, K, T, gpu.TMAX, tmp_path))],
                        capture_output=True, text=True, check=True)
     xo, so, io, wo, xso = map(int, p.stdout.split())

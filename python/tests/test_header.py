@@ -56,18 +56,7 @@ def layout_program():
             )
         if init:
             lines.append(f'    bytes("{c_name}", &init_{c_name}, sizeof init_{c_name});')
-    for enum_cls, prefix in _capi.ENUM_PREFIXES.items():
-        c_enum = {
-            _capi.Status: "mj_status",
-            _capi.Family: "mj_family",
-            _capi.Format: "mj_format",
-            _capi.Dtype: "mj_dtype",
-            _capi.ViewId: "mj_view_id",
-            _capi.Activation: "mj_activation",
-            _capi.Projection: "mj_projection",
-            _capi.BuildResult: "mj_build_result",
-            _capi.CacheSelector: "mj_cache_selector",
-        }[enum_cls]
+    for enum_cls, (c_enum, prefix) in _capi.ENUMS.items():
         lines.append(f'    printf("enumsize {c_enum} %zu\\n", sizeof({c_enum}));')
         for member in enum_cls:
             c_const = prefix + member.name
@@ -133,16 +122,21 @@ def test_init_macros(layout, cls):
 
 def test_enum_values(layout):
     enums, sizes = layout[3], layout[4]
-    for enum_cls, prefix in _capi.ENUM_PREFIXES.items():
+    for enum_cls, (_, prefix) in _capi.ENUMS.items():
         for member in enum_cls:
             assert enums[prefix + member.name] == int(member), prefix + member.name
     assert set(sizes.values()) == {ctypes.sizeof(ctypes.c_int)}
 
 
+def test_every_enum_is_mirrored():
+    declared = set(re.findall(r"typedef enum (mj_[a-z_]+) \{", header_text()))
+    assert declared == {c for c, _ in _capi.ENUMS.values()}
+
+
 def test_every_enum_constant_is_mirrored():
     declared = set(re.findall(r"\b(MJ_[A-Z0-9_]+)\s*=\s*-?\d+", header_text()))
     declared = {c for c in declared if not c.endswith("COUNT_")}
-    mirrored = {prefix + m.name for e, prefix in _capi.ENUM_PREFIXES.items() for m in e}
+    mirrored = {prefix + m.name for e, (_, prefix) in _capi.ENUMS.items() for m in e}
     assert declared == mirrored
 
 

@@ -53,6 +53,8 @@ try:
     megajit.MegaMoE(rt, megajit.MoEConfig(512, 128, 16, 4, 64))
 except megajit.NoDeviceError:
     pass
+else:
+    raise SystemExit("a MegaMoE without a device did not raise NoDeviceError")
 assert "torch" not in sys.modules
 print("ok", report.kernels)
 """

@@ -120,7 +120,6 @@ def test_precompile_refuses_a_cache_that_stores_nothing(tiny_manifest_path):
     assert events == []
 
 
-
 def child_processes():
     """Live children of this process (every thread's), from /proc."""
     pids = []
@@ -128,6 +127,7 @@ def child_processes():
         with open(f"/proc/self/task/{task}/children") as f:
             pids += f.read().split()
     return pids
+
 
 def test_progress_exception_stops_the_run(tmp_path, tiny_manifest_path):
     class Stop(Exception):

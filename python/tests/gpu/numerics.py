@@ -85,6 +85,22 @@ def groups(x, g):
 
 # --------------------------------------------------------- quantizers
 
+def mx_scaled(fmt, x):
+    """MXFP8 / MXFP4 (fp32 [..., n]): (the groups of 32 divided by their UE8M0
+    scale, fp32 [..., n / 32, 32]; the scale bytes [..., n / 32])."""
+    v = groups(x, 32)
+    e = ue8m0_for_amax(v.abs().amax(-1), E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX)
+    return v * pow2(127 - e.int())[..., None].to(torch.float32), e
+
+
+def mx_quantize(fmt, x):
+    """MXFP8 / MXFP4 (fp32 [..., n]) -> (E4M3 bytes or E2M1 pairs, scale bytes)."""
+    q, e = mx_scaled(fmt, x)
+    if fmt == Format.MXFP8:
+        return e4m3_bytes(q).reshape(x.shape), e
+    return pack_fp4(e2m1_codes(q).reshape(x.shape)), e
+
+
 def quantize_weight(fmt, w):
     """One projection [out, in] (fp32) -> (data, scales or None, alpha) in the
     checkpoint layout, as tests/reference/quant.c's mjr_quantize_weights after the
@@ -100,13 +116,7 @@ def quantize_weight(fmt, w):
         sv = e4m3_values(sf)[..., None]
         codes = torch.where(sv > 0, e2m1_codes(v / torch.where(sv > 0, sv, f32(1.0))), torch.zeros_like(v, dtype=torch.uint8))
         return pack_fp4(codes.reshape(w.shape)), sf, float(f32(1.0) / s)
-    qmax = E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX
-    v = groups(w, 32)
-    e = ue8m0_for_amax(v.abs().amax(-1), qmax)
-    q = v * pow2(127 - e.int())[..., None].to(torch.float32)
-    if fmt == Format.MXFP8:
-        return e4m3_bytes(q).reshape(w.shape), e, 1.0
-    return pack_fp4(e2m1_codes(q).reshape(w.shape)), e, 1.0
+    return (*mx_quantize(fmt, w), 1.0)
 
 
 def dequantize(fmt, data, scales, cols):
@@ -140,13 +150,7 @@ def quantize_tokens(fmt, x):
         inv = torch.where(sv > 0, f32(1.0) / torch.where(sv > 0, denom, f32(1.0)), f32(0.0))
         codes = e2m1_codes(v * inv[..., None]).reshape(xf.shape)
         return pack_fp4(codes), sf, pts
-    qmax = E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX
-    v = groups(xf, 32)
-    e = ue8m0_for_amax(v.abs().amax(-1), qmax)
-    q = v * pow2(127 - e.int())[..., None].to(torch.float32)
-    if fmt == Format.MXFP8:
-        return e4m3_bytes(q).reshape(xf.shape), e, None
-    return pack_fp4(e2m1_codes(q).reshape(xf.shape)), e, None
+    return (*mx_quantize(fmt, xf), None)
 
 
 def quantize_act(fmt, act):
@@ -155,16 +159,13 @@ def quantize_act(fmt, act):
     if fmt == Format.BF16:
         return bf16_round(act)
     a = act.to(torch.float32)
-    g = GROUP[fmt]
-    v = groups(a, g)
-    amax = v.abs().amax(-1)
     if fmt == Format.NVFP4:
-        sv = e4m3_values(e4m3_bytes(amax * f32(0.16666667)))
+        v = groups(a, 16)
+        sv = e4m3_values(e4m3_bytes(v.abs().amax(-1) * f32(0.16666667)))
         inv = torch.where(sv > 0, f32(1.0) / torch.where(sv > 0, sv, f32(1.0)), f32(0.0))
         q = e2m1_values(e2m1_codes(v * inv[..., None])) * sv[..., None].to(torch.float64)
         return q.reshape(a.shape)
-    e = ue8m0_for_amax(amax, E4M3_MAX if fmt == Format.MXFP8 else E2M1_MAX)
-    q = v * pow2(127 - e.int())[..., None].to(torch.float32)
+    q, e = mx_scaled(fmt, a)
     d = e4m3_values(e4m3_bytes(q)).to(torch.float64) if fmt == Format.MXFP8 else e2m1_values(e2m1_codes(q))
     return (d * pow2(e.int() - 127)[..., None]).reshape(a.shape)
 
@@ -180,15 +181,14 @@ def activate(act, g, u):
     return 4.0 * torch.tanh(g / 4.0) * torch.sigmoid(g) * (25.0 * torch.tanh(u / 25.0))
 
 
-def moe_reference(layer, a, xs, ids, tw, first_expert=0):
+def moe_reference(layer, a, xs, ids, tw):
     """Steps 1-8 for one rank's tokens.
 
     layer: dict with w1 [E, 2I, H] and w2 [E, H, I] (fp64, dequantized), alpha_gate,
       alpha_up, alpha_down, act_scale (fp32 [E]), l2 (Format), act (str), clamp (float).
     a: the rank's dequantized tokens [T, H] (fp64); xs: per-token scale [T] (fp32).
     ids, tw: the top-k ids [T, K] and weights [T, K] as pre-dispatch stored them.
-    Returns y [T, H] as BF16. Experts are global ids (first_expert unused here:
-    every expert's weights are given).
+    Returns y [T, H] as BF16. Experts are global ids (every expert's weights are given).
     """
     T, K = ids.shape
     H = layer["w2"].shape[1]

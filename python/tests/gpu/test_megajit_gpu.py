@@ -5,7 +5,7 @@ no pip install, no network. From a checkout with build/ made (make):
     PYTHONPATH=python MEGAJIT_LIB=build/lib/libmegajit.so.0 \\
         python3 python/tests/gpu/test_megajit_gpu.py [--rows mxfp8,nvfp4] [--jobs N]
 
-What it checks (H 512, I 128, E 16, K 4, T <= 64; about a minute on an H200):
+What it checks (H 512, I 128, E 16, K 4, T <= 64; its last runs are in bench/RESULTS.md):
   * precompile of every kernel the run needs, with a progress callback;
   * every format row (and swigluoai / situ, a clamp) through MegaMoE.forward
     against the PyTorch reference of NUMERICS.md (numerics.py: dequantize, two
