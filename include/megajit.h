@@ -340,8 +340,8 @@ typedef struct mj_moe_config {
     mj_format dispatch_format;
     mj_activation activation;
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
-    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 for the rows
-                  * whose tokens are not MXFP8): forced */
+    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 too for the
+                  * bf16 row): forced */
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
