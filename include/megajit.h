@@ -92,12 +92,13 @@ typedef enum mj_status {
     MJ_ERR_NO_DEVICE = 2,   /* no CUDA driver or device on this machine */
     MJ_ERR_COMPILE = 3,     /* NVRTC rejected a kernel; see mj_last_error() for the log */
     MJ_ERR_CAPTURE = 4,     /* a kernel would have to be compiled during graph capture */
-    MJ_ERR_CUDA = 5,        /* a CUDA driver call failed */
+    MJ_ERR_CUDA = 5,        /* a CUDA driver call failed, or a kernel reported a failure */
     MJ_ERR_CACHE = 6,       /* the on-disk cache could not be used */
     MJ_ERR_IO = 7,          /* a file could not be read or written */
     MJ_ERR_NOMEM = 8,       /* host or device memory exhausted */
     MJ_ERR_UNSUPPORTED = 9, /* a valid request this build or device cannot serve */
-    MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset) does not exist */
+    MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset, view) does not exist, or a
+                             * kernel is neither loaded nor cached and may not be compiled */
 } mj_status;
 
 /* The calling thread's last error sentence ("" when none). Valid until the
