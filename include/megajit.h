@@ -33,16 +33,19 @@
  * Cache, manifest, family-setting, info and view calls touch no context.
  *
  * Environment (read once, when the first runtime is created):
- *   MEGAJIT_CACHE_DIR      writable cache directory (default $XDG_CACHE_HOME/megajit
- *                          or ~/.cache/megajit)
+ *   MEGAJIT_CACHE_DIR      writable cache directory (default $XDG_CACHE_HOME/megajit,
+ *                          else ~/.cache/megajit, else ${TMPDIR:-/tmp}/megajit-cache-<uid>)
  *   MEGAJIT_CACHE_RO       colon-separated read-only cache snapshots, consulted
  *                          before compiling
+ *   MEGAJIT_CACHE_RO_ALLOW_WRITABLE  1: use snapshots that group or others can write
  *   MEGAJIT_CACHE_DISABLE  1: no on-disk cache (compile into memory only)
  *   MEGAJIT_LOG            0 (errors) .. 3 (debug), to stderr
  *   MEGAJIT_DUMP_DIR       write source, PTX and SASS-ready cubins of every compile here
  *   MEGAJIT_TEMPLATE_DIR   read kernel templates from this directory instead of the
  *                          copies embedded at build time (development)
  *   MEGAJIT_JIT_DISABLE    1: as allow_compile = 0 for every runtime (production)
+ *   MEGAJIT_MOE_TIMEOUT_MS how long MegaMoE's in-kernel waits on other CTAs and ranks
+ *                          last before they give up (default 10 s)
  */
 #ifndef MEGAJIT_H
 #define MEGAJIT_H
