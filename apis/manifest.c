@@ -60,16 +60,7 @@ static const mj_arch kKnownArchs[] = {MJ_ARCH_SM90A, MJ_ARCH_SM100A};
 
 typedef struct layer {
     char *name;
-    int hidden;
-    int intermediate;
-    int experts;
-    int topk;
-    int ranks;
-    int max_tokens_per_rank;
-    mj_format weight_format;
-    mj_format dispatch_format;
-    mj_activation act;
-    double clamp; /* 0 = none */
+    mj_moe_config cfg; /* rank 0 and block_m 0: the layer as every rank launches it */
     int num_sms;
 } layer;
 
@@ -89,20 +80,6 @@ static int default_num_sms(mj_arch arch) {
     return arch == MJ_ARCH_SM90A ? 132 : 0;
 }
 
-static mj_moe_config layer_config(const layer *l) {
-    return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
-                           .hidden = l->hidden,
-                           .intermediate = l->intermediate,
-                           .num_experts = l->experts,
-                           .num_topk = l->topk,
-                           .num_ranks = l->ranks,
-                           .max_tokens_per_rank = l->max_tokens_per_rank,
-                           .weight_format = l->weight_format,
-                           .dispatch_format = l->dispatch_format,
-                           .activation = l->act,
-                           .clamp = (float)l->clamp};
-}
-
 /* Every kernel family adds the specs the runtime would request for each
  * layer on each arch. */
 static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *layers,
@@ -111,11 +88,11 @@ static mj_status enumerate(const mj_arch *archs, size_t num_archs, const layer *
     mj_status st = MJ_OK;
     for (size_t a = 0; a < num_archs && st == MJ_OK; a++)
         for (size_t l = 0; l < num_layers && st == MJ_OK; l++) {
-            const mj_moe_config moe = layer_config(&layers[l]);
-            const mj_symm_config buffer = mj_symm_config_of_moe(&moe);
+            const mj_moe_config *moe = &layers[l].cfg;
+            const mj_symm_config buffer = mj_symm_config_of_moe(moe);
             const mj_family_request req = {
                 .buffer = &buffer,
-                .layer = &moe,
+                .layer = moe,
                 .num_sms = layers[l].num_sms ? layers[l].num_sms : default_num_sms(archs[a]),
                 /* A deployment's ranks are processes on other GPUs: system scope. */
                 .sys_scope = 1,
@@ -234,16 +211,17 @@ static mj_status get_activation(const cJSON *obj, size_t li, mj_activation *out)
                    name, known);
 }
 
-/* The activation and clamp rules of the API's mj_moe_config_check, named. */
-static mj_status check_activation(const layer *l, size_t li) {
-    const char *act = mj_moe_activation_name((int)l->act);
+/* The activation and clamp rules of the API's mj_moe_config_check, named;
+ * clamp as the manifest wrote it (0 = none). */
+static mj_status check_activation(const mj_moe_config *c, double clamp, size_t li) {
+    const char *act = mj_moe_activation_name((int)c->activation);
     const mj_moe_format_row *row =
-        mj_moe_format_find((int)l->weight_format, (int)l->dispatch_format);
-    if (row && !mj_moe_activation_allowed(row, (int)l->act))
+        mj_moe_format_find((int)c->weight_format, (int)c->dispatch_format);
+    if (row && !mj_moe_activation_allowed(row, (int)c->activation))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "manifest: layers[%zu].activation: %s is not available with the %s formats",
                        li, act, row->name);
-    if (l->clamp > 0 && !mj_moe_activation_has_clamp((int)l->act))
+    if (clamp > 0 && !mj_moe_activation_has_clamp((int)c->activation))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "manifest: layers[%zu].clamp: only swiglu and swigluoai take a clamp "
                        "(activation is %s)",
@@ -267,19 +245,21 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     const char *name = NULL, *comment;
     mj_shape shape = {.moe = 1};
     long long num_sms = 0;
+    mj_moe_config *c = &l->cfg;
+    *c = (mj_moe_config)MJ_MOE_CONFIG_INIT;
     if (st == MJ_OK) st = get_string(obj, li, "name", 0, &name);
     if (st == MJ_OK) st = get_string(obj, li, "comment", 0, &comment);
     for (int f = 0; st == MJ_OK && f < MJ_SHAPE_FIELDS_; f++)
         if (f != MJ_SHAPE_DISPATCH_FORMAT)
             st = get_integer(obj, li, mj_shape_field_name(f, MJ_SHAPE_MANIFEST_NAMES), 1,
                              &shape.v[f]);
-    if (st == MJ_OK) st = get_format(obj, li, "weight_format", &l->weight_format);
-    if (st == MJ_OK) st = get_format(obj, li, "dispatch_format", &l->dispatch_format);
-    if (st == MJ_OK) st = get_activation(obj, li, &l->act);
+    if (st == MJ_OK) st = get_format(obj, li, "weight_format", &c->weight_format);
+    if (st == MJ_OK) st = get_format(obj, li, "dispatch_format", &c->dispatch_format);
+    if (st == MJ_OK) st = get_activation(obj, li, &c->activation);
     if (st == MJ_OK) st = get_integer(obj, li, "num_sms", 0, &num_sms);
     if (st != MJ_OK) return st;
 
-    shape.v[MJ_SHAPE_DISPATCH_FORMAT] = l->dispatch_format;
+    shape.v[MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format;
     mj_shape_violation bad;
     if (mj_shape_check(&shape, MJ_SHAPE_MANIFEST_NAMES, &bad))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: %s (got %lld)", li,
@@ -290,12 +270,12 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
                        "manifest: layers[%zu].num_sms: must be in 0..%d, 0 = all SMs (got %lld)",
                        li, MJ_LIMIT_NUM_SMS_MAX, num_sms);
     /* Every value now fits an int. */
-    l->hidden = (int)shape.v[MJ_SHAPE_HIDDEN];
-    l->intermediate = (int)shape.v[MJ_SHAPE_INTERMEDIATE];
-    l->experts = (int)shape.v[MJ_SHAPE_EXPERTS];
-    l->topk = (int)shape.v[MJ_SHAPE_TOPK];
-    l->ranks = (int)shape.v[MJ_SHAPE_RANKS];
-    l->max_tokens_per_rank = (int)shape.v[MJ_SHAPE_MAX_TOKENS];
+    c->hidden = (int)shape.v[MJ_SHAPE_HIDDEN];
+    c->intermediate = (int)shape.v[MJ_SHAPE_INTERMEDIATE];
+    c->num_experts = (int)shape.v[MJ_SHAPE_EXPERTS];
+    c->num_topk = (int)shape.v[MJ_SHAPE_TOPK];
+    c->num_ranks = (int)shape.v[MJ_SHAPE_RANKS];
+    c->max_tokens_per_rank = (int)shape.v[MJ_SHAPE_MAX_TOKENS];
     l->num_sms = (int)num_sms;
     const cJSON *clamp = cJSON_GetObjectItemCaseSensitive(obj, "clamp");
     if (clamp) {
@@ -303,9 +283,9 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
         if (!cJSON_IsNumber(clamp) || !(clamp->valuedouble > 0 && clamp->valuedouble <= FLT_MAX))
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "manifest: layers[%zu].clamp: must be a positive number (a float)", li);
-        l->clamp = clamp->valuedouble;
+        c->clamp = (float)clamp->valuedouble;
     }
-    st = check_activation(l, li);
+    st = check_activation(c, clamp ? clamp->valuedouble : 0, li);
     if (st != MJ_OK) return st;
     char fallback[32];
     snprintf(fallback, sizeof fallback, "layers[%zu]", li);

@@ -11,8 +11,6 @@
 #include "runtime/families/mega_moe.h"
 #include "runtime/runtime.h"
 
-static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
-
 mj_status mj_mega_moe_block_m(const mj_moe_config *config, int num_tokens, int *block_m) {
     mj_clear_error();
     if (!block_m) return mj_fail(MJ_ERR_INVALID_ARG, "mj_mega_moe_block_m: block_m is NULL");
@@ -71,7 +69,7 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_mega_moe: missing weights/scales for local expert %d "
                                "projection %s (load every projection with mj_weights_load)",
-                               e, kProjectionNames[p]);
+                               e, mj_moe_projection_names[p]);
     if (num_tokens < 0 || num_tokens > c->max_tokens_per_rank)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_mega_moe: num_tokens %d outside 0..%d (max_tokens_per_rank)", num_tokens,

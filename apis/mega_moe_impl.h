@@ -14,15 +14,17 @@
 
 enum { MJ_MOE_NUM_PROJECTIONS = 3 };
 
+/* "gate", "up", "down": the mj_projection values in messages. */
+extern const char *const mj_moe_projection_names[MJ_MOE_NUM_PROJECTIONS];
+
 struct mj_weights {
     mj_runtime *rt;
     mj_moe_config cfg;
     const mj_moe_format_row *format;
     int local_experts;
-    mj_moe_weight_layout layout;
-    int stage_k;       /* K per stage of the weight images */
-    CUdeviceptr image; /* [E_local] expert images (mj_moe_weight_layout) */
-    CUstream stream;   /* the loader's own: image kernels never touch the caller's streams */
+    mj_moe_weight_layout layout; /* its stage_k: K per stage of the weight images */
+    CUdeviceptr image;           /* [E_local] expert images (mj_moe_weight_layout) */
+    CUstream stream; /* the loader's own: image kernels never touch the caller's streams */
     /* One allocation of four fp32 [E_local] arrays, in mj_moe_args order:
      * l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale. */
     CUdeviceptr alphas;

@@ -11,7 +11,7 @@
 #include "runtime/families/mega_moe.h"
 #include "runtime/runtime.h"
 
-static const char *const kProjectionNames[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
+const char *const mj_moe_projection_names[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up", "down"};
 
 /* A UE8M0 byte e scales by 2^(e - 127). Below 3, the smallest E4M3 subnormal
  * times the scale falls under BF16's smallest subnormal (2^-133); above 246,
@@ -68,9 +68,9 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->cfg = *cfg;
     w->format = row;
     w->local_experts = local;
-    w->stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
-    w->layout =
-        mj_layout_moe_weights(cfg->hidden, cfg->intermediate, w->stage_k, (int)cfg->weight_format);
+    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate,
+                                      mj_moe_stage_k(cfg->hidden, cfg->intermediate, row),
+                                      (int)cfg->weight_format);
     w->loaded = loaded;
     w->projections_missing = local * MJ_MOE_NUM_PROJECTIONS;
     st = alloc_all(w);
@@ -114,20 +114,21 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
                                "group %d is not a UE4M3 scale (negative or NaN)",
-                               e, kProjectionNames[proj], b, r, g);
+                               e, mj_moe_projection_names[proj], b, r, g);
             if (fmt != MJ_FORMAT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
                 return mj_fail(MJ_ERR_INVALID_ARG,
                                "mj_weights_load: local expert %d %s: scale byte %u at row %d "
                                "group %d would make decoded weights inexact in BF16 (MX weight "
                                "scale bytes must be %d..%d)",
-                               e, kProjectionNames[proj], b, r, g, MX_SCALE_MIN, MX_SCALE_MAX);
+                               e, mj_moe_projection_names[proj], b, r, g, MX_SCALE_MIN,
+                               MX_SCALE_MAX);
         }
         if (rebased && hi - lo > MX_ROW_SPAN_MAX)
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "mj_weights_load: local expert %d %s: row %d's scale bytes span %u..%u; "
                            "with %s tokens a row's MX scales must lie within %d of each other "
                            "(its smallest weights would leave BF16's normal range)",
-                           e, kProjectionNames[proj], r, lo, hi,
+                           e, mj_moe_projection_names[proj], r, lo, hi,
                            mj_format_name(w->cfg.dispatch_format), MX_ROW_SPAN_MAX);
     }
     return MJ_OK;
@@ -188,11 +189,11 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_weights_load: local expert %d %s: missing scales (%s weights are "
                        "block-scaled)",
-                       e, kProjectionNames[proj], fmt_name);
+                       e, mj_moe_projection_names[proj], fmt_name);
     if (!group && scales)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_weights_load: local expert %d %s: bf16 weights take no scales", e,
-                       kProjectionNames[proj]);
+                       mj_moe_projection_names[proj]);
     mj_status st = mj_runtime_bind(w->rt);
     /* The caller's writes into device sources come first, on whatever stream:
      * the scale check below reads them too. */

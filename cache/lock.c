@@ -48,8 +48,9 @@ int mjc_lock_file(const char *path, int timeout_ms) {
     int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     /* Polling with LOCK_NB bounds the wait, which a blocking flock() cannot.
-     * Holders keep these locks for about a millisecond, so naps of at most one
-     * let many processes opening one new cache take their turns quickly. */
+     * Holders keep these locks only while they open or move aside a database,
+     * so naps of at most a millisecond let many processes opening one new
+     * cache take their turns quickly. */
     for (long waited_us = 0, nap_us = 100;; waited_us += nap_us) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
         if (errno != EWOULDBLOCK && errno != EINTR) break;

@@ -23,7 +23,7 @@ typedef struct mj_moe_problem {
 } mj_moe_problem;
 
 typedef struct mj_moe_kernel_config {
-    int block_m;         /* tokens per tile (wgmma N): 8 .. 128, at most 64 for the FP8 kind */
+    int block_m;         /* tokens per tile (wgmma N): 8 .. mj_moe_max_block_m(row) */
     int stage_k;         /* K elements of one pipeline stage (also fixes the weight image) */
     int stages;          /* depth of the shared-memory ring */
     unsigned smem_bytes; /* dynamic shared memory of a launch (MJ_MOE_THREADS threads) */

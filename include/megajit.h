@@ -33,16 +33,19 @@
  * Cache, manifest, family-setting, info and view calls touch no context.
  *
  * Environment (read once, when the first runtime is created):
- *   MEGAJIT_CACHE_DIR      writable cache directory (default $XDG_CACHE_HOME/megajit
- *                          or ~/.cache/megajit)
+ *   MEGAJIT_CACHE_DIR      writable cache directory (default $XDG_CACHE_HOME/megajit,
+ *                          else ~/.cache/megajit, else ${TMPDIR:-/tmp}/megajit-cache-<uid>)
  *   MEGAJIT_CACHE_RO       colon-separated read-only cache snapshots, consulted
  *                          before compiling
+ *   MEGAJIT_CACHE_RO_ALLOW_WRITABLE  1: use snapshots that group or others can write
  *   MEGAJIT_CACHE_DISABLE  1: no on-disk cache (compile into memory only)
  *   MEGAJIT_LOG            0 (errors) .. 3 (debug), to stderr
  *   MEGAJIT_DUMP_DIR       write source, PTX and SASS-ready cubins of every compile here
  *   MEGAJIT_TEMPLATE_DIR   read kernel templates from this directory instead of the
  *                          copies embedded at build time (development)
  *   MEGAJIT_JIT_DISABLE    1: as allow_compile = 0 for every runtime (production)
+ *   MEGAJIT_MOE_TIMEOUT_MS how long MegaMoE's in-kernel waits on other CTAs and ranks
+ *                          last before they give up (default 10 s)
  */
 #ifndef MEGAJIT_H
 #define MEGAJIT_H
@@ -92,12 +95,13 @@ typedef enum mj_status {
     MJ_ERR_NO_DEVICE = 2,   /* no CUDA driver or device on this machine */
     MJ_ERR_COMPILE = 3,     /* NVRTC rejected a kernel; see mj_last_error() for the log */
     MJ_ERR_CAPTURE = 4,     /* a kernel would have to be compiled during graph capture */
-    MJ_ERR_CUDA = 5,        /* a CUDA driver call failed */
+    MJ_ERR_CUDA = 5,        /* a CUDA driver call failed, or a kernel reported a failure */
     MJ_ERR_CACHE = 6,       /* the on-disk cache could not be used */
     MJ_ERR_IO = 7,          /* a file could not be read or written */
     MJ_ERR_NOMEM = 8,       /* host or device memory exhausted */
     MJ_ERR_UNSUPPORTED = 9, /* a valid request this build or device cannot serve */
-    MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset) does not exist */
+    MJ_ERR_NOT_FOUND = 10,  /* a named thing (cache key, preset, view) does not exist, or a
+                             * kernel is neither loaded nor cached and may not be compiled */
 } mj_status;
 
 /* The calling thread's last error sentence ("" when none). Valid until the
@@ -340,8 +344,8 @@ typedef struct mj_moe_config {
     mj_format dispatch_format;
     mj_activation activation;
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
-    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 for the rows
-                  * whose tokens are not MXFP8): forced */
+    int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 too for the
+                  * bf16 row): forced */
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 

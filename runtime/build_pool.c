@@ -28,8 +28,9 @@ typedef struct shared_state {
 
 int mj_build_pool_default_jobs(void) {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
+                 ? CPU_COUNT(&set)
+                 : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > MJ_BUILD_POOL_MAX_JOBS ? MJ_BUILD_POOL_MAX_JOBS : (int)n;
 }
 

@@ -67,7 +67,8 @@ mj_status mj_build_pool_run(const mj_build_pool *pool, int *workers, int *stop_s
  * when stop_signal is 0. */
 void mj_build_pool_die_of(int stop_signal);
 
-/* Worker processes for the CPUs this process may run on. */
+/* Worker processes for the CPUs this process may run on, at most
+ * MJ_BUILD_POOL_MAX_JOBS (what mj_build_pool_run takes). */
 int mj_build_pool_default_jobs(void);
 
 #endif

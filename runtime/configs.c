@@ -107,7 +107,7 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
     if (c->block_m != 0 && !mj_moe_block_m_supported(c->block_m, r))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64 (or 128 "
-                       "for rows that decode into BF16; the %s row takes at most %d)",
+                       "for the bf16 row; the %s row takes at most %d)",
                        c->block_m, r->name, mj_moe_max_block_m(r));
     if (mj_moe_stage_k(c->hidden, c->intermediate, r) == 0)
         return mj_fail(MJ_ERR_INVALID_ARG,

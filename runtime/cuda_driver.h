@@ -45,7 +45,6 @@
     X(cuMemcpyHtoD, 3020)                                                                          \
     X(cuMemcpyDtoH, 3020)                                                                          \
     X(cuMemcpyDtoDAsync, 3020)                                                                     \
-    X(cuMemcpyDtoD, 3020)                                                                          \
     X(cuMemcpyDtoHAsync, 3020)                                                                     \
     X(cuEventCreate, 2000)                                                                         \
     X(cuEventDestroy, 4000)                                                                        \

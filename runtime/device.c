@@ -31,14 +31,6 @@ mj_status mj_device_download(mj_runtime *rt, void *dst, CUdeviceptr src, size_t 
     return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
 }
 
-mj_status mj_device_copy(mj_runtime *rt, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                         const char *what) {
-    /* cuMemcpyDtoD returns before the copy finishes. */
-    CUresult r = rt->cu->cuMemcpyDtoD(dst, src, bytes);
-    if (r == CUDA_SUCCESS) r = rt->cu->cuStreamSynchronize(NULL);
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
-}
-
 mj_status mj_device_synchronize(mj_runtime *rt, const char *what) {
     CUresult r = rt->cu->cuCtxSynchronize();
     return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);

@@ -20,9 +20,6 @@ mj_status mj_device_upload(mj_runtime *rt, CUdeviceptr dst, const void *src, siz
                            const char *what);
 mj_status mj_device_download(mj_runtime *rt, void *dst, CUdeviceptr src, size_t bytes,
                              const char *what);
-/* Device to device; complete when it returns, so the caller may free src. */
-mj_status mj_device_copy(mj_runtime *rt, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                         const char *what);
 /* Waits for everything queued in rt's context. */
 mj_status mj_device_synchronize(mj_runtime *rt, const char *what);
 

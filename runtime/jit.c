@@ -200,10 +200,11 @@ static int cache_lookup(mj_runtime *rt, const build_job *job, mjc_found *found) 
 }
 
 /* The cubin and lowered name of job, from the cache or a fresh compile under
- * the per-key lock (so concurrent processes compile each key once). */
+ * the per-key lock (so concurrent processes compile each key once). for_launch:
+ * a launch's kernel, which the compile switch may forbid and which stays in
+ * memory when the cache cannot take it; else precompiling, which must store it. */
 static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_stream capture_stream,
-                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result,
-                        int require_store) {
+                        void **cubin, size_t *cubin_size, char **lowered, mj_build_result *result) {
     mjc_found found = {0};
     if (cache_lookup(rt, job, &found)) goto hit;
     const char *arch = mj_arch_name((mj_arch)job->spec->arch);
@@ -229,7 +230,7 @@ static mj_status obtain(mj_runtime *rt, build_job *job, int for_launch, mj_strea
         goto hit;
     }
     mj_compile_output out;
-    mj_status st = compile_and_publish(rt, job, require_store, &out);
+    mj_status st = compile_and_publish(rt, job, !for_launch, &out);
     mjc_unlock_key(lock_fd);
     if (st != MJ_OK) {
         mj_compile_output_free(&out);
@@ -263,7 +264,7 @@ mj_status mj_jit_build(mj_runtime *rt, const mj_kernel_spec *spec, mj_build_resu
     void *cubin = NULL;
     char *lowered = NULL;
     size_t size = 0;
-    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result, 1);
+    if (st == MJ_OK) st = obtain(rt, &job, 0, NULL, &cubin, &size, &lowered, result);
     pthread_mutex_unlock(&rt->build_lock);
     mj_closure_free(&job.closure);
     free(cubin);
@@ -325,7 +326,7 @@ mj_status mj_jit_get(mj_runtime *rt, const mj_kernel_spec *spec, mj_stream strea
             snprintf(fresh->name_expression, sizeof fresh->name_expression, "%s",
                      job.name_expression);
             st = obtain(rt, &job, 1, stream, &fresh->cubin, &fresh->cubin_size,
-                        &fresh->lowered_name, NULL, 0);
+                        &fresh->lowered_name, NULL);
             if (st == MJ_OK) {
                 k = mj_kernel_map_insert(rt->kernels, fresh);
                 if (!k) st = mj_fail(MJ_ERR_NOMEM, "out of memory");

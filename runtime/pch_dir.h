@@ -1,6 +1,6 @@
 /*
- * The directory a process gives NVRTC for its automatic PCH files (about
- * 17 MB per include closure): $TMPDIR/megajit-pch.XXXXXX, private to the
+ * The directory a process gives NVRTC for its automatic PCH files (a large
+ * file per include closure): $TMPDIR/megajit-pch.XXXXXX, private to the
  * process because a PCH embeds heap addresses that another process's NVRTC
  * rejects.
  *

@@ -76,10 +76,8 @@ static mj_status open_cache(mj_runtime *rt, const mj_runtime_options *o, const m
         return mj_fail(MJ_ERR_CACHE, "%s", err);
     snprintf(rt->cache_filesystem, sizeof rt->cache_filesystem, "%s",
              mjc_filesystem_name(rt->cache_dir));
-    snprintf(rt->cache_journal_mode, sizeof rt->cache_journal_mode, "%s",
-             mjc_journal_mode(rt->cache));
     mj_log(MJ_LOG_INFO, "kernel cache %s (%s, journal %s)%s%s", mjc_path(rt->cache),
-           rt->cache_filesystem, rt->cache_journal_mode, ro ? ", read-only layers " : "",
+           rt->cache_filesystem, mjc_journal_mode(rt->cache), ro ? ", read-only layers " : "",
            ro ? ro : "");
     return MJ_OK;
 }
@@ -180,6 +178,9 @@ mj_runtime_stats mj_runtime_read_stats(const mj_runtime *rt) {
 void mj_runtime_describe(mj_runtime *rt, mj_info *info) {
     const char *nv = mj_nvrtc_version();
     snprintf(rt->nvrtc_version, sizeof rt->nvrtc_version, "%s", nv ? nv : "");
+    /* Read now: the database may have been created (at the first store) since open. */
+    snprintf(rt->cache_journal_mode, sizeof rt->cache_journal_mode, "%s",
+             rt->cache ? mjc_journal_mode(rt->cache) : "");
     *info = (mj_info){
         .megajit_version = MJ_VERSION_STRING,
         .nvrtc_version = rt->nvrtc_version,

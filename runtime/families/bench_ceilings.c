@@ -72,7 +72,6 @@ static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec
 }
 
 const mj_family_desc mj_bench_ceilings_family = {
-    .id = MJ_FAMILY_BENCH_CEILINGS,
     .name = "bench_ceilings",
     .template_path = "bench_ceilings.cuh",
     .kernels = kKernels,

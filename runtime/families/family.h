@@ -59,7 +59,6 @@ typedef struct mj_family_request {
 typedef mj_status (*mj_spec_fn)(const mj_kernel_spec *spec, void *ctx);
 
 typedef struct mj_family_desc {
-    mj_family id;
     const char *name;          /* "mega_moe": mj_family_name, the cache's family column */
     const char *template_path; /* root template, relative to templates/ */
     const mj_family_kernel *kernels;

@@ -175,7 +175,6 @@ static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec
 }
 
 const mj_family_desc mj_mega_moe_family = {
-    .id = MJ_FAMILY_MEGA_MOE,
     .name = "mega_moe",
     .template_path = "mega_moe.cuh",
     .kernels = kKernels,

@@ -82,7 +82,6 @@ static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec
 }
 
 const mj_family_desc mj_pre_dispatch_family = {
-    .id = MJ_FAMILY_PRE_DISPATCH,
     .name = "pre_dispatch",
     .template_path = "pre_dispatch.cuh",
     .kernels = kKernels,

@@ -17,6 +17,7 @@
 #include "heuristics/moe_formats.h"
 #include "runtime/build_pool.h"
 #include "runtime/configs.h"
+#include "runtime/env.h"
 #include "runtime/families/bench_ceilings.h"
 #include "runtime/families/family.h"
 #include "runtime/families/mega_moe.h"
@@ -156,8 +157,7 @@ static int prebuild(const mj_moe_bench_args *a, const config *cfgs, int n, int r
         fputs("megajit bench mega-moe: needs a CUDA device, and none was found\n", stderr);
         return CLI_EXIT_FAIL;
     }
-    const char *disabled = getenv("MEGAJIT_CACHE_DISABLE");
-    if (disabled && strcmp(disabled, "1") == 0) return 0; /* workers could not share cubins */
+    if (mj_env_get()->cache_disable) return 0; /* workers could not share cubins */
     const int sms = launched || ranks == 1 ? device_sms : device_sms / ranks;
     mj_spec_list l = {0};
     if (plan_specs(a, cfgs, n, ranks, sms, launched, mj_arch_parse(arch), &l) != MJ_OK) {

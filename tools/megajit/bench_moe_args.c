@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "heuristics/moe_formats.h"
+#include "runtime/limits.h"
 #include "templates/layout/symm_layout.h"
 #include "tools/megajit/cli.h"
 
@@ -69,7 +70,8 @@ static int parse_tokens(const char *s, mj_moe_bench_args *a) {
         char *comma = strchr(field, ',');
         if (comma) *comma = '\0';
         long v;
-        if (a->num_tokens == MJ_MOE_ARGS_MAX_TOKEN_COUNTS || cli_parse_long(field, 1, 1L << 20, &v))
+        if (a->num_tokens == MJ_MOE_ARGS_MAX_TOKEN_COUNTS ||
+            cli_parse_long(field, 1, MJ_LIMIT_TOKENS_MAX, &v))
             return -1;
         a->tokens[a->num_tokens++] = (int)v;
         if (!comma) return 0;
@@ -149,15 +151,16 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
                 return bad(err, cap,
                            "--tokens: expected up to %d positive integers separated by commas "
                            "(each at most %d), got '%s'",
-                           MJ_MOE_ARGS_MAX_TOKEN_COUNTS, 1 << 20, optarg);
+                           MJ_MOE_ARGS_MAX_TOKEN_COUNTS, MJ_LIMIT_TOKENS_MAX, optarg);
             break;
         case OPT_ROUTING:
             if (mj_bench_routing_parse(optarg, &a->routing))
                 return bad(err, cap, "--routing: expected uniform or skewed, got '%s'", optarg);
             break;
         case OPT_MAX_TOKENS:
-            if (cli_parse_long(optarg, 1, 1L << 20, &max_tokens))
-                return bad(err, cap, "--max-tokens: expected 1..%d, got '%s'", 1 << 20, optarg);
+            if (cli_parse_long(optarg, 1, MJ_LIMIT_TOKENS_MAX, &max_tokens))
+                return bad(err, cap, "--max-tokens: expected 1..%d, got '%s'", MJ_LIMIT_TOKENS_MAX,
+                           optarg);
             break;
         case OPT_ITERS:
             if (cli_parse_long(optarg, 1, ITERS_MAX, &v))
