@@ -38,7 +38,8 @@ class MoEConfig:
     megajit.Format). activation: "swiglu", "swigluoai" or "situ". clamp: > 0
     clamps the swiglu family (NUMERICS.md step 3). num_ranks, rank: expert
     parallelism; this rank holds experts rank*E/R .. (rank+1)*E/R - 1.
-    block_m: 0 = the heuristics choose per token count; 8/16/32/64/128 forced.
+    block_m: 0 = the heuristics choose per token count; 8/16/32/64 forced, or 128
+      for the bf16 row (include/megajit.h, mj_moe_config.block_m).
     """
 
     hidden: int

@@ -146,9 +146,9 @@ static mj_status plan_specs(const mj_moe_bench_args *a, const config *cfgs, int 
     return st;
 }
 
-/* Compiles what the run needs with every CPU (NVRTC is serialized within a
- * process). Returns 0, or the exit status: no device, or interrupted (the
- * signal is raised again). */
+/* Compiles what the run needs in worker processes, one per CPU up to 16
+ * (NVRTC is serialized within a process). Returns 0, or the exit status: no device, or interrupted
+ * (the signal is raised again). */
 static int prebuild(const mj_moe_bench_args *a, const config *cfgs, int n, int ranks,
                     int launched) {
     int device_sms = 0;

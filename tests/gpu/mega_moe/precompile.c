@@ -1,6 +1,7 @@
 /* Every kernel a mode of the test launches, built before it starts. */
 #include "tests/gpu/mega_moe/harness.h"
 
+#include "runtime/env.h"
 #include "tools/bench/prebuild.h"
 
 /* ------------------------------------------------- parallel precompile */
@@ -56,9 +57,8 @@ static void plan_all(spec_list *l, int ds, mj_arch arch) {
 }
 
 void precompile(void) {
-    const char *dis = getenv("MEGAJIT_CACHE_DISABLE");
-    if (dis && !strcmp(dis, "1")) {
-        printf("precompile: skipped (MEGAJIT_CACHE_DISABLE=1: workers could not share cubins)\n");
+    if (mj_env_get()->cache_disable) {
+        printf("precompile: skipped (MEGAJIT_CACHE_DISABLE: workers could not share cubins)\n");
         return;
     }
     int sms = 0;
