@@ -205,11 +205,12 @@ mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank
     CUdeviceptr word = mj_symm_rank_base(buf, buf->rank >= 0 ? buf->rank : rank) +
                        l.counters_offset + 4ull * MJ_MOE_CNT_ERROR;
     uint32_t v = 0;
-    if ((st = mj_device_download(rt, &v, word, 4, "mj_mega_moe: reading the device error word")) !=
-        MJ_OK)
+    if ((st = mj_device_download(rt, &v, word, 4, stream,
+                                 "mj_mega_moe: reading the device error word")) != MJ_OK)
         return st;
     if (v == 0) return MJ_OK;
-    if ((st = mj_device_zero(rt, word, 4, "mj_mega_moe: clearing the device error word")) != MJ_OK)
+    if ((st = mj_device_zero(rt, word, 4, stream, "mj_mega_moe: clearing the device error word")) !=
+        MJ_OK)
         return st;
     char what[160];
     snprintf(what, sizeof what, error_meaning(v >> 24), v & 0xffffffu);

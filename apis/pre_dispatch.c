@@ -41,7 +41,7 @@ static mj_status report_bad_ids(mj_runtime *rt, mj_symm_buffer *buf, int rank, i
     mj_status st = mj_stream_synchronize(rt, stream, what);
     if (st == MJ_OK)
         st = mj_device_download(rt, slots, mj_symm_rank_base(buf, rank) + MJ_WS_PD_CHECK_SLOTS * 4,
-                                n * sizeof *slots, what);
+                                n * sizeof *slots, stream, what);
     if (st != MJ_OK) return st;
     uint64_t bad = 0;
     for (unsigned i = 0; i < n; i++)

@@ -41,7 +41,7 @@ static mj_status alloc_all(mj_weights *w) {
         if (!ones) return mj_fail(MJ_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < 4 * (size_t)e; i++)
             ones[i] = 1.0f;
-        st = mj_device_upload(rt, w->alphas, ones, alpha_bytes, what);
+        st = mj_device_upload(rt, w->alphas, ones, alpha_bytes, w->stream, what);
         free(ones);
     }
     return st;
@@ -152,9 +152,9 @@ static mj_status write_image(mj_weights *w, int e, mj_projection proj, const voi
     if (!from_device) {
         const char *what = "mj_weights_load: staging the projection";
         st = mj_device_alloc(rt, data_bytes + sf_bytes, what, &staging);
-        if (st == MJ_OK) st = mj_device_upload(rt, staging, data, data_bytes, what);
+        if (st == MJ_OK) st = mj_device_upload(rt, staging, data, data_bytes, w->stream, what);
         if (st == MJ_OK && sf_bytes)
-            st = mj_device_upload(rt, staging + data_bytes, scales, sf_bytes, what);
+            st = mj_device_upload(rt, staging + data_bytes, scales, sf_bytes, w->stream, what);
         src = staging;
         src_sf = sf_bytes ? staging + data_bytes : 0;
     }
@@ -213,7 +213,7 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
         if (!host_sf) return mj_fail(MJ_ERR_NOMEM, "out of memory");
         if (from_device)
             st = mj_device_download(w->rt, host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes,
-                                    "mj_weights_load: reading the scales");
+                                    w->stream, "mj_weights_load: reading the scales");
         if (st == MJ_OK) st = check_scales(w, e, proj, host_sf, rows, groups);
         if (from_device) free(host_sf);
         if (st != MJ_OK) return st;
@@ -248,6 +248,6 @@ mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_
         st = mj_device_upload(
             w->rt,
             w->alphas + ((CUdeviceptr)i * (CUdeviceptr)w->local_experts + (CUdeviceptr)e) * 4,
-            &values[i], sizeof(float), "mj_weights_set_alphas: copying");
+            &values[i], sizeof(float), w->stream, "mj_weights_set_alphas: copying");
     return st;
 }

@@ -22,8 +22,9 @@
  * Threading: a runtime may be shared by threads. Settings (SM count, PDL) are
  * per kernel family and guarded by the runtime's lock. Streams are always
  * passed by the caller; megajit never uses the legacy default stream on its own
- * for launches (the synchronous copies of mj_weights_load and
- * mj_weights_set_alphas are cuMemcpy calls, which the driver orders on it).
+ * (the copies of mj_weights_load and mj_weights_set_alphas run on a stream of
+ * the weights' own, and the zeroing of a new buffer on a private stream; each
+ * is complete when its call returns).
  *
  * Contexts: every call that touches the device (creating or destroying a
  * buffer or weights, mj_weights_load, mj_weights_set_alphas, warm-up,
@@ -376,7 +377,9 @@ typedef enum mj_projection {
  * What "synchronous" means: the call returns when the image is written (the
  * image kernel runs on a non-blocking stream of the weights' own, which the
  * call synchronizes); it is ordered against none of the caller's streams. For
- * from_device = 0 the sources are copied in with cuMemcpyHtoD. For
+ * from_device = 0 the sources are copied in on that same stream (an
+ * asynchronous copy the call waits for), so the image kernel reads only
+ * bytes that have landed. For
  * from_device = 1 cuCtxSynchronize first waits for all pending work of the
  * context, every stream included (the caller's writes into the sources), then
  * the scales are copied to the host for the checks above and the image kernel
@@ -396,8 +399,9 @@ MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection 
  *     weight, before it is quantized into GEMM 2's input;
  *   l2_alpha multiplies GEMM 2's accumulator, all H output rows, before their
  *     BF16 rounding.
- * The values are copied with cuMemcpyHtoD, not ordered against a MegaMoE
- * launch in flight on a non-blocking stream: change them between launches. */
+ * The values are copied on the weights' own stream and have landed when the
+ * call returns; the copy is not ordered against a MegaMoE launch in flight on
+ * a caller's stream: change them between launches. */
 MJ_API mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,
                                        float l1_alpha_up, float l2_alpha, float l2_act_scale);
 

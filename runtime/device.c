@@ -14,21 +14,26 @@ void mj_device_free(mj_runtime *rt, CUdeviceptr p) {
     if (p) rt->cu->cuMemFree(p);
 }
 
-mj_status mj_device_zero(mj_runtime *rt, CUdeviceptr p, size_t bytes, const char *what) {
-    CUresult r = rt->cu->cuMemsetD8(p, 0, bytes);
+static mj_status finish_on(mj_runtime *rt, CUresult r, mj_stream stream, const char *what) {
+    if (r == CUDA_SUCCESS) r = rt->cu->cuStreamSynchronize((CUstream)stream);
     return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
+}
+
+mj_status mj_device_zero(mj_runtime *rt, CUdeviceptr p, size_t bytes, mj_stream stream,
+                         const char *what) {
+    return finish_on(rt, rt->cu->cuMemsetD8Async(p, 0, bytes, (CUstream)stream), stream, what);
 }
 
 mj_status mj_device_upload(mj_runtime *rt, CUdeviceptr dst, const void *src, size_t bytes,
-                           const char *what) {
-    CUresult r = rt->cu->cuMemcpyHtoD(dst, src, bytes);
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
+                           mj_stream stream, const char *what) {
+    return finish_on(rt, rt->cu->cuMemcpyHtoDAsync(dst, src, bytes, (CUstream)stream), stream,
+                     what);
 }
 
 mj_status mj_device_download(mj_runtime *rt, void *dst, CUdeviceptr src, size_t bytes,
-                             const char *what) {
-    CUresult r = rt->cu->cuMemcpyDtoH(dst, src, bytes);
-    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
+                             mj_stream stream, const char *what) {
+    return finish_on(rt, rt->cu->cuMemcpyDtoHAsync(dst, src, bytes, (CUstream)stream), stream,
+                     what);
 }
 
 mj_status mj_device_synchronize(mj_runtime *rt, const char *what) {

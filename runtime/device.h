@@ -15,11 +15,18 @@
 mj_status mj_device_alloc(mj_runtime *rt, size_t bytes, const char *what, CUdeviceptr *out);
 /* 0 is a no-op; a failure is ignored (it only happens on teardown paths). */
 void mj_device_free(mj_runtime *rt, CUdeviceptr p);
-mj_status mj_device_zero(mj_runtime *rt, CUdeviceptr p, size_t bytes, const char *what);
+/* Zeroing and copies run on `stream`, after its earlier work, and are complete
+ * when they return. Not the plain cuMemsetD8 / cuMemcpyHtoD: those go to the
+ * legacy stream, which orders nothing against non-blocking streams, and a
+ * pageable cuMemcpyHtoD may return before its DMA has landed (a kernel on
+ * another stream then reads part of the old bytes: the weight images of
+ * bench/RESULTS.md, seventh session). */
+mj_status mj_device_zero(mj_runtime *rt, CUdeviceptr p, size_t bytes, mj_stream stream,
+                         const char *what);
 mj_status mj_device_upload(mj_runtime *rt, CUdeviceptr dst, const void *src, size_t bytes,
-                           const char *what);
+                           mj_stream stream, const char *what);
 mj_status mj_device_download(mj_runtime *rt, void *dst, CUdeviceptr src, size_t bytes,
-                             const char *what);
+                             mj_stream stream, const char *what);
 /* Waits for everything queued in rt's context. */
 mj_status mj_device_synchronize(mj_runtime *rt, const char *what);
 

@@ -1,0 +1,169 @@
+/*
+ * The MegaMoE task order (templates/mega_moe/scheduler.cuh), decoded on the
+ * host with the kernel's own code over routing tables built the way
+ * route_prefix builds them: every (GEMM, tile, block task) exactly once, every
+ * GEMM 1 task before every GEMM 2 task (the deadlock-freedom argument of the
+ * file), each expert's tasks one contiguous range, tile-major inside it, and
+ * each task's rows and 64-row blocks right. Shapes with partial last tasks
+ * (gpt-oss's 2880) and experts with 0, 1 and many tiles.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "mega_moe/scheduler.cuh"
+
+namespace {
+
+template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK>
+using Cfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16,
+                          MJ_FMT_BF16, MJ_ACT_SWIGLU, 0u, kBlockM, kStageK, 2, 132, 0>;
+
+struct Lcg {
+    uint64_t s;
+    uint32_t below(uint32_t n) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        return (uint32_t)((s >> 33) % n);
+    }
+};
+
+/* rows[le], then tiles (exclusive prefix of ceil(rows / BLOCK_M)), as the
+ * kernel's shared-memory tables. */
+template <class C> struct Tables {
+    mj_u32 rows[C::kLocal];
+    mj_u32 tiles[C::kLocal + 1];
+    mj::Routing<C> routing() {
+        mj::Routing<C> r;
+        r.rows = rows;
+        r.tiles = tiles;
+        return r;
+    }
+    void build() {
+        mj_u32 run = 0;
+        for (int le = 0; le < C::kLocal; le++) {
+            tiles[le] = run;
+            run += (rows[le] + C::kBlockM - 1) / C::kBlockM;
+        }
+        tiles[C::kLocal] = run;
+    }
+};
+
+template <class C> void check_order(Tables<C> &tab) {
+    tab.build();
+    const mj::Routing<C> r = tab.routing();
+    const int tiles = r.num_tiles(), tasks = r.num_tasks();
+    assert_int_equal(tasks, tiles * (C::kTasks1 + C::kTasks2));
+    // seen[gemm - 1][tile][n]
+    constexpr int kPer = C::kTasks1 > C::kTasks2 ? C::kTasks1 : C::kTasks2;
+    std::vector<int> seen(2 * (size_t)tiles * kPer, 0);
+    int last_gemm = 1, last_expert[2] = {-1, -1};
+    std::vector<int> done(2 * C::kLocal, 0);
+    mj::Task prev{};
+    for (int t = 0; t < tasks; t++) {
+        const mj::Task k = r.decode(t);
+        assert_true(k.gemm == 1 || k.gemm == 2);
+        assert_true(k.gemm >= last_gemm); // GEMM 1 first
+        last_gemm = k.gemm;
+        const int g = k.gemm - 1;
+        const int per = g ? C::kTasks2 : C::kTasks1;
+        assert_in_range(k.tile, 0, tiles - 1);
+        assert_in_range(k.n, 0, per - 1);
+        assert_in_range(k.local, 0, C::kLocal - 1);
+        // The tile belongs to the expert; its rows and blocks are right.
+        assert_true((int)tab.tiles[k.local] <= k.tile && k.tile < (int)tab.tiles[k.local + 1]);
+        assert_int_equal(k.row0, (k.tile - (int)tab.tiles[k.local]) * C::kBlockM);
+        const int left = (int)tab.rows[k.local] - k.row0;
+        assert_int_equal(k.valid, left < C::kBlockM ? left : C::kBlockM);
+        assert_true(k.valid > 0);
+        const mj_moe_weight_layout l = C::image();
+        assert_int_equal(k.nblk, mj_moe_task_blocks(g ? &l.w2 : &l.w1, k.n));
+        int &s = seen[((size_t)g * tiles + k.tile) * kPer + k.n];
+        assert_int_equal(s, 0);
+        s = 1;
+        // One contiguous range per expert and GEMM.
+        if (k.local != last_expert[g]) {
+            assert_int_equal(done[g * C::kLocal + k.local], 0);
+            if (last_expert[g] >= 0) done[g * C::kLocal + last_expert[g]] = 1;
+            last_expert[g] = k.local;
+        } else if (t > 0 && prev.gemm == k.gemm) {
+            // Tile-major inside the expert: every block task of a tile, then the next tile.
+            if (prev.tile == k.tile) {
+                assert_int_equal(k.n, prev.n + 1);
+            } else {
+                assert_int_equal(k.tile, prev.tile + 1);
+                assert_int_equal(prev.n, per - 1);
+                assert_int_equal(k.n, 0);
+            }
+        }
+        prev = k;
+    }
+    for (size_t i = 0; i < seen.size(); i++) {
+        const int per = i / ((size_t)tiles * kPer) ? C::kTasks2 : C::kTasks1;
+        assert_int_equal(seen[i], (int)(i % kPer) < per ? 1 : 0);
+    }
+    assert_int_equal(r.decode(tasks).gemm, 0);
+    assert_int_equal(r.decode(tasks + 17).gemm, 0);
+}
+
+template <class C> void random_routings(uint64_t seed) {
+    Lcg rng{seed};
+    Tables<C> tab;
+    for (int round = 0; round < 40; round++) {
+        const int scale = 1 + round % 5; // from a few rows an expert to many tiles
+        for (int le = 0; le < C::kLocal; le++)
+            tab.rows[le] = rng.below(4) == 0 ? 0u : rng.below((mj_u32)(scale * 3 * C::kBlockM));
+        tab.rows[rng.below(C::kLocal)] += 1; // at least one tile
+        check_order<C>(tab);
+    }
+}
+
+void test_gpt_oss_shape(void **state) {
+    (void)state;
+    random_routings<Cfg<2880, 2880, 8, 16, 64>>(1);
+    random_routings<Cfg<2880, 2880, 8, 64, 64>>(2);
+}
+
+void test_deepseek_shape(void **state) {
+    (void)state;
+    random_routings<Cfg<7168, 2048, 32, 128, 128>>(3);
+    random_routings<Cfg<7168, 2048, 32, 8, 128>>(4);
+}
+
+void test_one_expert_many_tiles(void **state) {
+    (void)state;
+    typedef Cfg<512, 128, 4, 8, 64> C;
+    Tables<C> tab;
+    tab.rows[0] = 0;
+    tab.rows[1] = 8 * 7 + 3; // 8 tiles, the last partial
+    tab.rows[2] = 0;
+    tab.rows[3] = 8;
+    check_order<C>(tab);
+    tab.build();
+    const mj::Routing<C> r = tab.routing();
+    // Expert 1's first tile owns the first GEMM 1 tasks, then its second tile.
+    const mj::Task a = r.decode(0), b = r.decode(C::kTasks1);
+    assert_int_equal(a.local, 1);
+    assert_int_equal(a.tile, 0);
+    assert_int_equal(b.local, 1);
+    assert_int_equal(b.tile, 1);
+    assert_int_equal(b.n, 0);
+}
+
+} // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpt_oss_shape),
+        cmocka_unit_test(test_deepseek_shape),
+        cmocka_unit_test(test_one_expert_many_tiles),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
