@@ -9,7 +9,7 @@
  * tests/gpu/mega_moe/: the scenarios, the precompile plan, one case's run and
  * check, the sections of cases and invalid input.
  *
- *   test_mega_moe [--quick] [--seed N] [--budget S] [--no-precompile]
+ *   test_mega_moe [--quick] [--seed N] [--budget S] [--no-precompile] [--section NAME]
  *   launch_ranks --gpus N -- test_mega_moe --real-ranks [--seed N]
  *
  * --real-ranks: one process per GPU under tests/gpu/launch_ranks; rank r uses
@@ -21,6 +21,8 @@
  *
  * --quick: one row (nvfp4), R = 2, H 256, I 64, E 4, K 2, T <= 8, for
  * compute-sanitizer.
+ * --section NAME: only the sections whose name contains NAME (their names are
+ * printed at the end of every run), e.g. --section gpt-oss.
  * --budget: seconds after which the remaining cases are skipped and counted as
  * skipped (default 140), so a slow machine still prints its summary. The last
  * line is "N passed, N failed"; the exit status is non-zero on any failure.
@@ -118,20 +120,28 @@ static void ctx_free(ctx *c) {
 /* gpt-oss-120b's sizes take buffers and weights of their own: the context is
  * rebuilt for them, then for the main shape again, which the peer-offset
  * controls after the sections use. */
-static void gpt_oss_section(ctx *c) {
+static void with_gpt_oss_shape(ctx *c, void (*fn)(ctx *)) {
     const shape main_shape = c->sh;
     ctx_free(c);
     c->sh = kGptOss;
     ctx_alloc(c);
-    test_gpt_oss(c);
+    fn(c);
     ctx_free(c);
     c->sh = main_shape;
     ctx_alloc(c);
+}
+static void gpt_oss_cases(ctx *c) {
+    test_weight_images(c);
+    test_gpt_oss(c);
+}
+static void gpt_oss_section(ctx *c) {
+    with_gpt_oss_shape(c, gpt_oss_cases);
 }
 
 int main(int argc, char **argv) {
     uint64_t seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)clock();
     int do_precompile = 1, real_ranks = 0, seed_given = 0;
+    const char *only_section = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--real-ranks")) {
             real_ranks = 1;
@@ -142,13 +152,16 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             seed = strtoull(argv[++i], NULL, 0);
             seed_given = 1;
+        } else if (!strcmp(argv[i], "--section") && i + 1 < argc) {
+            only_section = argv[++i];
         } else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
             g_budget_s = strtod(argv[++i], NULL);
         } else {
-            fprintf(stderr,
-                    "usage: %s [--quick] [--seed N] [--budget S] [--no-precompile]\n"
-                    "       launch_ranks --gpus N -- %s --real-ranks [--seed N]\n",
-                    argv[0], argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--quick] [--seed N] [--budget S] [--no-precompile] [--section NAME]\n"
+                "       launch_ranks --gpus N -- %s --real-ranks [--seed N]\n",
+                argv[0], argv[0]);
             return 2;
         }
     }
@@ -228,6 +241,7 @@ int main(int argc, char **argv) {
     } else {
         for (int i = 0; i < NUM_SECTIONS; i++) {
             if (g_quick && !sections[i].in_quick) continue;
+            if (only_section && !strstr(sections[i].name, only_section)) continue;
             double t0 = now_s();
             sections[i].fn(&c);
             section_s[i] = now_s() - t0;
@@ -237,7 +251,7 @@ int main(int argc, char **argv) {
             printf("  %-30s %7.2f s\n", sections[i].name, section_s[i]);
         printf("host reference %.2f s, total %.2f s\n", c.ref_s, now_s() - g_t0);
         /* Last: a wrong peer offset can hang or fault the kernels for good. */
-        if (!g_quick) {
+        if (!g_quick && !only_section) {
             double t0 = now_s();
             test_peer_control(&c, &kPeers2);
             test_peer_control(&c, &kPeers4);

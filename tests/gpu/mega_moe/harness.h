@@ -183,6 +183,8 @@ void precompile(void);
 void quantize_scaled(int fmt, const float *w, int rows, int cols, float *tmp, uint8_t *data,
                      uint8_t *sf, float *alpha);
 void model_free(model *m);
+/* The row's checkpoint weights at the context's shape (built once, kept in c). */
+model *model_get(ctx *c, int row_index, int alphas);
 /* Polls instead of cuStreamSynchronize so a cross-rank deadlock is reported
  * with the case name instead of running into the step's timeout.
  * Returns 1 done, 0 timed out; a kernel fault is returned in *fault. */
@@ -222,6 +224,9 @@ void test_peer_control(ctx *c, const scenario *sc);
 void test_real_ranks(ctx *c, int world);
 /* Every format row at kGptOss; the context must have been allocated for it. */
 void test_gpt_oss(ctx *c);
+/* Every row: experts loaded from host memory give the images that the same
+ * experts loaded from device memory give, bit for bit. */
+void test_weight_images(ctx *c);
 
 /* tests/gpu/mega_moe/invalid.c */
 void test_invalid(ctx *c);

@@ -21,7 +21,7 @@ void quantize_scaled(int fmt, const float *w, int rows, int cols, float *tmp, ui
     *alpha = 1.0f / s;
 }
 
-static model *model_get(ctx *c, int row_index, int alphas) {
+model *model_get(ctx *c, int row_index, int alphas) {
     model *m = &c->models[row_index][alphas ? 1 : 0];
     if (m->built) return m;
     const shape *sh = &c->sh;
