@@ -6,6 +6,7 @@
 #ifndef MJ_MEGA_MOE_CONFIG_CUH
 #define MJ_MEGA_MOE_CONFIG_CUH
 
+#include "common/numerics.cuh"
 #include "layout/moe_layout.h"
 
 namespace mj {
@@ -71,10 +72,10 @@ struct MoeConfig {
 
     /* The weight layout as a value for device code (the layout functions
      * take pointers, which the constexpr kImage cannot give device code). */
-    static __device__ __forceinline__ mj_moe_weight_layout image() {
+    static MJ_HD mj_moe_weight_layout image() {
         return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
     }
-    static __device__ __forceinline__ int stages_of(int gemm) {
+    static MJ_HD int stages_of(int gemm) {
         return gemm == 2 ? kStages2 : kStages1;
     }
 

@@ -1,5 +1,6 @@
 /*
- * Tasks of one launch. Every CTA builds the same routing tables (rows per
+ * Tasks of one launch (the decode compiles on the host too:
+ * tests/test_scheduler.cpp). Every CTA builds the same routing tables (rows per
  * local expert, token tiles per expert as a prefix) from the top-k ids, so
  * the task list needs no exchange:
  *
@@ -10,7 +11,10 @@
  * numbered tile-major, every GEMM 1 task before every GEMM 2 task. CTAs claim
  * them in order from one counter, so when a GEMM 2 task waits for the GEMM 1
  * tasks of its tile, those were claimed earlier by CTAs that are running:
- * no wait is on work nobody holds, on any SM count.
+ * no wait is on work nobody holds, on any SM count. (The tasks of one expert's
+ * tiles that read the same weight blocks are kTasks apart, so the CTAs in
+ * flight read them at about the same time: ordering them side by side measured
+ * no faster at T = 1024 and 4096, bench/RESULTS.md, seventh session.)
  */
 #ifndef MJ_MEGA_MOE_SCHEDULER_CUH
 #define MJ_MEGA_MOE_SCHEDULER_CUH
@@ -35,15 +39,15 @@ template <class C> struct Routing {
     mj_u32 *rows;
     mj_u32 *tiles;
 
-    __device__ __forceinline__ int num_tiles() const {
+    MJ_HD int num_tiles() const {
         return (int)tiles[C::kLocal];
     }
-    __device__ __forceinline__ int num_tasks() const {
+    MJ_HD int num_tasks() const {
         return num_tiles() * (C::kTasks1 + C::kTasks2);
     }
 
     /* The local expert owning tile (tiles is non-decreasing). */
-    __device__ __forceinline__ int expert_of(int tile) const {
+    MJ_HD int expert_of(int tile) const {
         int lo = 0, hi = C::kLocal - 1;
         while (lo < hi) {
             const int mid = (lo + hi + 1) >> 1;
@@ -55,7 +59,7 @@ template <class C> struct Routing {
         return lo;
     }
 
-    __device__ __forceinline__ Task decode(int t) const {
+    MJ_HD Task decode(int t) const {
         Task k;
         const int first2 = num_tiles() * C::kTasks1;
         if (t >= num_tasks()) {
@@ -77,6 +81,7 @@ template <class C> struct Routing {
     }
 };
 
+#if defined(__CUDACC__)
 /* Exclusive prefix of tiles over the local experts, by one warp. */
 template <class C> __device__ __forceinline__ void route_prefix(const Routing<C> &r, int lane) {
     constexpr int kPer = (C::kLocal + 31) / 32;
@@ -100,6 +105,7 @@ template <class C> __device__ __forceinline__ void route_prefix(const Routing<C>
     }
     if (lane == 31) r.tiles[C::kLocal] = incl;
 }
+#endif
 
 } // namespace mj
 
