@@ -54,7 +54,9 @@ __device__ __forceinline__ void report_error(mj_u32 *counters, mj_u32 code, mj_u
 }
 
 /* Spins (with backoff, so spinning warps leave the issue slots to the math
- * warps of their SM) until *p >= target. False after timeout_ns. */
+ * warps of their SM) until *p >= target. False after timeout_ns. The backoff
+ * stops at 256 ns: a waiter learns of its count at most that late (a GEMM 2
+ * token producer waits for its tile's GEMM 1 on every small-T launch). */
 template <bool kSys>
 __device__ __forceinline__ bool wait_geq(const mj_u32 *p, mj_u32 target, mj_u64 timeout_ns) {
     if (ld_acquire<kSys>(p) >= target) return true;
@@ -63,7 +65,7 @@ __device__ __forceinline__ bool wait_geq(const mj_u32 *p, mj_u32 target, mj_u64 
     while (ld_acquire<kSys>(p) < target) {
         if (global_timer_ns() - t0 > timeout_ns) return false;
         __nanosleep(sleep_ns);
-        sleep_ns = sleep_ns < 1024 ? 2 * sleep_ns : sleep_ns;
+        sleep_ns = sleep_ns < 256 ? 2 * sleep_ns : sleep_ns;
     }
     return true;
 }
