@@ -59,6 +59,9 @@ template <class C> __device__ __forceinline__ void warm_weight_pages(const Launc
     }
 }
 
+/* How long the weight producer holds its second copy back for its first. */
+constexpr mj_u64 kFirstStageWaitNs = 2000;
+
 template <class C>
 __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C> &ring,
                                                 mj_u64 *task_full, mj_u64 *task_empty,
@@ -84,6 +87,11 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
             mbar_arrive_tx(ring.full + slot, bytes);
             bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
                            bytes, ring.full + slot, policy);
+            // Every CTA's first stage before anyone's second: were the whole ring
+            // requested at once on every SM, each first stage would land only
+            // after most of that (7 us on the H200 at T = 1, bench/RESULTS.md).
+            // Bounded: a GEMM 2 task's tokens may be far away.
+            if (it == 0) mbar_wait(ring.full, 0u, kFirstStageWaitNs);
         }
     }
 }
