@@ -61,6 +61,7 @@ static void test_means(void **state) {
     assert_true(p.inputs_us == 0.5);
     assert_true(p.routing_us == 1.0);
     assert_true(p.pull_us == 1.0);
+    assert_true(p.first_stage_us == 4.0); /* CTA 0: 1 -> 5 us; CTA 1: 2 -> 6 us */
     assert_int_equal(p.gemm[0].tasks, 2);
     assert_true(p.gemm[0].task_us == 6.5); /* (6 + 7) / 2 */
     assert_true(p.gemm[0].first_us == 1.0);

@@ -30,6 +30,7 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
     out->entry_skew_us = us_between(t0, last_entry);
     out->last_compute_us = us_between(t0, last_compute);
     double loop_total = 0;
+    int with_tasks = 0;
     uint64_t g_start[2] = {UINT64_MAX, UINT64_MAX}, g_end[2] = {0, 0};
     for (int c = 0; c < ctas; c++) {
         const uint64_t *h = trace + (size_t)c * MJ_MOE_TRACE_WORDS;
@@ -41,6 +42,12 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
         const uint64_t traced = n < MJ_MOE_TRACE_TASKS ? n : MJ_MOE_TRACE_TASKS;
         out->untraced += (int)(n - traced);
         uint64_t prev_end = h[MJ_MOE_TR_PULLED];
+        if (traced) {
+            const uint64_t first = h[MJ_MOE_TRACE_HEAD + MJ_MOE_TT_FIRST];
+            if (first < h[MJ_MOE_TR_ENTRY]) return -1;
+            out->first_stage_us += us_between(h[MJ_MOE_TR_ENTRY], first);
+            with_tasks++;
+        }
         for (uint64_t i = 0; i < traced; i++) {
             const uint64_t *r = h + MJ_MOE_TRACE_HEAD + i * MJ_MOE_TRACE_TASK_WORDS;
             const int g = (int)(r[MJ_MOE_TT_ID] & 3u) - 1;
@@ -68,6 +75,7 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
     out->pull_us /= ctas;
     out->combine_us /= ctas;
     out->between_us /= ctas;
+    if (with_tasks) out->first_stage_us /= with_tasks;
     for (int g = 0; g < 2; g++) {
         mj_bench_moe_gemm_phases *p = &out->gemm[g];
         if (!p->tasks) continue;

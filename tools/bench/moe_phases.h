@@ -21,12 +21,14 @@ typedef struct mj_bench_moe_gemm_phases {
 
 typedef struct mj_bench_moe_phases {
     int ctas;
-    int untraced;         /* tasks past MJ_MOE_TRACE_TASKS of a CTA (not in the means) */
-    double span_us;       /* first entry -> last end */
-    double entry_skew_us; /* first -> last CTA entry */
-    double inputs_us;     /* mean: entry -> past griddepcontrol.wait */
-    double routing_us;    /* mean: -> routing tables built */
-    double pull_us;       /* mean: -> math warpgroup 0 starts (rows pulled) */
+    int untraced;          /* tasks past MJ_MOE_TRACE_TASKS of a CTA (not in the means) */
+    double span_us;        /* first entry -> last end */
+    double entry_skew_us;  /* first -> last CTA entry */
+    double inputs_us;      /* mean: entry -> past griddepcontrol.wait */
+    double routing_us;     /* mean: -> routing tables built */
+    double pull_us;        /* mean: -> math warpgroup 0 starts (rows pulled) */
+    double first_stage_us; /* mean over CTAs with a task: entry -> their first task's first
+                            * stage landed (the GEMM means spread it over every task) */
     mj_bench_moe_gemm_phases gemm[2];
     double between_us;      /* mean per CTA: sum of gaps between one task's epilogue and the next */
     double combine_us;      /* mean: last task done -> CTA end (combine, end bookkeeping) */

@@ -211,6 +211,7 @@ static cJSON *phases_json(const mj_bench_moe_phases *ph) {
     cJSON_AddNumberToObject(j, "inputs_us", ph->inputs_us);
     cJSON_AddNumberToObject(j, "routing_us", ph->routing_us);
     cJSON_AddNumberToObject(j, "pull_us", ph->pull_us);
+    cJSON_AddNumberToObject(j, "first_stage_us", ph->first_stage_us);
     cJSON *gs = cJSON_AddArrayToObject(j, "gemm");
     for (int g = 0; g < 2; g++) {
         const mj_bench_moe_gemm_phases *p = &ph->gemm[g];
@@ -236,9 +237,10 @@ static void print_phases(FILE *f, const config *c, const mj_bench_moe_point *p) 
     const mj_bench_moe_phases *ph = &p->phases;
     fprintf(f,
             "phases %s %s T=%d (one traced launch of %d CTAs; means per CTA or task): span "
-            "%.1f us; entry skew %.1f, to inputs %.1f, routing %.1f, pull %.1f\n",
+            "%.1f us; entry skew %.1f, to inputs %.1f, routing %.1f, pull %.1f; first stage "
+            "landed %.1f us after entry\n",
             c->shape->name, c->row->name, p->tokens, ph->ctas, ph->span_us, ph->entry_skew_us,
-            ph->inputs_us, ph->routing_us, ph->pull_us);
+            ph->inputs_us, ph->routing_us, ph->pull_us, ph->first_stage_us);
     for (int g = 0; g < 2; g++) {
         const mj_bench_moe_gemm_phases *q = &ph->gemm[g];
         fprintf(f,
