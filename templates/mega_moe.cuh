@@ -41,24 +41,6 @@
 
 namespace mj {
 
-/* One touch of every 2 MiB page of the experts this launch routes to, spread
- * over the CTAs' warp 3 lanes, before any weight copy: the producers' first
- * copies then find their address translations cached. */
-template <class C> __device__ __forceinline__ void warm_weight_pages(const Launch<C> &L, int lane) {
-    constexpr mj_u64 kPage = 2ull << 20;
-    // Every page an expert's bytes touch, whatever its start's alignment: the
-    // last one is touched at its last byte.
-    constexpr int kPages = (int)((C::kExpertBytes + kPage - 1) / kPage) + 1;
-    for (int i = (int)blockIdx.x + lane * C::kNumSMs; i < C::kLocal * kPages;
-         i += 32 * C::kNumSMs) {
-        const int le = i / kPages, p = i % kPages;
-        if (L.routing.rows[le] == 0u) continue;
-        const mj_u64 at = p == kPages - 1 ? C::kExpertBytes - 1 : (mj_u64)p * kPage;
-        asm volatile(
-            "prefetch.global.L2 [%0];" ::"l"(L.args->w + (mj_u64)le * C::kExpertBytes + at));
-    }
-}
-
 /* How long the weight producer holds its second copy back for its first. */
 constexpr mj_u64 kFirstStageWaitNs = 2000;
 
@@ -284,7 +266,6 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         for (int le = tid; le < C::kLocal; le += MJ_MOE_THREADS)
             if (L.routing.rows[le]) atomicAdd(args.recv_stats + le, (int)L.routing.rows[le]);
 
-    if (warp == 3) warm_weight_pages(L, lane);
     // Warp 0 starts streaming weights at once; the others pull rows first.
     // setmaxnreg: one instruction per warpgroup, executed by each of its warps.
     if (warp < 4) {
