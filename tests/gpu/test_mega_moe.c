@@ -3,7 +3,9 @@
  * every format row and activation, emulated ranks (1, 2, 4, 8 in one buffer,
  * one non-blocking stream per rank, all in flight together), BLOCK_M
  * independence, CUDA graphs, invalid input, negative controls and every row at
- * gpt-oss-120b's hidden and intermediate, 2880 (kGptOss; timing is
+ * gpt-oss-120b's hidden and intermediate, 2880 (kGptOss: each row's weight
+ * images loaded from host and from device must be equal, each case relaunched
+ * twice must repeat its bits; timing is
  * `megajit bench mega-moe`'s, against ceilings it measures). Outputs are poisoned (0xFFFF, a BF16
  * NaN) before each launch, so an unwritten element fails like a wrong one. The parts live in
  * tests/gpu/mega_moe/: the scenarios, the precompile plan, one case's run and
