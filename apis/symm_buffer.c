@@ -44,14 +44,8 @@ mj_status mj_symm_buffer_create(mj_runtime *rt, const mj_symm_config *config,
     b->rank_bytes = mj_symm_rank_bytes(cfg);
     size_t total = b->rank_bytes * (size_t)cfg->num_ranks;
     st = mj_device_alloc(rt, total, "allocating the symmetric buffer", &b->base);
-    if (st == MJ_OK) {
-        /* A private stream: complete before the caller's first launch on any stream. */
-        const char *what = "zeroing the symmetric buffer";
-        mj_stream s = NULL;
-        st = mj_stream_create(rt, what, &s);
-        if (st == MJ_OK) st = mj_device_zero(rt, b->base, total, s, what);
-        mj_stream_destroy(rt, s);
-    }
+    if (st == MJ_OK)
+        st = mj_device_zero_private(rt, b->base, total, "zeroing the symmetric buffer");
     if (st != MJ_OK) {
         mj_device_free(rt, b->base);
         free(b);

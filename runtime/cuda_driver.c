@@ -83,3 +83,12 @@ mj_status mj_cuda_fail(CUresult r, const char *what) {
     mj_status s = r == CUDA_ERROR_OUT_OF_MEMORY ? MJ_ERR_NOMEM : MJ_ERR_CUDA;
     return mj_fail(s, "%s: %s (%s)", what, name ? name : "?", msg ? msg : "?");
 }
+
+mj_status mj_cuda_zero_private(const mj_cuda *cu, CUdeviceptr p, size_t bytes, const char *what) {
+    CUstream s = NULL;
+    CUresult r = cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS) r = cu->cuMemsetD8Async(p, 0, bytes, s);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(s);
+    if (s) cu->cuStreamDestroy(s);
+    return r == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(r, what);
+}

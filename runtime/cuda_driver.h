@@ -84,4 +84,9 @@ const mj_cuda *mj_cuda_get(void);
 /* Turns a CUresult into a status with "what: cuName (message)". */
 mj_status mj_cuda_fail(CUresult r, const char *what);
 
+/* Zeroes bytes at p on a stream of its own and returns when that is done:
+ * complete before any later launch on any stream, without waiting for (or
+ * on) work already queued elsewhere. */
+mj_status mj_cuda_zero_private(const mj_cuda *cu, CUdeviceptr p, size_t bytes, const char *what);
+
 #endif

@@ -24,6 +24,10 @@ mj_status mj_device_zero(mj_runtime *rt, CUdeviceptr p, size_t bytes, mj_stream 
     return finish_on(rt, rt->cu->cuMemsetD8Async(p, 0, bytes, (CUstream)stream), stream, what);
 }
 
+mj_status mj_device_zero_private(mj_runtime *rt, CUdeviceptr p, size_t bytes, const char *what) {
+    return mj_cuda_zero_private(rt->cu, p, bytes, what);
+}
+
 mj_status mj_device_upload(mj_runtime *rt, CUdeviceptr dst, const void *src, size_t bytes,
                            mj_stream stream, const char *what) {
     return finish_on(rt, rt->cu->cuMemcpyHtoDAsync(dst, src, bytes, (CUstream)stream), stream,

@@ -23,6 +23,9 @@ void mj_device_free(mj_runtime *rt, CUdeviceptr p);
  * bench/RESULTS.md, seventh session). */
 mj_status mj_device_zero(mj_runtime *rt, CUdeviceptr p, size_t bytes, mj_stream stream,
                          const char *what);
+/* Zeroing complete before the caller's next launch on any stream (a private
+ * stream: mj_cuda_zero_private). */
+mj_status mj_device_zero_private(mj_runtime *rt, CUdeviceptr p, size_t bytes, const char *what);
 mj_status mj_device_upload(mj_runtime *rt, CUdeviceptr dst, const void *src, size_t bytes,
                            mj_stream stream, const char *what);
 mj_status mj_device_download(mj_runtime *rt, void *dst, CUdeviceptr src, size_t bytes,

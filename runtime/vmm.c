@@ -197,15 +197,9 @@ static mj_status map_all(mj_vmm *v) {
                  v->group.rank, (int)v->device);
         return mj_cuda_fail(res, what);
     }
-    /* A private stream: the zeroing must be complete before the barrier, without
-     * waiting on (or for) the caller's work. */
-    CUstream s = NULL;
-    CUdeviceptr own = v->base + (CUdeviceptr)v->group.rank * v->stride;
-    res = cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
-    if (res == CUDA_SUCCESS) res = cu->cuMemsetD8Async(own, 0, v->stride, s);
-    if (res == CUDA_SUCCESS) res = cu->cuStreamSynchronize(s);
-    if (s) cu->cuStreamDestroy(s);
-    return res == CUDA_SUCCESS ? MJ_OK : mj_cuda_fail(res, "zeroing the symmetric region");
+    /* Complete before the barrier, without waiting on (or for) the caller's work. */
+    return mj_cuda_zero_private(cu, v->base + (CUdeviceptr)v->group.rank * v->stride, v->stride,
+                                "zeroing the symmetric region");
 }
 
 mj_status mj_vmm_create(const mj_cuda *cu, CUdevice device, const mj_group *g, size_t bytes,
