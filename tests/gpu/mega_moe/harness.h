@@ -210,6 +210,11 @@ enum { CASE_BROKEN = -1, CASE_FAILED = 0, CASE_PASSED = 1 };
 /* One full case: setup, poison, launch, check. Returns how it ended; *worst
  * gets the largest calc_diff over ranks. */
 int run_case(ctx *c, int row_index, const scenario *sc, int ctl, int verbose, double *worst);
+/* run_case, then `relaunches` more launches on the same pre-dispatched inputs:
+ * each must pass and repeat the first launch's bits (NUMERICS.md: the same
+ * inputs give the same output). */
+int run_case_relaunched(ctx *c, int row_index, const scenario *sc, int ctl, int verbose,
+                        int relaunches, double *worst);
 
 /* tests/gpu/mega_moe/cases.c */
 void test_matrix(ctx *c);
