@@ -72,7 +72,9 @@ int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk
 int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
                              mj_moe_kernel_config *out) {
     if (!p || !fmt || !out) return -1;
-    if (fmt->kind != MJ_MOE_KIND_BF16 && fmt->kind != MJ_MOE_KIND_FP8) return -1;
+    if ((fmt->kind != MJ_MOE_KIND_BF16 && fmt->kind != MJ_MOE_KIND_FP8) ||
+        !valid_routing(p->num_tokens, p->num_ranks, p->num_experts, p->topk))
+        return -1;
     int bm = block_m
                  ? block_m
                  : mj_moe_pick_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk, fmt);

@@ -278,7 +278,9 @@ static void test_config_invalid(void **state) {
         {1, 8, 256, 8, 7168, 2048, 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        /* both with the heuristic's BLOCK_M and with a forced one */
         assert_int_equal(mj_moe_kernel_config_for(&bad[i], bf16, 0, &c), -1);
+        assert_int_equal(mj_moe_kernel_config_for(&bad[i], bf16, 16, &c), -1);
         assert_memory_equal(&c, &poison, sizeof c);
     }
     mj_moe_format_row wrong = *bf16;
