@@ -126,7 +126,8 @@ void mjc_key_hex(const uint8_t key[MJC_KEY_BYTES], char out[33]);
 /* Filesystem type name of a directory ("ext4", "nfs", "overlay", ...); of its
  * nearest existing ancestor when it does not exist yet. */
 const char *mjc_filesystem_name(const char *dir);
-/* PRAGMA journal_mode of the writable database ("wal"); "" when none (yet). */
-const char *mjc_journal_mode(mjc_db *db);
+/* PRAGMA journal_mode of the writable database ("wal"; "" when none yet) into
+ * out, copied under the database's lock (a reopen may rewrite it); returns out. */
+const char *mjc_journal_mode(mjc_db *db, char *out, size_t cap);
 
 #endif /* MJ_CACHE_H */

@@ -377,12 +377,14 @@ int mjc_is_read_only(const mjc_db *db) {
     return db && db->read_only;
 }
 
-const char *mjc_journal_mode(mjc_db *db) {
-    if (!db || !db->dir) return "";
+const char *mjc_journal_mode(mjc_db *db, char *out, size_t cap) {
+    if (cap) out[0] = '\0';
+    if (!db || !db->dir || !cap) return out;
     mjc_lock(db);
     if (db->reopen) mjc_writable(db, MJC_NEED_READ);
+    snprintf(out, cap, "%s", db->journal);
     mjc_unlock(db);
-    return db->journal;
+    return out;
 }
 
 void mjc_key_hex(const uint8_t key[MJC_KEY_BYTES], char out[33]) {

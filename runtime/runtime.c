@@ -76,9 +76,10 @@ static mj_status open_cache(mj_runtime *rt, const mj_runtime_options *o, const m
         return mj_fail(MJ_ERR_CACHE, "%s", err);
     snprintf(rt->cache_filesystem, sizeof rt->cache_filesystem, "%s",
              mjc_filesystem_name(rt->cache_dir));
+    char journal[sizeof rt->cache_journal_mode];
     mj_log(MJ_LOG_INFO, "kernel cache %s (%s, journal %s)%s%s", mjc_path(rt->cache),
-           rt->cache_filesystem, mjc_journal_mode(rt->cache), ro ? ", read-only layers " : "",
-           ro ? ro : "");
+           rt->cache_filesystem, mjc_journal_mode(rt->cache, journal, sizeof journal),
+           ro ? ", read-only layers " : "", ro ? ro : "");
     return MJ_OK;
 }
 
@@ -175,12 +176,21 @@ mj_runtime_stats mj_runtime_read_stats(const mj_runtime *rt) {
     return s;
 }
 
+/* dst = src under rt's lock, written only when it changes: an mj_info handed
+ * out earlier keeps pointing at the same text. */
+static void keep_text(mj_runtime *rt, char *dst, size_t cap, const char *src) {
+    pthread_mutex_lock(&rt->lock);
+    if (strncmp(dst, src, cap)) snprintf(dst, cap, "%s", src);
+    pthread_mutex_unlock(&rt->lock);
+}
+
 void mj_runtime_describe(mj_runtime *rt, mj_info *info) {
     const char *nv = mj_nvrtc_version();
-    snprintf(rt->nvrtc_version, sizeof rt->nvrtc_version, "%s", nv ? nv : "");
+    keep_text(rt, rt->nvrtc_version, sizeof rt->nvrtc_version, nv ? nv : "");
     /* Read now: the database may have been created (at the first store) since open. */
-    snprintf(rt->cache_journal_mode, sizeof rt->cache_journal_mode, "%s",
-             rt->cache ? mjc_journal_mode(rt->cache) : "");
+    char journal[sizeof rt->cache_journal_mode] = "";
+    if (rt->cache) mjc_journal_mode(rt->cache, journal, sizeof journal);
+    keep_text(rt, rt->cache_journal_mode, sizeof rt->cache_journal_mode, journal);
     *info = (mj_info){
         .megajit_version = MJ_VERSION_STRING,
         .nvrtc_version = rt->nvrtc_version,

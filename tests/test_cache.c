@@ -194,7 +194,8 @@ static void test_roundtrip(void **state) {
     assert_string_equal(found.lowered_name, "sym1");
     mjc_found_free(&found);
 
-    assert_string_equal(mjc_journal_mode(db), "wal");
+    char journal[16];
+    assert_string_equal(mjc_journal_mode(db, journal, sizeof journal), "wal");
     assert_int_equal(raw_int(f->db_path, "PRAGMA page_size"), 16384);
     assert_int_equal(raw_int(f->db_path, "PRAGMA auto_vacuum"), 2);
     assert_int_equal(raw_int(f->db_path, "PRAGMA application_id"), 0x4D4A4954);
