@@ -211,9 +211,8 @@ static mj_status get_activation(const cJSON *obj, size_t li, mj_activation *out)
                    name, known);
 }
 
-/* The activation and clamp rules of the API's mj_moe_config_check, named;
- * clamp as the manifest wrote it (0 = none). */
-static mj_status check_activation(const mj_moe_config *c, double clamp, size_t li) {
+/* The activation and clamp rules of the API's mj_moe_config_check, named. */
+static mj_status check_activation(const mj_moe_config *c, size_t li) {
     const char *act = mj_moe_activation_name((int)c->activation);
     const mj_moe_format_row *row =
         mj_moe_format_find((int)c->weight_format, (int)c->dispatch_format);
@@ -221,7 +220,7 @@ static mj_status check_activation(const mj_moe_config *c, double clamp, size_t l
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "manifest: layers[%zu].activation: %s is not available with the %s formats",
                        li, act, row->name);
-    if (clamp > 0 && !mj_moe_activation_has_clamp((int)c->activation))
+    if (c->clamp > 0 && !mj_moe_activation_has_clamp((int)c->activation))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "manifest: layers[%zu].clamp: only swiglu and swigluoai take a clamp "
                        "(activation is %s)",
@@ -279,13 +278,14 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     l->num_sms = (int)num_sms;
     const cJSON *clamp = cJSON_GetObjectItemCaseSensitive(obj, "clamp");
     if (clamp) {
-        /* The kernels take the clamp as a float. */
-        if (!cJSON_IsNumber(clamp) || !(clamp->valuedouble > 0 && clamp->valuedouble <= FLT_MAX))
+        /* The kernels take the clamp as a float: one that rounds to 0 would mean none. */
+        if (!cJSON_IsNumber(clamp) || !(clamp->valuedouble <= FLT_MAX) ||
+            !((float)clamp->valuedouble > 0))
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "manifest: layers[%zu].clamp: must be a positive number (a float)", li);
         c->clamp = (float)clamp->valuedouble;
     }
-    st = check_activation(c, clamp ? clamp->valuedouble : 0, li);
+    st = check_activation(c, li);
     if (st != MJ_OK) return st;
     char fallback[32];
     snprintf(fallback, sizeof fallback, "layers[%zu]", li);

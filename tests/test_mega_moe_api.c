@@ -806,6 +806,10 @@ static void test_manifest_bounds(void **state) {
         {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
          "\"ranks\": 1, \"max_tokens_per_rank\": 16, \"clamp\": 1e300",
          "layers[0].clamp: must be a positive number"},
+        /* positive, but 0 as a float: the kernels would see no clamp */
+        {"\"hidden\": 1024, \"intermediate\": 256, \"experts\": 8, \"topk\": 2, "
+         "\"ranks\": 1, \"max_tokens_per_rank\": 16, \"clamp\": 1e-50",
+         "layers[0].clamp: must be a positive number"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char json[1024];
