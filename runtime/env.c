@@ -1,5 +1,6 @@
 #include "runtime/env.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,10 +53,16 @@ static void read_env(void) {
     env.dump_dir = nonempty("MEGAJIT_DUMP_DIR");
     env.template_dir = nonempty("MEGAJIT_TEMPLATE_DIR");
     env.jit_disable = flag("MEGAJIT_JIT_DISABLE");
-    const char *timeout = nonempty("MEGAJIT_MOE_TIMEOUT_MS");
+    env.moe_timeout_ms = mj_env_timeout_ms(nonempty("MEGAJIT_MOE_TIMEOUT_MS"));
+}
+
+unsigned long long mj_env_timeout_ms(const char *text) {
+    /* Digits only: strtoull would take "-1" as its largest value. */
+    if (!text || *text < '0' || *text > '9') return 0;
     char *end;
-    unsigned long long ms = timeout ? strtoull(timeout, &end, 10) : 0;
-    env.moe_timeout_ms = timeout && !*end ? ms : 0;
+    errno = 0;
+    const unsigned long long ms = strtoull(text, &end, 10);
+    return !*end && !errno && ms <= MJ_MOE_TIMEOUT_MAX_MS ? ms : 0;
 }
 
 const mj_env *mj_env_get(void) {

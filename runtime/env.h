@@ -16,10 +16,16 @@ typedef struct mj_env {
     const char *template_dir;    /* MEGAJIT_TEMPLATE_DIR or NULL */
     int jit_disable;             /* MEGAJIT_JIT_DISABLE: a launch never compiles */
     /* MEGAJIT_MOE_TIMEOUT_MS: how long MegaMoE's in-kernel waits last (tests of
-     * ranks that never arrive shorten it); 0 = unset or not a positive number. */
+     * ranks that never arrive shorten it); 0 = unset, or not a number of
+     * milliseconds in 1..MJ_MOE_TIMEOUT_MAX_MS. */
     unsigned long long moe_timeout_ms;
 } mj_env;
 
+/* A day: beyond it no wait is shorter than anyone asked for (and ns would overflow). */
+#define MJ_MOE_TIMEOUT_MAX_MS 86400000ull
+
 const mj_env *mj_env_get(void);
+/* MEGAJIT_MOE_TIMEOUT_MS's rule on one value (NULL: unset). */
+unsigned long long mj_env_timeout_ms(const char *text);
 
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "include/megajit.h"
+#include "runtime/env.h"
 #include "runtime/families/pre_dispatch.h"
 #include "runtime/jit.h"
 #include "runtime/pch_dir.h"
@@ -409,6 +410,19 @@ static void *set_error_in_thread(void *arg) {
     return NULL;
 }
 
+/* MEGAJIT_MOE_TIMEOUT_MS: a plain number of milliseconds up to a day, else unset. */
+static void test_moe_timeout_values(void **state) {
+    (void)state;
+    assert_int_equal(mj_env_timeout_ms(NULL), 0);
+    assert_int_equal(mj_env_timeout_ms("3000"), 3000);
+    assert_int_equal(mj_env_timeout_ms("86400000"), 86400000);
+    assert_int_equal(mj_env_timeout_ms("86400001"), 0);
+    assert_int_equal(mj_env_timeout_ms("-1"), 0);
+    assert_int_equal(mj_env_timeout_ms(" 5"), 0);
+    assert_int_equal(mj_env_timeout_ms("5ms"), 0);
+    assert_int_equal(mj_env_timeout_ms("99999999999999999999999"), 0);
+}
+
 static void test_last_error_is_per_thread(void **state) {
     (void)state;
     mj_format f;
@@ -432,6 +446,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_store_failure),
         cmocka_unit_test(test_pch_dirs_left_nowhere),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_moe_timeout_values),
         cmocka_unit_test(test_struct_size_is_checked),
         cmocka_unit_test(test_compile_disabled_by_option),
         cmocka_unit_test(test_compile_disabled_by_environment),
