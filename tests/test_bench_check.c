@@ -77,6 +77,7 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
                                   uint16_t *y) {
     const size_t pb = w->data_bytes, sb = w->sf_bytes;
     uint8_t *w1 = malloc(E * 2 * pb), *w1sf = malloc(E * 2 * sb + 1);
+    assert_true(w1 && w1sf);
     mjr_expert_weights ex[E];
     for (int e = 0; e < E; e++) {
         const int c = e % w->classes;
@@ -99,6 +100,7 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
     const int fmt = row->dispatch_fmt, group = mj_format_group(fmt);
     const size_t xb = (size_t)H * (size_t)mj_format_bits(fmt) / 8, xsb = group ? H / group : 0;
     uint8_t *xq = malloc(N * xb), *xsf = malloc(N * xsb + 1);
+    assert_true(xq && xsf);
     float xs[N];
     for (int t = 0; t < N; t++)
         mjr_quantize_row(fmt, x + t * H, H, xq + t * xb, xsf + t * xsb, &xs[t]);
@@ -118,6 +120,7 @@ static void test_jobs(void **state) {
     mj_bench_checker *ck = mj_bench_checker_new(3);
     assert_non_null(ck);
     mj_bench_check_result *res = calloc((size_t)rows * 4, sizeof *res);
+    assert_non_null(res);
     uint16_t x[N * H], y[N * H], bad[N * H], holed[N * H];
     int32_t ids[N * K];
     float tw[N * K];

@@ -185,6 +185,7 @@ static char *slurp(const char *dir, const char *name, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) fail_msg("%s is missing", path);
     char *buf = malloc(1 << 20);
+    if (!buf) fail_msg("out of memory");
     *len = fread(buf, 1, (1 << 20) - 1, f);
     buf[*len] = '\0';
     fclose(f);

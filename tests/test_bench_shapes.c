@@ -35,7 +35,7 @@ static void test_runnable(void **state) {
     /* Every named shape, gpt-oss-120b's hidden 2880 (a multiple of 64, not of
      * 256) included, in every dispatch format. */
     for (int i = 0; i < mj_bench_moe_shape_count(); i++)
-        for (int fmt = 0; fmt < 4; fmt++) {
+        for (int fmt = 0; fmt < MJ_FMT_COUNT; fmt++) {
             assert_int_equal(
                 mj_bench_moe_unrunnable(mj_bench_moe_shape_at(i), fmt, 1, 4096, why, sizeof why),
                 0);

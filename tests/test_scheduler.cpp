@@ -20,6 +20,9 @@ extern "C" {
 }
 
 #include "mega_moe/scheduler.cuh"
+extern "C" {
+#include "tools/bench/bench.h"
+}
 
 namespace {
 
@@ -27,13 +30,10 @@ template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK>
 using Cfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16,
                           MJ_FMT_BF16, MJ_ACT_SWIGLU, 0u, kBlockM, kStageK, 2, 132, 0>;
 
-struct Lcg {
-    uint64_t s;
-    uint32_t below(uint32_t n) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return (uint32_t)((s >> 33) % n);
-    }
-};
+/* A value below n from the benchmarks' generator. */
+mj_u32 below(uint64_t *rng, mj_u32 n) {
+    return (mj_u32)(mj_bench_rng(rng) % n);
+}
 
 /* rows[le], then tiles (exclusive prefix of ceil(rows / BLOCK_M)), as the
  * kernel's shared-memory tables. */
@@ -114,13 +114,13 @@ template <class C> void check_order(Tables<C> &tab) {
 }
 
 template <class C> void random_routings(uint64_t seed) {
-    Lcg rng{seed};
+    uint64_t rng = seed;
     Tables<C> tab;
     for (int round = 0; round < 40; round++) {
         const int scale = 1 + round % 5; // from a few rows an expert to many tiles
         for (int le = 0; le < C::kLocal; le++)
-            tab.rows[le] = rng.below(4) == 0 ? 0u : rng.below((mj_u32)(scale * 3 * C::kBlockM));
-        tab.rows[rng.below(C::kLocal)] += 1; // at least one tile
+            tab.rows[le] = below(&rng, 4) == 0 ? 0u : below(&rng, (mj_u32)(scale * 3 * C::kBlockM));
+        tab.rows[below(&rng, C::kLocal)] += 1; // at least one tile
         check_order<C>(tab);
     }
 }

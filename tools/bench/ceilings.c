@@ -73,9 +73,13 @@ static mj_status measure_read(ceil_run *c, mj_runtime *rt, mj_bench_ceilings *ou
     }
     /* HBM reads cost the same whatever the bytes (plain allocations are not
      * compressible); a pattern just keeps them from being zeros. */
-    if ((r = cu->cuMemsetD8Async(c->buf, 0x5A, bytes, c->stream)) != CUDA_SUCCESS ||
-        (r = cu->cuMemAlloc(&c->words, 16)) != CUDA_SUCCESS ||
-        (r = cu->cuMemsetD8Async(c->words, 0, 16, c->stream)) != CUDA_SUCCESS)
+    if ((r = cu->cuMemsetD8Async(c->buf, 0x5A, bytes, c->stream)) != CUDA_SUCCESS)
+        return mj_cuda_fail(r, "bench ceilings: read buffer");
+    if ((r = cu->cuMemAlloc(&c->words, 16)) != CUDA_SUCCESS) {
+        c->words = 0;
+        return mj_cuda_fail(r, "bench ceilings: cuMemAlloc(words)");
+    }
+    if ((r = cu->cuMemsetD8Async(c->words, 0, 16, c->stream)) != CUDA_SUCCESS)
         return mj_cuda_fail(r, "bench ceilings: read buffer");
     uint64_t chunks = bytes / MJ_BC_BULK_STAGE_BYTES, timeout_ns = 2000000000ull;
     CUdeviceptr done = c->words, error = c->words + 8;

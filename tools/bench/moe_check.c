@@ -109,7 +109,8 @@ mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_for
     return j;
 }
 
-void mj_bench_check_job_run(mj_bench_check_job *j) {
+/* Runs and frees a job (what the pool's threads do). */
+static void check_job_run(mj_bench_check_job *j) {
     mj_bench_check_result *out = j->out;
     const mjr_moe_shape *s = &j->shape;
     out->bar = mj_bench_check_bar(s->weight_fmt, s->dispatch_fmt);
@@ -170,7 +171,7 @@ static void *worker(void *arg) {
         }
         pthread_mutex_unlock(&c->lock);
         if (!j) return NULL; /* stopping, and nothing left */
-        mj_bench_check_job_run(j);
+        check_job_run(j);
     }
 }
 

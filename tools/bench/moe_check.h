@@ -55,8 +55,6 @@ mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_for
                                            int hidden, int intermediate, int topk, int n,
                                            const uint16_t *x, const int32_t *ids, const float *tw,
                                            const uint16_t *y, mj_bench_check_result *out);
-/* Runs and frees a job (what the pool's threads do). */
-void mj_bench_check_job_run(mj_bench_check_job *job);
 
 typedef struct mj_bench_checker mj_bench_checker;
 /* A pool of `threads` host threads (>= 1); NULL when none could start. */

@@ -88,9 +88,8 @@ int mj_bench_route(mj_bench_routing kind, int experts, int topk, int tokens, uin
             if (topk - h > experts - n_hot) h = topk - (experts - n_hot);
         }
         for (int k = 0; k < topk; k++)
-            id[k] = k < h    ? draw_distinct(&rng, hot, n_hot, NULL, id, k)
-                    : skewed ? draw_distinct(&rng, NULL, experts, is_hot, id, k)
-                             : draw_distinct(&rng, NULL, experts, NULL, id, k);
+            id[k] = k < h ? draw_distinct(&rng, hot, n_hot, NULL, id, k)
+                          : draw_distinct(&rng, NULL, experts, is_hot, id, k);
         /* Hot slots first would put them in the same positions every token. */
         for (int k = topk - 1; k > 0; k--) {
             const int j = below(&rng, k + 1);

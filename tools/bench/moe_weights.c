@@ -35,7 +35,6 @@ mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, in
     const size_t elems = (size_t)hidden * (size_t)intermediate;
     const int group = mj_format_group(fmt);
     w->refs = 1;
-    w->fmt = fmt;
     w->classes = classes;
     w->data_bytes = elems * (size_t)mj_format_bits(fmt) / 8;
     w->sf_bytes = group ? elems / (size_t)group : 0;

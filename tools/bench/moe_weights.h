@@ -26,7 +26,6 @@
 
 typedef struct mj_bench_weights {
     int refs;
-    int fmt; /* MJ_FMT_* */
     int classes;
     size_t data_bytes; /* one projection's elements */
     size_t sf_bytes;   /* one projection's block scales; 0 for BF16 */

@@ -10,10 +10,9 @@
  * clamp are all template parameters; the run prints how many): the library's
  * pool of worker processes builds them into the on-disk cache first
  * (tools/bench/prebuild.h), and the test's runtime then only loads cubins. */
-typedef mj_spec_list spec_list;
 
-static void plan_add(spec_list *l, const shape *sh, int row_index, const scenario *sc, int sms_full,
-                     int quick, mj_arch arch) {
+static void plan_add(mj_spec_list *l, const shape *sh, int row_index, const scenario *sc,
+                     int sms_full, int quick, mj_arch arch) {
     int sms = sms_for_mode(sms_full, sc->ranks, quick);
     const mj_moe_format_row *row = mj_moe_format_at(row_index);
     for (int r = 0; r < sc->ranks; r++) {
@@ -28,7 +27,7 @@ static void plan_add(spec_list *l, const shape *sh, int row_index, const scenari
     }
 }
 
-static void plan_quick(spec_list *l, int ds, mj_arch arch) {
+static void plan_quick(mj_spec_list *l, int ds, mj_arch arch) {
     plan_add(l, &kQuickShape, row_index_by_name("mxfp8"), &kInvalid, ds, 1, arch);
     for (size_t s = 0; s < sizeof kQuick / sizeof kQuick[0]; s++)
         plan_add(l, &kQuickShape, row_index_by_name("nvfp4"), &kQuick[s], ds, 1, arch);
@@ -37,7 +36,7 @@ static void plan_quick(spec_list *l, int ds, mj_arch arch) {
 /* Every kernel the full run launches, and those of --quick, which run.sh
  * starts next with the same cache: the sanitizer runs then load instead of
  * compiling. */
-static void plan_all(spec_list *l, int ds, mj_arch arch) {
+static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
     const shape *sh = &kFull;
     plan_add(l, sh, row_index_by_name("mxfp8"), &kInvalid, ds, 0, arch);
     for (int i = 0; i < mj_moe_format_count(); i++)
@@ -67,7 +66,7 @@ void precompile(void) {
         printf("precompile: skipped (no device to plan for)\n");
         return;
     }
-    spec_list plan = {0};
+    mj_spec_list plan = {0};
     plan_all(&plan, sms, mj_arch_parse(arch));
     int jobs = mj_build_pool_default_jobs();
     if (jobs > 16) jobs = 16;
