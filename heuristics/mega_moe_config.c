@@ -11,7 +11,8 @@ static const int block_m_candidates[] = {8, 16, 32, 64, 128};
 #define SMEM_BYTES 232448u
 /* A stage of four 64-row weight blocks: 32 KB keeps >= 64 KB in flight per SM
  * with two stages, where one thread's bulk copies reach the read ceiling
- * (measured on the H200: shared/reference/megamoe-sm90-fast-design.md §0.1). */
+ * (measured on the H200: the team reference ../shared/reference/megamoe-sm90-fast-design.md §0.1,
+ * beside the repository). */
 #define MAX_STAGE_BYTES 32768
 #define MIN_STAGES 2
 #define MAX_STAGES 8

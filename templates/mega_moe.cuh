@@ -69,10 +69,11 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
             mbar_arrive_tx(ring.full + slot, bytes);
             bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
                            bytes, ring.full + slot, policy);
-            // Every CTA's first stage before anyone's second: were the whole ring
-            // requested at once on every SM, each first stage would land only
-            // after most of that (7 us on the H200 at T = 1, bench/RESULTS.md).
-            // Bounded: a GEMM 2 task's tokens may be far away.
+            // Each CTA holds its second copy back until its first stage (weights
+            // and tokens) has landed: with every CTA's whole ring requested at
+            // once, each first stage landed only after most of them (7.5 us at
+            // T = 1, bench/RESULTS.md, seventh session). Bounded: a GEMM 2
+            // task's tokens may be far away.
             if (it == 0) mbar_wait(ring.full, 0u, kFirstStageWaitNs);
         }
     }

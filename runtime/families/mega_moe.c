@@ -113,8 +113,8 @@ static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch ar
 
 /* The main kernel: one producer and two math warpgroups per CTA, one
  * persistent CTA per SM of the rank, the dynamic shared memory its stage ring,
- * epilogue scratch and routing tables take (MJ_MOE_SMEM_BYTES, the macro the
- * kernel reads too). The image kernel: a CTA of 128 threads per (64-row block
+ * epilogue scratch and routing tables take (mj_moe_smem_bytes, which the
+ * kernel's config checks its map against). The image kernel: a CTA of 128 threads per (64-row block
  * of the projection, K stage). */
 static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *req,
                          mj_launch_config *out) {

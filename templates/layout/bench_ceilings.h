@@ -8,7 +8,8 @@
  * MJ_BC_BULK_STAGE_BYTES into a ring of MJ_BC_BULK_STAGES shared-memory
  * stages, each completing on its own mbarrier; 192 KiB in flight per SM is
  * past the 64 KiB at which one thread's bulk copies reach the read ceiling
- * (measured on the H200: shared/reference/megamoe-sm90-fast-design.md §0).
+ * (measured on the H200: the team reference ../shared/reference/megamoe-sm90-fast-design.md §0,
+ * beside the repository).
  *
  * Tensor rate: one CTA per SM of MJ_BC_TENSOR_WARPGROUPS warpgroups, each
  * issuing BF16 `wgmma m64n256k16` with both operands in shared memory (A: its

@@ -181,8 +181,8 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
     return (mj_u32)(((kb >> 4) * (block_m >> 3) + (n >> 3)) * 128 + (n & 7) * 16 + (kb & 15));
 }
 
-/* Dynamic shared memory of the kernel (templates/mega_moe/config.cuh uses
- * the same macro): the stage ring (weights + tokens per stage, 128-aligned),
+/* Dynamic shared memory of the kernel (templates/mega_moe/config.cuh checks
+ * its map against mj_moe_smem_bytes): the stage ring (weights + tokens per stage, 128-aligned),
  * the epilogue scratch of both math warpgroups (block_m x 288 bytes each:
  * 272 of staged results, 16 of the task's per-token inputs),
  * the routing tables (rows and tile prefix per local expert, tokens and pair

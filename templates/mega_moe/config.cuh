@@ -27,7 +27,6 @@ struct MoeConfig {
     static constexpr int kLocal = kExperts / kRanks;
     static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
     static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
-    static constexpr int kTokenBytes = mj_moe_token_bytes(kKind);
     static constexpr int kWBits = mj_format_bits(kWeightFmt), kWGroup = mj_format_group(kWeightFmt);
     static constexpr bool kW4 = kWBits == 4;
 

@@ -176,7 +176,8 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     // wgmmas of the kSets - 1 steps before it run.
     constexpr int kSets = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32) ? 2 : 4;
     static_assert(kSteps >= kSets, "a stage holds at least kSets K16 steps");
-    // (Wide tiles keep 2: four sets do not fit beside their accumulators.)
+    // (Two for wide tiles, and for E2M1 decodes from 32 tokens: four sets spill
+    // beside their accumulators and decode words; tests/test_mega_moe_build.c.)
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;

@@ -64,7 +64,8 @@ __device__ __forceinline__ void release_task(const Launch<C> &L, const Task &k, 
 
 /* The helper warp: serves both rings in order until both warpgroups have
  * posted their end. Gives up (with the error word) when neither posts for
- * the launch's timeout. */
+ * twice the launch's timeout: a wait upstream of the posts (tokens, a peer)
+ * gives up first and reports what stalled. Lane 0 decides, for the warp. */
 template <class C>
 __device__ __forceinline__ void serve_releases(const Launch<C> &L, const ReleaseRing &r, int lane) {
     mj_u32 n[2] = {0u, 0u};
@@ -91,7 +92,8 @@ __device__ __forceinline__ void serve_releases(const Launch<C> &L, const Release
         }
         if (progress) {
             idle_since = global_timer_ns();
-        } else if (global_timer_ns() - idle_since > L.args->timeout_ns) {
+        } else if (__shfl_sync(0xffffffffu, global_timer_ns() - idle_since > 2 * L.args->timeout_ns,
+                               0)) {
             if (lane == 0) L.fail(MJ_MOE_ERR_PIPE, 9u);
             return;
         } else {

@@ -12,7 +12,7 @@
  * them in order from one counter, so when a GEMM 2 task waits for the GEMM 1
  * tasks of its tile, those were claimed earlier by CTAs that are running:
  * no wait is on work nobody holds, on any SM count. (The tasks of one expert's
- * tiles that read the same weight blocks are kTasks apart, so the CTAs in
+ * tiles that read the same weight blocks are kTasks1 or kTasks2 apart, so the CTAs in
  * flight read them at about the same time: ordering them side by side measured
  * no faster at T = 1024 and 4096, bench/RESULTS.md, seventh session.)
  */
