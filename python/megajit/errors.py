@@ -84,10 +84,9 @@ def error_class(status):
     return _BY_STATUS.get(status, Error)
 
 
-def make_error(status, message=None):
-    """The exception for `status`, with the calling thread's mj_last_error() by default."""
-    if message is None:
-        message = text(_lib.load().mj_last_error())
+def make_error(status):
+    """The exception for `status`, with the calling thread's mj_last_error()."""
+    message = text(_lib.load().mj_last_error())
     try:
         status = Status(status)
     except ValueError:

@@ -111,6 +111,22 @@ class MoEConfig:
         )
 
 
+def first_token_counts(block_m, top):
+    """{BLOCK_M: the first token count in 0..top that picks it} for block_m(t), a
+    pick that never decreases with t: each next value starts at the first count
+    past the current one's, found by bisection (a few calls, not top + 1)."""
+    first, t = {}, 0
+    while t <= top:
+        current = block_m(t)
+        first[current] = t
+        lo, hi = t, top + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if block_m(mid) == current else (lo, mid)
+        t = hi
+    return first
+
+
 def _host_pointer(obj, name, nbytes, keep):
     """Address of a host buffer-protocol object of exactly nbytes (copied when read-only)."""
     try:
@@ -314,11 +330,13 @@ class MegaMoE(Owner):
         top = self.config.max_tokens_per_rank if max_tokens is None else max_tokens
         top = c_int(top, "max_tokens", 0, self.config.max_tokens_per_rank)
         lib = _lib.load()
-        first = {}
         bm = ctypes.c_int()
-        for t in range(top + 1):
+
+        def block_m(t):
             check(lib.mj_mega_moe_block_m(ctypes.byref(self._cfg), t, ctypes.byref(bm)))
-            first.setdefault(bm.value, t)
+            return bm.value
+
+        first = first_token_counts(block_m, top)
         for t in first.values():
             check(lib.mj_mega_moe_warmup(self.runtime._handle(), self.buffer._handle(), self._handle(), t))
         dev = self.runtime.device_index

@@ -14,6 +14,7 @@ from . import _capi, _lib
 from ._args import c_int, c_str
 from ._capi import BuildResult
 from ._handle import Owner
+from .cache import Cache
 from .errors import check, make_error
 from .runtime import Runtime
 
@@ -173,21 +174,25 @@ def precompile(manifest_or_preset, archs=None, jobs=None, progress=None, cache_d
     thread (an exception from it stops the run and propagates). cache_dir: the
     cache (default: MEGAJIT_CACHE_DIR or the default); a cache that can store
     nothing raises CacheError before anything compiles. Returns a
-    PrecompileReport; failed kernels are in its failures, not raised."""
+    PrecompileReport; failed kernels are in its failures, not raised. A Manifest
+    passed in keeps the archs set here; one made here is closed on return."""
     manifest = Manifest.load(manifest_or_preset)
+    try:
+        return _precompile(manifest, archs, jobs, progress, cache_dir)
+    finally:
+        if manifest is not manifest_or_preset:
+            manifest.close()
+
+
+def _precompile(manifest, archs, jobs, progress, cache_dir):
     if archs is not None:
         manifest.set_archs(archs)
-    lib = _lib.load()
     if cache_dir is not None:
         cache_dir = os.fspath(cache_dir)
-    cache = ctypes.c_void_p()
-    check(lib.mj_cache_create(c_str(cache_dir, "cache_dir"), ctypes.byref(cache)))
-    try:
-        cache_path = _capi.text(lib.mj_cache_path(cache))
-        if cache_dir is None:
-            cache_dir = os.path.dirname(cache_path)
-    finally:
-        lib.mj_cache_close(cache)
+    with Cache(cache_dir, create=True) as cache:
+        cache_path = cache.path
+    if cache_dir is None:
+        cache_dir = os.path.dirname(cache_path)
     count = len(manifest)
     descriptions = manifest.kernels
     jobs = default_jobs() if jobs is None else c_int(jobs, "jobs", 1, 256)

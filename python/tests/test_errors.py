@@ -160,6 +160,28 @@ def test_block_m_needs_no_device():
         cfg.block_m_for(-1)
 
 
+def test_warmup_finds_every_block_m_by_bisection():
+    """warmup's search for the first token count of each BLOCK_M gives what
+    asking every count gives, for the library's pick of several layers."""
+    from megajit.moe import first_token_counts
+
+    for hidden, experts, topk, ranks, tmax in [(512, 16, 4, 1, 64), (7168, 256, 8, 8, 4096), (2880, 128, 4, 1, 1000)]:
+        cfg = megajit.MoEConfig(hidden=hidden, intermediate=256, num_experts=experts, num_topk=topk,
+                                num_ranks=ranks, max_tokens_per_rank=tmax)
+        calls = []
+
+        def block_m(t):
+            calls.append(t)
+            return cfg.block_m_for(t)
+
+        every = {}
+        for t in range(tmax + 1):
+            every.setdefault(cfg.block_m_for(t), t)
+        assert first_token_counts(block_m, tmax) == every
+        assert len(calls) < 20 * len(every)
+    assert first_token_counts(lambda t: 8, 0) == {8: 0}
+
+
 def test_enum_names_are_the_librarys():
     """Families, formats and activations go by the names the C API prints."""
     for f in megajit.Family:

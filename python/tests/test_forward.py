@@ -85,7 +85,10 @@ class Refused(Exception):
 def bad_inputs(torch):
     """(what, call arguments, keyword arguments) the fast path must hand to
     _forward_checked, the fallback that raises each precise error (the GPU test
-    checks those messages; test_errors.py checks check_cuda's on CPU tensors)."""
+    checks their exception classes; test_errors.py checks check_cuda's messages on
+    CPU tensors). Each case breaks one rule only, with every tensor contiguous
+    unless contiguity is the rule, so the fast path's own check of it is what
+    must send it to the fallback."""
     x, tw, ids = inputs(torch)
     bf16, f32, i32 = torch.bfloat16, torch.float32, torch.int32
 
@@ -101,11 +104,11 @@ def bad_inputs(torch):
         ("bf16 expert_scales", (x, tw, ids), {"expert_scales": torch.ones(E, dtype=bf16)}),
         ("None for topk_weights", (x, None, ids), {}),
         ("a list for hidden_states", ([[0.0] * H], tw, ids), {}),
-        ("more than max_tokens_per_rank", (torch.zeros(TMAX + 1, H, dtype=bf16), tw, ids), {}),
+        ("more than max_tokens_per_rank", inputs(torch, TMAX + 1), {}),
         ("1-D hidden_states", (x[0], tw, ids), {}),
         ("3-D hidden_states", (x[None], tw, ids), {}),
-        ("wrong hidden size", (x[:, :256], tw, ids), {}),
-        ("K mismatch", (x, tw[:, :2], ids[:, :2]), {}),
+        ("wrong hidden size", (x[:, :256].contiguous(), tw, ids), {}),
+        ("K mismatch", (x, tw[:, :2].contiguous(), ids[:, :2].contiguous()), {}),
         ("T mismatch", (x, tw[:4], ids[:4]), {}),
         ("ids of another T", (x, tw, ids[:4]), {}),
         ("non-contiguous hidden_states", (torch.zeros(H, 8, dtype=bf16).t(), tw, ids), {}),
