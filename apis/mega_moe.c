@@ -96,7 +96,7 @@ static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_wei
     /* Emulated ranks wait on each other's CTAs, so all of their grids must be
      * resident at once (one CTA fills an SM). */
     int ranks = buf->cfg.num_ranks;
-    if (buf->rank < 0 && ranks > 1 && rt->cu && (long long)ranks * sms > rt->device_sms)
+    if (buf->rank < 0 && ranks > 1 && (long long)ranks * sms > rt->device_sms)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_mega_moe: %d emulated ranks x %d SMs each exceed the device's %d SMs "
                        "(their grids must run concurrently; set the MegaMoE family's SM count to "
