@@ -102,7 +102,7 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 5u);
             mbar_arrive_tx(ring.full + slot, C::kBStage);
-            bulk_copy(ring.stage(slot) + C::kWStage, src + (mj_u64)s * C::kBStage, C::kBStage,
+            bulk_copy(ring.stage(slot) + C::kRingTokens, src + (mj_u64)s * C::kBStage, C::kBStage,
                       ring.full + slot);
         }
     }
@@ -217,6 +217,9 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     L.pair_base = L.ntok + kRanks;
     L.trace = args.trace ? args.trace + (mj_u64)blockIdx.x * MJ_MOE_TRACE_WORDS : nullptr;
     if (tid == 0) L.stamp(MJ_MOE_TR_ENTRY);
+    // The swizzle atoms of the token stages (mj_moe_token_offset) need it.
+    if (tid == 0 && (smem_u32(smem) & 1023u) != 0u)
+        L.fail(MJ_MOE_ERR_SMEM_ALIGN, smem_u32(smem) & 0xffffffu);
 
     // Inputs (and this rank's counters) belong to the previous kernel until here.
     asm volatile("griddepcontrol.wait;" ::: "memory");

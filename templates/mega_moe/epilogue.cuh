@@ -178,10 +178,11 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 pack_e4m3x8(v + 8 * i, inv, q + 2 * i);
-            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk)) =
+            *reinterpret_cast<uint4 *>(
+                stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk)) =
                 make_uint4(q[0], q[1], q[2], q[3]);
-            *reinterpret_cast<uint4 *>(stage +
-                                       mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 16)) =
+            *reinterpret_cast<uint4 *>(
+                stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk + 16)) =
                 make_uint4(q[4], q[5], q[6], q[7]);
             reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] =
                 ue8m0_value(e);
@@ -195,8 +196,8 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
                     q[i] = (mj_u32)bf16_from_f32(v[8 * h + 2 * i]) |
                            ((mj_u32)bf16_from_f32(v[8 * h + 2 * i + 1]) << 16);
                 *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 8 * h)) =
-                    make_uint4(q[0], q[1], q[2], q[3]);
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
+                                                kk + 8 * h)) = make_uint4(q[0], q[1], q[2], q[3]);
             }
         }
     }

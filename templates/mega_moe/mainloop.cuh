@@ -76,7 +76,8 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
     const mj_u32 b1 = *reinterpret_cast<const unsigned short *>(sf + C::kBlkSf);
     const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8);
     const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8);
-    const float *sa = reinterpret_cast<const float *>(st + C::kWStage + C::kBData) + c * C::kBlockM;
+    const float *sa =
+        reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < C::kBlockM / 8; i++) {
         const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
@@ -123,7 +124,8 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u64 desc0 = kmajor_desc(smem_u32(st + C::kWStage), 0, C::kBlockM);
+        const mj_u64 desc0 =
+            swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
 #pragma unroll
@@ -145,7 +147,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
                         a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
                     }
                 }
-                mj_u64 desc = kmajor_desc_step(desc0, c, C::kBlockM);
+                mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
                 fence_frag(a[j][0]);
                 fence_frag(a[j][1]);
                 fence_desc(desc);
@@ -187,7 +189,8 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u64 desc0 = kmajor_desc(smem_u32(st + C::kWStage), 0, C::kBlockM);
+        const mj_u64 desc0 =
+            swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
 #pragma unroll
@@ -218,7 +221,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
                     a[c % kSets][b][i] =
                         bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
             }
-            mj_u64 desc = kmajor_desc_step(desc0, c, C::kBlockM);
+            mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
             fence_frag(a[c % kSets][0]);
             fence_frag(a[c % kSets][1]);
             fence_desc(desc);

@@ -1,0 +1,59 @@
+# Template trees for call2 (run from the repository root of branch
+# s8-swizzled-token-tiles): build/tv/base = main's templates (the kernel the
+# branch starts from), build/tv/pairs = the branch's templates with two K16
+# steps per wgmma group in the BF16-kind K loop (half the wgmma.fence waits).
+import os, shutil, subprocess, sys
+out = "build/tv"
+def tree(name, ref=None):
+    d = os.path.join(out, name)
+    if os.path.exists(d): shutil.rmtree(d)
+    if ref is None:
+        shutil.copytree("templates", d)
+    else:
+        os.makedirs(d)
+        tar = subprocess.run(["git", "archive", ref, "templates"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "--strip-components=1", "-C", d], input=tar, check=True)
+    return d
+def edit(d, path, old, new):
+    p = os.path.join(d, path)
+    s = open(p).read()
+    assert s.count(old) == 1, (path, old[:60])
+    open(p, "w").write(s.replace(old, new))
+tree("base", sys.argv[1] if len(sys.argv) > 1 else "main")
+d = tree("pairs")
+edit(d, "mega_moe/mainloop.cuh", """            mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
+            fence_frag(a[c % kSets][0]);
+            fence_frag(a[c % kSets][1]);
+            fence_desc(desc);
+            wgmma_fence();
+            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[c % kSets][0], desc);
+            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[c % kSets][1], desc);
+            wgmma_commit();
+            wgmma_wait<kSets - 1>();
+            // The previous stage's last wgmma is done once kSets - 1 steps of this one are in
+            // flight.
+            if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);""",
+"""            constexpr int kPair = kSets == 4 ? 2 : 1;
+            if (c % kPair == kPair - 1) {
+                mj_u64 desc[kPair];
+#pragma unroll
+                for (int j = 0; j < kPair; j++) {
+                    const int cj = c - kPair + 1 + j;
+                    desc[j] = swizzled_desc_step(desc0, cj, C::kBlockM, C::kTokenRowBytes);
+                    fence_frag(a[cj % kSets][0]);
+                    fence_frag(a[cj % kSets][1]);
+                    fence_desc(desc[j]);
+                }
+                wgmma_fence();
+#pragma unroll
+                for (int j = 0; j < kPair; j++) {
+                    const int cj = c - kPair + 1 + j;
+                    WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[cj % kSets][0], desc[j]);
+                    WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[cj % kSets][1], desc[j]);
+                }
+                wgmma_commit();
+                wgmma_wait<kSets / kPair - 1>();
+                if (c == kSets - kPair - 1)
+                    mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
+            }""")
+print("variants in", out)
