@@ -1,25 +1,18 @@
-# Template trees for call2 (run from the repository root of branch
-# s8-swizzled-token-tiles): build/tv/base = main's templates (the kernel the
-# branch starts from), build/tv/pairs = the branch's templates with two K16
-# steps per wgmma group in the BF16-kind K loop (half the wgmma.fence waits).
-import os, shutil, subprocess, sys
+# build/tv/pairs for call2 (prepare.sh runs it from the repository root of
+# branch s8-swizzled-token-tiles): the branch's templates with two K16 steps
+# per wgmma group in the BF16-kind K loop (half the wgmma.fence waits).
+import os, shutil
 out = "build/tv"
-def tree(name, ref=None):
+def tree(name):
     d = os.path.join(out, name)
     if os.path.exists(d): shutil.rmtree(d)
-    if ref is None:
-        shutil.copytree("templates", d)
-    else:
-        os.makedirs(d)
-        tar = subprocess.run(["git", "archive", ref, "templates"], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "--strip-components=1", "-C", d], input=tar, check=True)
+    shutil.copytree("templates", d)
     return d
 def edit(d, path, old, new):
     p = os.path.join(d, path)
     s = open(p).read()
     assert s.count(old) == 1, (path, old[:60])
     open(p, "w").write(s.replace(old, new))
-tree("base", sys.argv[1] if len(sys.argv) > 1 else "main")
 d = tree("pairs")
 edit(d, "mega_moe/mainloop.cuh", """            mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
             fence_frag(a[c % kSets][0]);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds what call2 compares, on the CPU machine, from the repository root of
+# branch s8-swizzled-token-tiles: build/alt/base = main, build/alt/tiles = the
+# branch's first commit (each its own library and CLI: their weight-image
+# layouts differ, so templates alone cannot be swapped), build/tv/pairs = the
+# branch's templates with two K16 steps per wgmma group (same layout).
+set -eu
+root=$PWD
+for v in base:main tiles:s8-swizzled-token-tiles~1; do
+    name=${v%%:*} ref=${v#*:}
+    wt=$(mktemp -d)
+    git worktree add -q --detach "$wt" "$ref"
+    make -C "$wt" -j2 all >/dev/null
+    rm -rf "build/alt/$name" && mkdir -p "build/alt/$name"
+    cp -r "$wt/build/bin" "$wt/build/lib" "build/alt/$name/"
+    git worktree remove --force "$wt"
+done
+python3 bench/results/2026-12-01-s8/call2/make_variants.py
+echo "built: build/alt/base build/alt/tiles build/tv/pairs"
