@@ -1,9 +1,10 @@
 # Session 8, call 2 (prepared, not run: no machine was lent after call1).
 # Branch s8-swizzled-token-tiles against main's kernel in the same run:
 # base = main (build/alt/base), tiles = token tiles in the swizzled layout
-# (whole-line writes) and the batched pull (build/alt/tiles), new = the branch
-# (that plus E2M1 block scales folded into the E4M3 decode, mxfp4-a8), pairs =
-# new plus two K16 steps per wgmma group (BF16 kind, build/tv/pairs).
+# (whole-line writes) and the batched pull (build/alt/tiles, commit 66a5d0b),
+# new = the branch (that plus E2M1 block scales folded into the E4M3 decode
+# for mxfp4-a8, and the combine in two round trips an item), pairs = new plus
+# two K16 steps per wgmma group (BF16 kind, build/tv/pairs).
 # On the CPU machine first: `make -j2 all test-gpu &&
 # bench/results/2026-12-01-s8/call2/prepare.sh`, then run this with carry
 # ["build/lib","build/bin","build/tests","build/bench","build/tv","build/alt"].

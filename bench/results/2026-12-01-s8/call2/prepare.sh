@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Builds what call2 compares, on the CPU machine, from the repository root of
-# branch s8-swizzled-token-tiles: build/alt/base = main, build/alt/tiles = the
-# branch's first commit (each its own library and CLI: their weight-image
+# branch s8-swizzled-token-tiles: build/alt/base = main, build/alt/tiles = its
+# first commit 66a5d0b (each its own library and CLI: their weight-image
 # layouts differ, so templates alone cannot be swapped), build/tv/pairs = the
 # branch's templates with two K16 steps per wgmma group (same layout).
 set -eu
-root=$PWD
-for v in base:main tiles:s8-swizzled-token-tiles~1; do
+for v in base:main tiles:66a5d0b; do
     name=${v%%:*} ref=${v#*:}
     wt=$(mktemp -d)
     git worktree add -q --detach "$wt" "$ref"
