@@ -1,20 +1,13 @@
-# build/tv/pairs for call2 (prepare.sh runs it from the repository root of
-# branch s8-swizzled-token-tiles): the branch's templates with two K16 steps
-# per wgmma group in the BF16-kind K loop (half the wgmma.fence waits).
+# build/tv/pairs and build/tv/quads for call2 (prepare.sh runs it from the
+# repository root of branch s8-swizzled-token-tiles): the branch's templates
+# with two K16 steps per wgmma group in the BF16-kind K loop (half the
+# wgmma.fence waits; four fragment sets as now), or four (eight sets; stages
+# of K 128 only).
 import os, shutil
+
 out = "build/tv"
-def tree(name):
-    d = os.path.join(out, name)
-    if os.path.exists(d): shutil.rmtree(d)
-    shutil.copytree("templates", d)
-    return d
-def edit(d, path, old, new):
-    p = os.path.join(d, path)
-    s = open(p).read()
-    assert s.count(old) == 1, (path, old[:60])
-    open(p, "w").write(s.replace(old, new))
-d = tree("pairs")
-edit(d, "mega_moe/mainloop.cuh", """            mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
+
+ONE_STEP = """            mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
             fence_frag(a[c % kSets][0]);
             fence_frag(a[c % kSets][1]);
             fence_desc(desc);
@@ -25,8 +18,9 @@ edit(d, "mega_moe/mainloop.cuh", """            mj_u64 desc = swizzled_desc_step
             wgmma_wait<kSets - 1>();
             // The previous stage's last wgmma is done once kSets - 1 steps of this one are in
             // flight.
-            if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);""",
-"""            constexpr int kPair = kSets == 4 ? 2 : 1;
+            if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);"""
+
+GROUPED = """            constexpr int kPair = PER_GROUP;
             if (c % kPair == kPair - 1) {
                 mj_u64 desc[kPair];
 #pragma unroll
@@ -48,5 +42,29 @@ edit(d, "mega_moe/mainloop.cuh", """            mj_u64 desc = swizzled_desc_step
                 wgmma_wait<kSets / kPair - 1>();
                 if (c == kSets - kPair - 1)
                     mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
-            }""")
+            }"""
+
+SETS = "constexpr int kSets = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32) ? 2 : 4;"
+
+
+def edit(d, path, old, new):
+    p = os.path.join(d, path)
+    s = open(p).read()
+    assert s.count(old) == 1, (path, old[:60])
+    open(p, "w").write(s.replace(old, new))
+
+
+def grouped(name, sets, per_group):
+    d = os.path.join(out, name)
+    if os.path.exists(d):
+        shutil.rmtree(d)
+    shutil.copytree("templates", d)
+    edit(d, "mega_moe/mainloop.cuh", SETS, SETS.replace(": 4;", ": %d;" % sets))
+    # Wide tiles keep two sets and one step a group.
+    per = "kSets == %d ? %d : 1" % (sets, per_group)
+    edit(d, "mega_moe/mainloop.cuh", ONE_STEP, GROUPED.replace("PER_GROUP", per))
+
+
+grouped("pairs", 4, 2)
+grouped("quads", 8, 4)
 print("variants in", out)

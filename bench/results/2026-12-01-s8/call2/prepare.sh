@@ -2,8 +2,9 @@
 # Builds what call2 compares, on the CPU machine, from the repository root of
 # branch s8-swizzled-token-tiles: build/alt/base = main, build/alt/tiles = its
 # first commit 66a5d0b (each its own library and CLI: their weight-image
-# layouts differ, so templates alone cannot be swapped), build/tv/pairs = the
-# branch's templates with two K16 steps per wgmma group (same layout).
+# layouts differ, so templates alone cannot be swapped), build/tv/pairs and
+# build/tv/quads = the branch's templates with two / four K16 steps per wgmma
+# group (same layout: make_variants.py).
 set -eu
 for v in base:main tiles:66a5d0b; do
     name=${v%%:*} ref=${v#*:}
@@ -15,4 +16,4 @@ for v in base:main tiles:66a5d0b; do
     git worktree remove --force "$wt"
 done
 python3 bench/results/2026-12-01-s8/call2/make_variants.py
-echo "built: build/alt/base build/alt/tiles build/tv/pairs"
+echo "built: build/alt/base build/alt/tiles build/tv/pairs build/tv/quads"
