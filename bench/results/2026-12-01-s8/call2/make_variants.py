@@ -2,7 +2,7 @@
 # repository root of branch s8-swizzled-token-tiles): the branch's templates
 # with two K16 steps per wgmma group in the BF16-kind K loop (half the
 # wgmma.fence waits; four fragment sets as now), or four (eight sets; stages
-# of K 128 only).
+# of K 128 only); build/tv/nofence, a timing probe (below).
 import os, shutil
 
 out = "build/tv"
@@ -67,4 +67,16 @@ def grouped(name, sets, per_group):
 
 grouped("pairs", 4, 2)
 grouped("quads", 8, 4)
+
+# A timing probe, wrong by design (the GEMM 2 token copies may read stale
+# bytes): the GEMM 1 epilogue without its writers' proxy fence, to measure
+# what the fence costs a task (--phases: GEMM 1 epilogue).
+d = os.path.join(out, "nofence")
+if os.path.exists(d):
+    shutil.rmtree(d)
+shutil.copytree("templates", d)
+edit(d, "mega_moe/epilogue.cuh", """    fence_proxy_async_global();
+    warpgroup_sync(1 + m.wg);
+}""", """    warpgroup_sync(1 + m.wg);
+}""")
 print("variants in", out)
