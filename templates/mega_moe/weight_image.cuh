@@ -45,7 +45,10 @@
  * clamped to 0), and the row scale is 2^(e_max - 133). A block with a row
  * outside that window keeps the checkpoint's bytes and row scales of 1, and
  * the math applies its scales per K32 chunk. The block's word in the
- * rebased flags says which (1 = rebased).
+ * rebased flags says which (1 = rebased). Both give the same bits, as long
+ * as the accumulator stays in fp32's normal range when divided by the row
+ * scale (the products and the fma differ from the per-chunk ones by that
+ * power of two only).
  *
  * Host and device compile this file (tests/test_weight_image.cpp checks the
  * image against the decoders of decode.cuh); the kernel that writes images
