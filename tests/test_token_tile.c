@@ -29,51 +29,58 @@ static uint32_t swizzled(int block_m, int rb, int n, int kb) {
     return canonical ^ (((canonical >> 7) & bits) << 4);
 }
 
-static void test_offsets_are_the_swizzled_layout(void **state) {
-    (void)state;
-    for (int kind = MJ_MOE_KIND_BF16; kind <= MJ_MOE_KIND_FP8; kind++)
-        for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
-            for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++) {
-                const int bm = kBlockMs[b], sk = kStageKs[s], tb = mj_moe_token_bytes(kind);
-                const int rb = mj_moe_token_row_bytes(kind, sk);
-                assert_int_equal(rb, (sk * tb) % 128 == 0 ? 128 : 64);
-                assert_int_equal((sk * tb) % rb, 0);
-                const uint32_t bytes = mj_moe_token_data_bytes(kind, bm, sk);
-                unsigned char *seen = calloc(bytes, 1);
-                assert_non_null(seen);
-                for (int n = 0; n < bm; n++)
-                    for (int k = 0; k < sk; k++) {
-                        const uint32_t at = mj_moe_token_offset(kind, bm, sk, n, k);
-                        assert_true(at + (uint32_t)tb <= bytes);
-                        assert_int_equal(at, swizzled(bm, rb, n, k * tb));
-                        for (int i = 0; i < tb; i++) {
-                            assert_int_equal(seen[at + (uint32_t)i], 0);
-                            seen[at + (uint32_t)i] = 1;
-                        }
-                    }
-                free(seen);
+/* Every element of a stage has its own bytes, at the swizzled address. */
+static void check_offsets(int kind, int bm, int sk) {
+    const int tb = mj_moe_token_bytes(kind), rb = mj_moe_token_row_bytes(kind, sk);
+    assert_int_equal(rb, (sk * tb) % 128 == 0 ? 128 : 64);
+    assert_int_equal((sk * tb) % rb, 0);
+    const uint32_t bytes = mj_moe_token_data_bytes(kind, bm, sk);
+    unsigned char *seen = calloc(bytes, 1);
+    assert_non_null(seen);
+    for (int n = 0; n < bm; n++)
+        for (int k = 0; k < sk; k++) {
+            const uint32_t at = mj_moe_token_offset(kind, bm, sk, n, k);
+            assert_true(at + (uint32_t)tb <= bytes);
+            assert_int_equal(at, swizzled(bm, rb, n, k * tb));
+            for (int i = 0; i < tb; i++) {
+                assert_int_equal(seen[at + (uint32_t)i], 0);
+                seen[at + (uint32_t)i] = 1;
             }
+        }
+    free(seen);
 }
 
 /* A token's bytes of one K block: exactly [piece, piece + rb), so writing a
  * row fills whole lines. */
-static void test_a_token_block_is_one_piece(void **state) {
-    (void)state;
+static void check_pieces(int kind, int bm, int sk) {
+    const int tb = mj_moe_token_bytes(kind), rb = mj_moe_token_row_bytes(kind, sk);
+    const int per_block = rb / tb;
+    for (int n = 0; n < bm; n++)
+        for (int kb0 = 0; kb0 < sk; kb0 += per_block) {
+            const uint32_t piece = (uint32_t)((kb0 / per_block) * bm * rb + n * rb);
+            assert_int_equal(piece % (uint32_t)rb, 0);
+            for (int k = kb0; k < kb0 + per_block; k++) {
+                const uint32_t at = mj_moe_token_offset(kind, bm, sk, n, k);
+                assert_true(at >= piece && at < piece + (uint32_t)rb);
+            }
+        }
+}
+
+static void for_each_tile(void (*check)(int kind, int bm, int sk)) {
     for (int kind = MJ_MOE_KIND_BF16; kind <= MJ_MOE_KIND_FP8; kind++)
         for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
-            for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++) {
-                const int bm = kBlockMs[b], sk = kStageKs[s], tb = mj_moe_token_bytes(kind);
-                const int rb = mj_moe_token_row_bytes(kind, sk), per_block = rb / tb;
-                for (int n = 0; n < bm; n++)
-                    for (int kb0 = 0; kb0 < sk; kb0 += per_block) {
-                        const uint32_t piece = (uint32_t)((kb0 / per_block) * bm * rb + n * rb);
-                        assert_int_equal(piece % (uint32_t)rb, 0);
-                        for (int k = kb0; k < kb0 + per_block; k++) {
-                            const uint32_t at = mj_moe_token_offset(kind, bm, sk, n, k);
-                            assert_true(at >= piece && at < piece + (uint32_t)rb);
-                        }
-                    }
-            }
+            for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++)
+                check(kind, kBlockMs[b], kStageKs[s]);
+}
+
+static void test_offsets_are_the_swizzled_layout(void **state) {
+    (void)state;
+    for_each_tile(check_offsets);
+}
+
+static void test_a_token_block_is_one_piece(void **state) {
+    (void)state;
+    for_each_tile(check_pieces);
 }
 
 /* The swizzle atoms (8 rows: 1024 or 512 bytes) of every stage's token part
