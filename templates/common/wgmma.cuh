@@ -12,55 +12,15 @@
  *                      the lower k in the lower half / byte;
  *   D, m64 x nN:       d[4i+0..1] = (row 16w+g, col 8i+2q..+1),
  *                      d[4i+2..3] = (row 16w+g+8, col 8i+2q..+1).
- * B (the token tiles) lives in shared memory K-major with the 128B or 64B
- * swizzle (mj_moe_token_offset); one k16 (BF16) or k32 (E4M3) step is 32
- * bytes of K. The ceiling bench's tiles are K-major without swizzle, as
- * 8-row x 16-byte core matrices: byte (n, kb) of a tile with N rows at
- * ((kb / 16) * (N / 8) + n / 8) * 128 + (n % 8) * 16 + kb % 16.
+ * B lives in shared memory, read through descriptors (smem_desc.cuh).
  */
 #ifndef MJ_WGMMA_CUH
 #define MJ_WGMMA_CUH
 
+#include "common/smem_desc.cuh"
 #include "common/wgmma_ops.cuh"
-#include "layout/symm_layout.h"
 
 namespace mj {
-
-/* Descriptor of the 32-byte K step `step` of a no-swizzle K-major tile of
- * n_rows rows at shared address tile_addr: leading byte offset = distance
- * between core matrices along K, stride byte offset = along N. */
-__device__ __forceinline__ mj_u64 kmajor_desc(mj_u32 tile_addr, int step, int n_rows) {
-    const mj_u32 start = tile_addr + (mj_u32)(step * 2 * (n_rows >> 3) * 128);
-    const mj_u64 lbo = (mj_u64)((n_rows >> 3) * 128);
-    const mj_u64 sbo = 128;
-    return (mj_u64)((start & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
-}
-
-/* Descriptor of the 32-byte K step `step` of a swizzled K-major tile of
- * n_rows rows at shared address tile_addr (aligned to 1024), whose rows come
- * in K blocks of row_bytes (128: 128B swizzle; 64: 64B swizzle): the step
- * starts inside its K block's first row and the hardware applies the swizzle
- * to the addresses; stride byte offset = one 8-row atom, the leading byte
- * offset is unused (a step never leaves its K block). */
-__device__ __forceinline__ mj_u64 swizzled_kmajor_desc(mj_u32 tile_addr, int step, int n_rows,
-                                                       int row_bytes) {
-    const int kb = 32 * step;
-    const mj_u32 start =
-        tile_addr + (mj_u32)((kb / row_bytes) * n_rows * row_bytes + kb % row_bytes);
-    const mj_u64 sbo = (mj_u64)(8 * row_bytes), mode = row_bytes == 128 ? 1u : 2u;
-    return (mj_u64)((start & 0x3ffffu) >> 4) | (1ull << 16) | ((sbo >> 4) << 32) | (mode << 62);
-}
-
-/* The descriptor of K step `step` from that of step 0 (swizzled_kmajor_desc):
- * only the start address field moves, and a shared address (< 2^18) never
- * carries out of it, so one 32-bit add replaces rebuilding the descriptor. */
-__device__ __forceinline__ mj_u64 swizzled_desc_step(mj_u64 desc0, int step, int n_rows,
-                                                     int row_bytes) {
-    const int kb = 32 * step;
-    const mj_u32 lo =
-        (mj_u32)desc0 + (mj_u32)(((kb / row_bytes) * n_rows * row_bytes + kb % row_bytes) >> 4);
-    return ((desc0 >> 32) << 32) | lo;
-}
 
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
