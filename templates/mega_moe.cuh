@@ -72,6 +72,8 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
             mbar_arrive_tx(ring.full + slot, bytes);
             bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
                            bytes, ring.full + slot, policy);
+            if (s == 0)
+                if (mj_u64 *rec = L.task_record(ti)) rec[MJ_MOE_TT_ISSUED] = global_timer_ns();
             // Each CTA holds its second copy back until its first stage (weights
             // and tokens) has landed: with every CTA's whole ring requested at
             // once, each first stage landed only after most of them (7.5 us at
@@ -97,6 +99,7 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
         if (g2 ? !wait_geq<false>(L.l1_done() + k.tile, (mj_u32)C::kUnits1, L.args->timeout_ns)
                : !wait_geq<false>(L.ready() + k.local, L.routing.rows[k.local], L.args->timeout_ns))
             L.fail(g2 ? MJ_MOE_ERR_L1 : MJ_MOE_ERR_POOL, (mj_u32)(g2 ? k.tile : k.local));
+        if (mj_u64 *rec = L.task_record(ti)) rec[MJ_MOE_TT_READY] = global_timer_ns();
         fence_proxy_async_global();
         const unsigned char *src = g2 ? L.tile2(k.tile) : L.tile1(k.tile);
         const int stages = C::stages_of(k.gemm);
@@ -130,9 +133,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             if (m.t == 0) rel.post(m.wg, posts, k, L);
             return;
         }
-        mj_u64 *rec = tracer && ti < MJ_MOE_TRACE_TASKS
-                          ? L.trace + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
-                          : nullptr;
+        mj_u64 *rec = tracer ? L.task_record(ti) : nullptr;
         if (rec) {
             rec[MJ_MOE_TT_START] = global_timer_ns();
             rec[MJ_MOE_TT_ID] =
@@ -153,11 +154,13 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             mainloop<C, C::kStages2>(ring, it, k.nblk, rebased, m, L, acc0, acc1);
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
         const int nb = own_blocks(k, m);
+        mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;
+        if (stored) *stored = rec[MJ_MOE_TT_LOOP]; // no epilogue: nothing stored
         if (k.gemm == 1 ? nb == 2 : nb > 0) {
             if (k.gemm == 1)
-                epilogue_l1(L, k, e, acc0, acc1, m, scratch);
+                epilogue_l1(L, k, e, acc0, acc1, m, scratch, stored);
             else
-                epilogue_l2(L, k, e, acc0, acc1, m, scratch);
+                epilogue_l2(L, k, e, acc0, acc1, m, scratch, stored);
             if (m.t == 0) rel.post(m.wg, posts, k, L);
         }
         if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();

@@ -326,12 +326,15 @@ enum {
     MJ_MOE_TRACE_HEAD = 8
 };
 enum {
-    MJ_MOE_TT_ID,    /* gemm | n << 2 | tile << 16 | valid rows << 40 */
-    MJ_MOE_TT_BYTES, /* weight bytes the task streams */
-    MJ_MOE_TT_START, /* math warpgroup 0 takes the task */
-    MJ_MOE_TT_FIRST, /* its first stage has landed */
-    MJ_MOE_TT_LOOP,  /* its K loop is done */
-    MJ_MOE_TT_EPI,   /* its epilogue is done */
+    MJ_MOE_TT_ID,     /* gemm | n << 2 | tile << 16 | valid rows << 40 */
+    MJ_MOE_TT_BYTES,  /* weight bytes the task streams */
+    MJ_MOE_TT_START,  /* math warpgroup 0 takes the task */
+    MJ_MOE_TT_FIRST,  /* its first stage has landed */
+    MJ_MOE_TT_LOOP,   /* its K loop is done */
+    MJ_MOE_TT_EPI,    /* its epilogue is done (results stored, fenced, release posted) */
+    MJ_MOE_TT_ISSUED, /* the weight producer issued its first weight copy */
+    MJ_MOE_TT_READY,  /* the token producer found its token tile ready */
+    MJ_MOE_TT_STORED, /* math warpgroup 0 stored its results (before their fence) */
     MJ_MOE_TRACE_TASK_WORDS
 };
 #define MJ_MOE_TRACE_TASKS 160

@@ -12,6 +12,9 @@
  * token's rows leave as 16-byte stores into its combine slot on its home rank;
  * the task is then posted for one arrival per token on the home rank's
  * counter (release.cuh).
+ *
+ * Both write `stored`, when the task is traced, once the thread's stores are
+ * issued (before the GEMM 1 proxy fence).
  */
 #ifndef MJ_MEGA_MOE_EPILOGUE_CUH
 #define MJ_MEGA_MOE_EPILOGUE_CUH
@@ -144,9 +147,10 @@ template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], flo
 }
 
 template <class C>
-__device__ __forceinline__ void
-epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)[C::kBlockM / 2],
-            float (&up)[C::kBlockM / 2], const MathThread &m, unsigned char *scratch_bytes) {
+__device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e,
+                                            float (&gate)[C::kBlockM / 2],
+                                            float (&up)[C::kBlockM / 2], const MathThread &m,
+                                            unsigned char *scratch_bytes, mj_u64 *stored) {
     float *scratch = reinterpret_cast<float *>(scratch_bytes);
     scale_rows(gate, e.rs[0]);
     scale_rows(up, e.rs[1]);
@@ -217,6 +221,7 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
             }
         }
     }
+    if (stored) *stored = global_timer_ns();
     // Each writer fences its own stores towards the bulk copies that will
     // read them; the release after the barrier is the helper's (release.cuh).
     fence_proxy_async_global();
@@ -224,9 +229,10 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
 }
 
 template <class C>
-__device__ __forceinline__ void
-epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&acc0)[C::kBlockM / 2],
-            float (&acc1)[C::kBlockM / 2], const MathThread &m, unsigned char *scratch_bytes) {
+__device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e,
+                                            float (&acc0)[C::kBlockM / 2],
+                                            float (&acc1)[C::kBlockM / 2], const MathThread &m,
+                                            unsigned char *scratch_bytes, mj_u64 *stored) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
     unsigned short *scratch = reinterpret_cast<unsigned short *>(scratch_bytes);
     const int first = l2_first_row(k, m);
@@ -251,6 +257,7 @@ epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&acc0)
         *reinterpret_cast<uint4 *>(dst) =
             *reinterpret_cast<const uint4 *>(scratch + col * kPitch + 8 * ch);
     }
+    if (stored) *stored = global_timer_ns();
     // The tokens' releases after the barrier are the helper's (release.cuh).
     warpgroup_sync(1 + m.wg);
 }
