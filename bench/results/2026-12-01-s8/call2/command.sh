@@ -19,7 +19,7 @@ run() { # variant row tokens max
   cli=build/bin/megajit; unset MEGAJIT_TEMPLATE_DIR
   case $1 in base|tiles) cli=build/alt/$1/bin/megajit ;; pairs|quads|nofence) export MEGAJIT_TEMPLATE_DIR=$PWD/build/tv/$1 ;; esac
   timeout -k 5 90 $cli bench mega-moe --format $2 --tokens $3 --max-tokens $4 --iters 10 --phases > $OUT/$1_$2_$4.log 2>&1
-  echo "== $1 $2 rc=$?"; grep -E "^deepseek-v3 .*T=|phases|K loop" $OUT/$1_$2_$4.log | sed 's/(one traced.*task): //; s/ = first stage.*K loop/ K loop/' | head -12
+  echo "== $1 $2 rc=$?"; grep -E "^deepseek-v3 .*T=|phases|K loop|weight copy" $OUT/$1_$2_$4.log | sed "s/(one traced.*task): //; s/ = first stage.*K loop/ K loop/" | head -20
 }
 for v in base new; do run $v bf16 4096 4096; done
 for v in base tiles new; do run $v mxfp4-a8 256,1024 1024; done
