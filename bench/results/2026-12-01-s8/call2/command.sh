@@ -6,7 +6,8 @@
 # for mxfp4-a8, and the combine in two round trips an item), pairs / quads =
 # new with two / four K16 steps per wgmma group (BF16 kind, build/tv/NAME);
 # nofence = new without the GEMM 1 epilogue's proxy fence (a timing probe,
-# wrong by design: its bench check may fail).
+# wrong by design: its bench check may fail); noswz = new with main's token
+# layout (a fallback if the swizzled layout fails).
 # On the CPU machine first: `make -j2 all test-gpu &&
 # bench/results/2026-12-01-s8/call2/prepare.sh`, then run this with carry
 # ["build/lib","build/bin","build/tests","build/bench","build/tv","build/alt"].
@@ -15,6 +16,8 @@ export MEGAJIT_CACHE_DIR=/tmp/mjcache MEGAJIT_MOE_TIMEOUT_MS=3000 PATH="$PATH:/u
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 timeout -k 5 90 build/tests/gpu/test_mega_moe --quick > $OUT/quick.log 2>&1; echo "quick rc=$?"; grep -E "FAIL|device error|passed, " $OUT/quick.log | tail -8
 timeout -k 5 120 build/tests/gpu/test_mega_moe --no-precompile --section gpt-oss > $OUT/gptoss.log 2>&1; echo "gpt-oss rc=$?"; grep -E "FAIL|device error|passed, " $OUT/gptoss.log | tail -8
+# The branch with main's token layout (build/tv/noswz): says whether the swizzle is at fault if the above fail.
+MEGAJIT_TEMPLATE_DIR=$PWD/build/tv/noswz timeout -k 5 90 build/tests/gpu/test_mega_moe --quick > $OUT/quick_noswz.log 2>&1; echo "quick noswz rc=$?"; grep -E "FAIL|device error|passed, " $OUT/quick_noswz.log | tail -8
 run() { # variant row tokens max
   cli=build/bin/megajit; unset MEGAJIT_TEMPLATE_DIR
   case $1 in base|tiles) cli=build/alt/$1/bin/megajit ;; pairs|quads|nofence) export MEGAJIT_TEMPLATE_DIR=$PWD/build/tv/$1 ;; esac

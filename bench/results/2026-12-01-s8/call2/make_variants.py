@@ -2,7 +2,8 @@
 # repository root of branch s8-swizzled-token-tiles): the branch's templates
 # with two K16 steps per wgmma group in the BF16-kind K loop (half the
 # wgmma.fence waits; four fragment sets as now), or four (eight sets; stages
-# of K 128 only); build/tv/nofence, a timing probe (below).
+# of K 128 only); build/tv/noswz, the branch with the old token layout;
+# build/tv/nofence, a timing probe (below).
 import os, shutil
 
 out = "build/tv"
@@ -67,6 +68,29 @@ def grouped(name, sets, per_group):
 
 grouped("pairs", 4, 2)
 grouped("quads", 8, 4)
+
+# The branch without the swizzled token layout (the old no-swizzle core
+# matrices; the host's ring sizes stay): if the branch fails its tests, this
+# says whether the swizzle is why, and lets the rest be measured anyway.
+d = os.path.join(out, "noswz")
+if os.path.exists(d):
+    shutil.rmtree(d)
+shutil.copytree("templates", d)
+edit(d, "layout/moe_layout.h", """    const int rb = mj_moe_token_row_bytes(kind, stage_k), kb = k * mj_moe_token_bytes(kind);
+    const int within = kb % rb, swz = rb == 128 ? (n & 7) : ((n >> 1) & 3);
+    return (mj_u32)((kb / rb) * block_m * rb + n * rb + ((((within >> 4) ^ swz)) << 4) +
+                    (within & 15));""", """    (void)stage_k;
+    const int kb = k * mj_moe_token_bytes(kind);
+    return (mj_u32)(((kb >> 4) * (block_m >> 3) + (n >> 3)) * 128 + (n & 7) * 16 + (kb & 15));""")
+p = os.path.join(d, "mega_moe/mainloop.cuh")
+src = open(p).read()
+old_desc0 = "swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes)"
+assert src.count(old_desc0) == 2
+src = src.replace(old_desc0, "kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM)")
+old_step = "swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes)"
+assert src.count(old_step) == 2
+src = src.replace(old_step, "kmajor_desc(smem_u32(st + C::kRingTokens), c, C::kBlockM)")
+open(p, "w").write(src)
 
 # A timing probe, wrong by design (the GEMM 2 token copies may read stale
 # bytes): the GEMM 1 epilogue without its writers' proxy fence, to measure

@@ -2,9 +2,9 @@
 # Builds what call2 compares, on the CPU machine, from the repository root of
 # branch s8-swizzled-token-tiles: build/alt/base = main, build/alt/tiles = its
 # first commit 66a5d0b (each its own library and CLI: their weight-image
-# layouts differ, so templates alone cannot be swapped), build/tv/pairs and
-# build/tv/quads = the branch's templates with two / four K16 steps per wgmma
-# group (same layout: make_variants.py).
+# layouts differ, so templates alone cannot be swapped), build/tv/NAME = the
+# branch's templates with one change (make_variants.py: pairs, quads, noswz,
+# nofence).
 set -eu
 for v in base:main tiles:66a5d0b; do
     name=${v%%:*} ref=${v#*:}
@@ -16,4 +16,4 @@ for v in base:main tiles:66a5d0b; do
     git worktree remove --force "$wt"
 done
 python3 bench/results/2026-12-01-s8/call2/make_variants.py
-echo "built: build/alt/base build/alt/tiles build/tv/pairs build/tv/quads"
+echo "built: build/alt/base build/alt/tiles build/tv/{pairs,quads,noswz,nofence}"
