@@ -65,6 +65,7 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         const mj_u32 bytes = (mj_u32)k.nblk * (C::kBlkData + C::kBlkSf);
         const unsigned char *expert = L.args->w + (mj_u64)k.local * C::kExpertBytes;
         const int stages = C::stages_of(k.gemm);
+        mj_u64 *rec = L.task_record(ti);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
@@ -72,8 +73,7 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
             mbar_arrive_tx(ring.full + slot, bytes);
             bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
                            bytes, ring.full + slot, policy);
-            if (s == 0)
-                if (mj_u64 *rec = L.task_record(ti)) rec[MJ_MOE_TT_ISSUED] = global_timer_ns();
+            if (s == 0 && rec) rec[MJ_MOE_TT_ISSUED] = global_timer_ns();
             // Each CTA holds its second copy back until its first stage (weights
             // and tokens) has landed: with every CTA's whole ring requested at
             // once, each first stage landed only after most of them (7.5 us at

@@ -27,27 +27,29 @@ MJ_HD mj_u64 kmajor_desc(mj_u32 tile_addr, int step, int n_rows) {
     return (mj_u64)((start & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
 }
 
-/* Descriptor of the 32-byte K step `step` of a swizzled K-major tile of
- * n_rows rows at shared address tile_addr (aligned to 1024), whose rows come
- * in K blocks of row_bytes (128: 128B swizzle; 64: 64B swizzle): the step
- * starts inside its K block's first row and the hardware applies the swizzle
- * to the addresses; stride byte offset = one 8-row atom, the leading byte
- * offset is unused (a step never leaves its K block). */
-MJ_HD mj_u64 swizzled_kmajor_desc(mj_u32 tile_addr, int step, int n_rows, int row_bytes) {
+/* Where the 32-byte K step `step` of a swizzled K-major tile of n_rows rows
+ * starts, from the tile: rows come in K blocks of row_bytes (128: 128B
+ * swizzle; 64: 64B swizzle), and a step starts inside its K block's first
+ * row (a step never leaves its K block). */
+MJ_HD mj_u32 swizzled_step_offset(int step, int n_rows, int row_bytes) {
     const int kb = 32 * step;
-    const mj_u32 start =
-        tile_addr + (mj_u32)((kb / row_bytes) * n_rows * row_bytes + kb % row_bytes);
+    return (mj_u32)((kb / row_bytes) * n_rows * row_bytes + kb % row_bytes);
+}
+
+/* Descriptor of that step at shared address tile_addr (aligned to 1024): the
+ * hardware applies the swizzle to the addresses; stride byte offset = one
+ * 8-row atom, the leading byte offset is unused. */
+MJ_HD mj_u64 swizzled_kmajor_desc(mj_u32 tile_addr, int step, int n_rows, int row_bytes) {
+    const mj_u32 start = tile_addr + swizzled_step_offset(step, n_rows, row_bytes);
     const mj_u64 sbo = (mj_u64)(8 * row_bytes), mode = row_bytes == 128 ? 1u : 2u;
     return (mj_u64)((start & 0x3ffffu) >> 4) | (1ull << 16) | ((sbo >> 4) << 32) | (mode << 62);
 }
 
-/* The descriptor of K step `step` from that of step 0 (swizzled_kmajor_desc):
+/* The descriptor of step `step` from that of step 0 (swizzled_kmajor_desc):
  * only the start address field moves, and a shared address (< 2^18) never
  * carries out of it, so one 32-bit add replaces rebuilding the descriptor. */
 MJ_HD mj_u64 swizzled_desc_step(mj_u64 desc0, int step, int n_rows, int row_bytes) {
-    const int kb = 32 * step;
-    const mj_u32 lo =
-        (mj_u32)desc0 + (mj_u32)(((kb / row_bytes) * n_rows * row_bytes + kb % row_bytes) >> 4);
+    const mj_u32 lo = (mj_u32)desc0 + (swizzled_step_offset(step, n_rows, row_bytes) >> 4);
     return ((desc0 >> 32) << 32) | lo;
 }
 

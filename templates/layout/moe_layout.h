@@ -196,7 +196,7 @@ MJ_LAYOUT_FN int mj_moe_token_row_bytes(int kind, int stage_k) {
 MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int n, int k) {
     const int rb = mj_moe_token_row_bytes(kind, stage_k), kb = k * mj_moe_token_bytes(kind);
     const int within = kb % rb, swz = rb == 128 ? (n & 7) : ((n >> 1) & 3);
-    return (mj_u32)((kb / rb) * block_m * rb + n * rb + ((((within >> 4) ^ swz)) << 4) +
+    return (mj_u32)((kb / rb) * block_m * rb + n * rb + (((within >> 4) ^ swz) << 4) +
                     (within & 15));
 }
 
@@ -211,14 +211,18 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int 
  * slots, a full and an empty mbarrier and a task each) and the mailbox (2
  * tasks); a task is 28 bytes (templates/mega_moe/scheduler.cuh). */
 #define MJ_MOE_SMEM_TAIL_BYTES (8u + 8u * (16u + 28u) + 2u * 28u)
-/* Where a ring stage's token part starts (after the weights, aligned for
- * the swizzle atoms of mj_moe_token_offset), and the stage's size. */
-#define MJ_MOE_ALIGN1024(x) (((x) + 1023u) / 1024u * 1024u)
-#define MJ_MOE_RING_TOKENS(wstage) MJ_MOE_ALIGN1024(wstage)
-#define MJ_MOE_RING_STAGE(wstage, bstage) MJ_MOE_ALIGN1024(MJ_MOE_RING_TOKENS(wstage) + (bstage))
+/* Where a ring stage's token part starts (after the weights, on 1024 bytes
+ * for the swizzle atoms of mj_moe_token_offset), and the stage's size (so the
+ * next stage's token part is aligned too). */
+MJ_LAYOUT_FN mj_u32 mj_moe_ring_tokens(mj_u32 wstage) {
+    return (mj_u32)mj_align_up(wstage, 1024);
+}
+MJ_LAYOUT_FN mj_u32 mj_moe_ring_stage(mj_u32 wstage, mj_u32 bstage) {
+    return (mj_u32)mj_align_up(mj_moe_ring_tokens(wstage) + bstage, 1024);
+}
 #define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
 #define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
-    ((stages)*MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m)*288u +                            \
+    ((stages)*mj_moe_ring_stage(wstage, bstage) + 2u * (block_m)*288u +                            \
      MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + MJ_MOE_SMEM_TAIL_BYTES)
 
 /* The same for a kernel configuration: the heuristic that picks the stages and

@@ -264,9 +264,13 @@ __global__ void __launch_bounds__(128)
         ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
         fits = row_rebases<kKind, kWeightFmt>(m, row0 + t, ref[t]);
     }
-    // Only FP8-kind blocks can fail to rebase (row_rebases).
-    const bool rebased = kKind == MJ_MOE_KIND_FP8 ? __syncthreads_and(fits) != 0 && kRebased
-                                                  : (__syncthreads(), kRebased);
+    // Only FP8-kind blocks can fail to rebase (row_rebases); a flag the other
+    // kind computed at run time made ptxas spill.
+    bool rebased = kRebased;
+    if constexpr (kKind == MJ_MOE_KIND_FP8)
+        rebased = __syncthreads_and(fits) != 0 && kRebased;
+    else
+        __syncthreads();
     int j, nblk;
     unsigned char *stage = image_stage(args.expert, l, down, b, s, j, nblk);
     const mj_moe_wimage wi = down ? l.w2 : l.w1;

@@ -78,7 +78,7 @@ if os.path.exists(d):
 shutil.copytree("templates", d)
 edit(d, "layout/moe_layout.h", """    const int rb = mj_moe_token_row_bytes(kind, stage_k), kb = k * mj_moe_token_bytes(kind);
     const int within = kb % rb, swz = rb == 128 ? (n & 7) : ((n >> 1) & 3);
-    return (mj_u32)((kb / rb) * block_m * rb + n * rb + ((((within >> 4) ^ swz)) << 4) +
+    return (mj_u32)((kb / rb) * block_m * rb + n * rb + (((within >> 4) ^ swz) << 4) +
                     (within & 15));""", """    (void)stage_k;
     const int kb = k * mj_moe_token_bytes(kind);
     return (mj_u32)(((kb >> 4) * (block_m >> 3) + (n >> 3)) * 128 + (n & 7) * 16 + (kb & 15));""")
