@@ -16,11 +16,8 @@
  *
  * Path per format row (mj_moe_kind): rows with MXFP8 tokens (mxfp8, mxfp4-a8)
  * run E4M3 wgmma, one K32 chunk per block-scale pair promoted into fp32 by
- * both scales; E2M1 weights decode exactly into E4M3, with their block scale
- * folded into the decode table where every row of the 64-row block allows
- * it (then the chunk is promoted by the token scale alone and the row scale
- * follows in the epilogue); the others decode weights and tokens exactly
- * into BF16 and run BF16 wgmma.
+ * both scales (E2M1 weights decode exactly into E4M3); the others decode
+ * weights and tokens exactly into BF16 and run BF16 wgmma.
  *
  * No grid-wide barrier: GEMM 1 waits per expert for its rows, GEMM 2 per
  * token tile for its GEMM 1 tasks, the combine per token for its slots
@@ -141,7 +138,6 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             rec[MJ_MOE_TT_BYTES] =
                 (mj_u64)k.nblk * (C::kBlkData + C::kBlkSf) * (mj_u64)C::stages_of(k.gemm);
         }
-        const mj_u32 rebased = rebased_blocks(L, k, m);
         // The first stage has landed (the K loop's own wait then passes at
         // once): the tile's rows and their meta are visible from here.
         if (!mbar_wait(ring.full + it % C::kStages, (it / C::kStages) & 1u, L.args->timeout_ns))
@@ -149,9 +145,9 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         const EpiInputs e = epi_inputs(L, k, m);
         if (k.gemm == 1)
-            mainloop<C, C::kStages1>(ring, it, k.nblk, rebased, m, L, acc0, acc1);
+            mainloop<C, C::kStages1>(ring, it, k.nblk, m, L, acc0, acc1);
         else
-            mainloop<C, C::kStages2>(ring, it, k.nblk, rebased, m, L, acc0, acc1);
+            mainloop<C, C::kStages2>(ring, it, k.nblk, m, L, acc0, acc1);
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
         const int nb = own_blocks(k, m);
         mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;

@@ -59,27 +59,10 @@ Projection make_projection(int fmt, int rows, int k) {
             p.data[i] &= 0xbf; // exponent < 0x80: finite
     int group = mj_format_group(fmt);
     if (group) {
-        const int groups = k / group;
-        p.sf.resize((size_t)rows * groups);
-        for (int r = 0; r < rows; r++)
-            for (int g = 0; g < groups; g++) {
-                unsigned char &b = p.sf[(size_t)r * groups + g];
-                if (fmt == MJ_FMT_NVFP4) {
-                    b = (unsigned char)(next_u32() % 0x7f); /* 0 = an all-zero group */
-                    continue;
-                }
-                /* MX: rows of the even 64-row blocks within 11 of their largest scale
-                 * (the FP8 kind folds those blocks), the others anywhere in 100..140;
-                 * the first group of every fourth row of an even block far below, and
-                 * its weights 0 (a group of zeros folds whatever its scale). */
-                const bool narrow = (r / MJ_MOE_BLOCK_ROWS) % 2 == 0;
-                b = (unsigned char)(narrow ? 120 + next_u32() % 12 : 100 + next_u32() % 41);
-                if (fmt == MJ_FMT_MXFP4 && narrow && r % 4 == 0 && g == 0) {
-                    b = 20;
-                    for (int i = 0; i < group; i += 2)
-                        p.data[((size_t)r * k + i) / 2] = 0;
-                }
-            }
+        p.sf.resize((size_t)rows * (k / group));
+        for (auto &b : p.sf)
+            b = fmt == MJ_FMT_NVFP4 ? (unsigned char)(next_u32() % 0x7f) /* 0 = an all-zero group */
+                                    : (unsigned char)(100 + next_u32() % 41);
     }
     return p;
 }
@@ -108,30 +91,25 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
     const int inter = l.w1.rows / 2;
     for (int pb = 0; pb < p.rows / MJ_MOE_BLOCK_ROWS; pb++) {
         int ref[MJ_MOE_BLOCK_ROWS] = {0};
-        bool rebased = mj::rebased_scales<kKind, kFmt>();
-        for (int r = 0; r < MJ_MOE_BLOCK_ROWS && mj::rebased_scales<kKind, kFmt>(); r++) {
+        const bool rebased = mj::rebased_scales<kKind, kFmt>();
+        for (int r = 0; r < MJ_MOE_BLOCK_ROWS && rebased; r++)
             ref[r] = mj::rebase_reference<kFmt>(m, MJ_MOE_BLOCK_ROWS * pb + r);
-            rebased =
-                rebased && mj::row_rebases<kKind, kFmt>(m, MJ_MOE_BLOCK_ROWS * pb + r, ref[r]);
-        }
-        const int b = down ? pb : 2 * pb + proj;
         for (int s = 0; s < p.k / l.w1.stage_k; s++) {
             int j, nblk;
+            const int b = down ? pb : 2 * pb + proj;
             unsigned char *stage = mj::image_stage(expert, l, down, b, s, j, nblk);
             for (int t = 0; t < 128; t++)
                 mj::image_block_stage<kKind, kFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t, ref,
-                                                   rebased);
+                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t,
+                                                   ref);
         }
         if (mj_format_bits(kFmt) != 4) continue;
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS; r++) {
-            const float rs = rebased ? mj::rebased_row_scale<kKind, kFmt>(ref[r]) : 1.0f;
+            const float rs = rebased ? mj::rebased_row_scale<kFmt>(ref[r]) : 1.0f;
             memcpy(expert + l.row_scale_offset +
                        4 * mj::row_scale_index(proj, inter, MJ_MOE_BLOCK_ROWS * pb + r),
                    &rs, 4);
         }
-        const uint32_t flag = rebased ? 1u : 0u;
-        memcpy(expert + l.rebased_offset + 4 * (down ? l.w1.blocks + b : b), &flag, 4);
     }
 }
 
@@ -139,31 +117,15 @@ uint32_t word_at(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-float row_scale(const unsigned char *expert, const mj_moe_weight_layout &l, bool down, int b,
-                int row) {
-    float rs;
-    memcpy(&rs,
-           expert + l.row_scale_offset +
-               4 * mj::row_scale_index(down ? 2 : b % 2, l.w1.rows / 2, row),
-           4);
-    return rs;
-}
-
 /* Reads one GEMM of the image back as the math warpgroups do; returns the
- * number of mismatching values (printing the first few) and counts the
- * blocks with rebased scales. */
+ * number of mismatching values (printing the first few). */
 template <int kKind, int kFmt>
 int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool down,
-               const Projection *gate, const Projection *up, const Projection *dn,
-               int *rebased_blocks) {
+               const Projection *gate, const Projection *up, const Projection *dn) {
     const mj_moe_wimage &wi = down ? l.w2 : l.w1;
     const int group = mj_format_group(kFmt), ngroups = group ? wi.stage_k / group : 0;
     int bad = 0;
-    for (int b = 0; b < wi.blocks; b++) {
-        uint32_t rebased = 0;
-        if (mj_format_bits(kFmt) == 4)
-            memcpy(&rebased, expert + l.rebased_offset + 4 * (down ? l.w1.blocks + b : b), 4);
-        *rebased_blocks += rebased == 1u;
+    for (int b = 0; b < wi.blocks; b++)
         for (int s = 0; s < wi.stages; s++) {
             int j, nblk;
             const unsigned char *stage =
@@ -186,24 +148,13 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                                 a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
                         } else {
                             const unsigned char *ch = data + (c / 2) * 2048 + t * 16;
-                            uint32_t lo[2], hi[2];
-                            for (int h = 0; h < 2; h++)
-                                mj::e2m1_e4m3_table(rebased ? sfe[2 * c + h] : MJ_E2M1_PLAIN, lo[h],
-                                                    hi[h]);
-                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1))), lo[0], hi[0],
-                                                 a[0], a[2]);
-                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1) + 1)), lo[1], hi[1],
-                                                 a[1], a[3]);
+                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1))), a[0], a[2]);
+                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1) + 1)), a[1], a[3]);
                         }
-                        for (int r = 0; r < 4; r++) {
-                            const float scale = rebased
-                                                    ? row_scale(expert, l, down, b,
-                                                                prow0 + 16 * w + g + 8 * (r & 1))
-                                                    : scale_value(kFmt, sfe[2 * c + (r & 1)]);
+                        for (int r = 0; r < 4; r++)
                             for (int e = 0; e < 4; e++)
-                                got[r][e] =
-                                    mj::f32_from_e4m3((unsigned char)(a[r] >> (8 * e))) * scale;
-                        }
+                                got[r][e] = mj::f32_from_e4m3((unsigned char)(a[r] >> (8 * e))) *
+                                            scale_value(kFmt, sfe[2 * c + (r & 1)]);
                     } else {
                         uint32_t a[4];
                         if (kFmt == MJ_FMT_BF16) {
@@ -219,10 +170,15 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                                     mj::rebased_multiplier<kFmt>(sfe[2 * gi + (r & 1)]));
                         }
                         for (int r = 0; r < 4; r++) {
-                            const float rs = kFmt == MJ_FMT_BF16
-                                                 ? 1.0f
-                                                 : row_scale(expert, l, down, b,
-                                                             prow0 + 16 * w + g + 8 * (r & 1));
+                            float rs = 1.0f;
+                            if (kFmt != MJ_FMT_BF16) {
+                                const int row = prow0 + 16 * w + g + 8 * (r & 1);
+                                const int proj = down ? 2 : b % 2;
+                                memcpy(&rs,
+                                       expert + l.row_scale_offset +
+                                           4 * mj::row_scale_index(proj, l.w1.rows / 2, row),
+                                       4);
+                            }
                             for (int e = 0; e < 2; e++)
                                 got[r][e] =
                                     mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
@@ -251,7 +207,6 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                 }
             }
         }
-    }
     return bad;
 }
 
@@ -264,25 +219,8 @@ template <int kKind, int kFmt> void check_shape(int hidden, int inter, int stage
     write_projection<kKind, kFmt>(gate, l, 0, expert.data());
     write_projection<kKind, kFmt>(up, l, 1, expert.data());
     write_projection<kKind, kFmt>(dn, l, 2, expert.data());
-    int rebased = 0;
-    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, false, &gate, &up, &dn, &rebased)),
-                     0);
-    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, true, &gate, &up, &dn, &rebased)),
-                     0);
-    /* Which blocks rebase (make_projection's scales): E2M1 of the BF16 kind
-     * all; of the FP8 kind those of even 64-row blocks, so both ways run. */
-    const int blocks = l.w1.blocks + l.w2.blocks;
-    int even = 0;
-    for (int b = 0; b < l.w1.blocks; b++)
-        even += (b / 2) % 2 == 0;
-    for (int b = 0; b < l.w2.blocks; b++)
-        even += b % 2 == 0;
-    if (mj_format_bits(kFmt) != 4)
-        assert_int_equal(rebased, 0);
-    else if (kKind == MJ_MOE_KIND_BF16)
-        assert_int_equal(rebased, blocks);
-    else
-        assert_int_equal(rebased, even);
+    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, false, &gate, &up, &dn)), 0);
+    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, true, &gate, &up, &dn)), 0);
 }
 
 template <int kKind, int kFmt> void check_all_shapes() {

@@ -137,14 +137,10 @@ MJ_LAYOUT_FN mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
 /* Both GEMMs of one expert: W1 image, then W2, then for E2M1 weights one fp32
  * per weight row (W1's 2I, then W2's H): the power of two the row's block
  * scales were divided by when the image was written (1 where they were not),
- * which the GEMM epilogue multiplies back into the row's accumulator; then
- * one u32 per 64-row block (W1's in GEMM 1 numbering, then W2's): 1 where
- * the block's scale bytes are rebased that way, 0 where they are the
- * checkpoint's (templates/mega_moe/weight_image.cuh says when). */
+ * which the GEMM epilogue multiplies back into the row's accumulator. */
 typedef struct mj_moe_weight_layout {
     mj_moe_wimage w1, w2;
     mj_u64 row_scale_offset; /* fp32 [2I + H]; 0 bytes for formats without them */
-    mj_u64 rebased_offset;   /* u32 [W1 blocks + W2 blocks]; 0 bytes likewise */
     mj_u64 expert_bytes;
 } mj_moe_weight_layout;
 
@@ -154,10 +150,8 @@ MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, i
     l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
     l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt);
     l.row_scale_offset = mj_align_up(l.w1.bytes + l.w2.bytes, 16);
-    const int e2m1 = mj_format_bits(weight_fmt) == 4;
-    l.rebased_offset = l.row_scale_offset + (e2m1 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull);
-    const mj_u64 flags = e2m1 ? (mj_u64)(l.w1.blocks + l.w2.blocks) * 4ull : 0ull;
-    l.expert_bytes = mj_align_up(l.rebased_offset + flags, MJ_LAYOUT_ALIGN);
+    mj_u64 rows = mj_format_bits(weight_fmt) == 4 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
+    l.expert_bytes = mj_align_up(l.row_scale_offset + rows, MJ_LAYOUT_ALIGN);
     return l;
 }
 

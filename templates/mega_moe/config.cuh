@@ -43,11 +43,9 @@ struct MoeConfig {
     static constexpr mj_u32 kWStage = MJ_MOE_TASK_BLOCKS * (kBlkData + kBlkSf);
     static constexpr mj_u64 kRowScaleOffset = kImage.row_scale_offset;
     static constexpr mj_u64 kExpertBytes = kImage.expert_bytes;
-    /* E2M1 weights come with row scales and, in every block (BF16 kind) or
-     * where the block's rows fold (FP8 kind), rebased scales (weight_image.cuh);
-     * the image's rebased flags say which FP8-kind blocks are. */
-    static constexpr bool kRebased = kW4;
-    static constexpr mj_u64 kRebasedOffset = kImage.rebased_offset;
+    /* E2M1 weights of the BF16 kind come with rebased scales and row scales
+     * (weight_image.cuh). */
+    static constexpr bool kRebased = !kFp8 && kW4;
 
     /* Token tiles. */
     static constexpr mj_u32 kBData = mj_moe_token_data_bytes(kKind, kBlockM, kStageK);

@@ -3,8 +3,8 @@
  * A fragments, and block-scale bytes into the values the math needs. Every
  * decode is exact: E2M1 is exact in E4M3 and in BF16, and E2M1 times a
  * rebased UE8M0 or UE4M3 scale is exact in BF16 for the scale bytes the
- * weight loader accepts, and E2M1 times 2^-5 .. 2^6 is exact (and normal) in
- * E4M3. Host and device compile this file (tests/test_weight_image.cpp).
+ * weight loader accepts. Host and device compile this file
+ * (tests/test_weight_image.cpp).
  */
 #ifndef MJ_MEGA_MOE_DECODE_CUH
 #define MJ_MEGA_MOE_DECODE_CUH
@@ -13,23 +13,15 @@
 
 namespace mj {
 
-/* The E4M3 decode table of an FP8-kind E2M1 scale byte s (0..11): the E4M3
- * bytes of the magnitudes 0, 0.5, 1, 1.5 (lo) and 2, 3, 4, 6 (hi) times
- * 2^(s - 5), all normal E4M3 (2^-6 .. 384). s = 5 (MJ_E2M1_PLAIN) is E2M1
- * itself; a rebased image byte s folds its group's scale in (weight_image.cuh).
- * Two IMADs: every nonzero byte's exponent field moves by s - 5. */
-#define MJ_E2M1_PLAIN 5u
-MJ_HD void e2m1_e4m3_table(mj_u32 s, mj_u32 &lo, mj_u32 &hi) {
-    lo = 0x14100800u + s * 0x08080800u;
-    hi = 0x24201C18u + s * 0x08080808u;
-}
+/* E4M3 bytes of the E2M1 magnitudes 0, 0.5, 1, 1.5 and 2, 3, 4, 6. */
+#define MJ_E2M1_E4M3_LO 0x3C383000u
+#define MJ_E2M1_E4M3_HI 0x4C484440u
 
-/* One FP8-kind E2M1 word into a[0] (bytes of K 4q..) and a[2] (K 4q+16..),
- * through the row's decode table (e2m1_e4m3_table). */
-MJ_HD void e2m1x8_to_e4m3x8(mj_u32 w, mj_u32 table_lo, mj_u32 table_hi, mj_u32 &lo, mj_u32 &hi) {
+/* One FP8-kind E2M1 word into a[0] (bytes of K 4q..) and a[2] (K 4q+16..). */
+MJ_HD void e2m1x8_to_e4m3x8(mj_u32 w, mj_u32 &lo, mj_u32 &hi) {
     const mj_u32 mag = w & 0x77777777u;
-    lo = byte_perm(table_lo, table_hi, mag) | (w & 0x80808080u);
-    hi = byte_perm(table_lo, table_hi, mag >> 16) | ((w << 4) & 0x80808080u);
+    lo = byte_perm(MJ_E2M1_E4M3_LO, MJ_E2M1_E4M3_HI, mag) | (w & 0x80808080u);
+    hi = byte_perm(MJ_E2M1_E4M3_LO, MJ_E2M1_E4M3_HI, mag >> 16) | ((w << 4) & 0x80808080u);
 }
 
 /* One BF16-kind E2M1 word (weight_image.cuh) into register i of a K16 step,

@@ -61,22 +61,6 @@ __device__ __forceinline__ float2 row_scales(const Launch<C> &L, int local, int 
     return make_float2(rs[0], rs[8]);
 }
 
-/* FP8 kind, E2M1 weights: bit b set where the warpgroup's block b of task k
- * has rebased scales (the image's rebased flags); 0 for other images. Read
- * before the task's first stage: its decode needs them. */
-template <class C>
-__device__ __forceinline__ mj_u32 rebased_blocks(const Launch<C> &L, const Task &k,
-                                                 const MathThread &m) {
-    if (!C::kFp8 || !C::kW4) return 0u;
-    const mj_u32 *flags = reinterpret_cast<const mj_u32 *>(
-        L.args->w + (mj_u64)k.local * C::kExpertBytes + C::kRebasedOffset);
-    const int first = (k.gemm == 2 ? C::kBlocks1 : 0) + MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg;
-    mj_u32 bits = 0u;
-    for (int b = 0; b < own_blocks(k, m); b++)
-        bits |= (flags[first + b] & 1u) << b;
-    return bits;
-}
-
 /* What a task's epilogue reads besides the accumulators, loaded when its
  * first stage has landed (its token rows and their meta are visible from
  * then) so that the loads complete under the K loop. */

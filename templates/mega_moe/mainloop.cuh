@@ -7,9 +7,7 @@
  *   BF16 kind: K16 steps accumulate into acc0 / acc1 on the tensor cores.
  *   FP8 kind:  every K32 step (one block-scale pair) is its own wgmma into a
  *              fresh product, promoted into the fp32 accumulator as
- *              acc += p * (weight scale * token scale) in increasing K, or
- *              acc += p * token scale where E2M1 weights carry their scales
- *              in the decode (weight_image.cuh: rebased blocks). Steps
+ *              acc += p * (weight scale * token scale) in increasing K. Steps
  *              are issued in batches (fp8_batch) and promoted after one wait:
  *              ptxas serializes a warpgroup that promotes while its own wgmma
  *              runs, so the batch, and the other warpgroup, hide the latency.
@@ -63,47 +61,35 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
     return ring.stage(slot);
 }
 
-/* The two scale bytes (rows g and g + 8) of block b of the warpgroup for K32
- * step c of an FP8-kind stage. */
+/* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
+ * blocks (a missing block's product and accumulator are garbage nobody reads:
+ * no branch). */
 template <class C>
-__device__ __forceinline__ mj_u32 scale_pair(const unsigned char *st, int nblk, int b, int c,
-                                             const MathThread &m) {
+__device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
+                                        float (&acc1)[C::kBlockM / 2], float (&p0)[C::kBlockM / 2],
+                                        float (&p1)[C::kBlockM / 2], const unsigned char *st,
+                                        int nblk, int c, const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
-    return *reinterpret_cast<const unsigned short *>(st + (mj_u32)nblk * C::kBlkData +
-                                                     (mj_u32)(2 * m.wg + b) * C::kBlkSf +
-                                                     (m.w * 8 + m.g) * kSteps * 2 + 2 * c);
-}
-
-/* FP8 kind, block b of K32 step c: acc += p * (weight scale * token scale),
- * or acc += p * token scale where the block's weight scales are folded into
- * its decode (rebased; the row scale follows in the epilogue). A missing
- * block's product and accumulator are garbage nobody reads. */
-template <class C>
-__device__ __forceinline__ void promote(float (&acc)[C::kBlockM / 2], float (&p)[C::kBlockM / 2],
-                                        const unsigned char *st, int nblk, int b, int c,
-                                        bool rebased, const float *sa, const MathThread &m) {
-    if (rebased) {
-#pragma unroll
-        for (int i = 0; i < C::kBlockM / 8; i++) {
-            const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
-            // The token scale is a power of two: one fma rounds once.
-            acc[4 * i + 0] = fma_rn(p[4 * i + 0], v.x, acc[4 * i + 0]);
-            acc[4 * i + 1] = fma_rn(p[4 * i + 1], v.y, acc[4 * i + 1]);
-            acc[4 * i + 2] = fma_rn(p[4 * i + 2], v.x, acc[4 * i + 2]);
-            acc[4 * i + 3] = fma_rn(p[4 * i + 3], v.y, acc[4 * i + 3]);
-        }
-        return;
-    }
-    const mj_u32 pair = scale_pair<C>(st, nblk, b, c, m);
-    const float wg = ue8m0_value(pair & 0xffu), wg8 = ue8m0_value(pair >> 8);
+    const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
+                              (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
+    const mj_u32 b0 = *reinterpret_cast<const unsigned short *>(sf);
+    const mj_u32 b1 = *reinterpret_cast<const unsigned short *>(sf + C::kBlkSf);
+    const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8);
+    const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8);
+    const float *sa =
+        reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < C::kBlockM / 8; i++) {
         const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
         // Scales are powers of two: p * scale is exact and one fma rounds once.
-        acc[4 * i + 0] = fma_rn(p[4 * i + 0], wg * v.x, acc[4 * i + 0]);
-        acc[4 * i + 1] = fma_rn(p[4 * i + 1], wg * v.y, acc[4 * i + 1]);
-        acc[4 * i + 2] = fma_rn(p[4 * i + 2], wg8 * v.x, acc[4 * i + 2]);
-        acc[4 * i + 3] = fma_rn(p[4 * i + 3], wg8 * v.y, acc[4 * i + 3]);
+        acc0[4 * i + 0] = fma_rn(p0[4 * i + 0], w0g * v.x, acc0[4 * i + 0]);
+        acc0[4 * i + 1] = fma_rn(p0[4 * i + 1], w0g * v.y, acc0[4 * i + 1]);
+        acc0[4 * i + 2] = fma_rn(p0[4 * i + 2], w0g8 * v.x, acc0[4 * i + 2]);
+        acc0[4 * i + 3] = fma_rn(p0[4 * i + 3], w0g8 * v.y, acc0[4 * i + 3]);
+        acc1[4 * i + 0] = fma_rn(p1[4 * i + 0], w1g * v.x, acc1[4 * i + 0]);
+        acc1[4 * i + 1] = fma_rn(p1[4 * i + 1], w1g * v.y, acc1[4 * i + 1]);
+        acc1[4 * i + 2] = fma_rn(p1[4 * i + 2], w1g8 * v.x, acc1[4 * i + 2]);
+        acc1[4 * i + 3] = fma_rn(p1[4 * i + 3], w1g8 * v.y, acc1[4 * i + 3]);
     }
 }
 
@@ -118,13 +104,10 @@ template <int kBlockM, int kSteps> constexpr int fp8_batch() {
     return p;
 }
 
-/* rebased: bit b set where block b of the warpgroup has rebased scales
- * (E2M1 weights: their scale bytes pick the decode table; the others decode
- * through the plain one and promote by both scales). */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
-mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, mj_u32 rebased, const MathThread &m,
-             const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
+             float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
     constexpr int kBatch = fp8_batch<C::kBlockM, kSteps>();
 #pragma unroll
@@ -157,15 +140,8 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, mj_u32 rebased, const Ma
                             words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z,
                             words[b][3] = v.w;
                         }
-                        // No branch between wgmmas: the plain table by selection.
-                        const bool rb = (rebased >> b) & 1u;
-                        const mj_u32 pair = scale_pair<C>(st, nblk, b, c, m);
-                        mj_u32 lo_g, hi_g, lo_g8, hi_g8;
-                        e2m1_e4m3_table(rb ? pair & 0xffu : MJ_E2M1_PLAIN, lo_g, hi_g);
-                        e2m1_e4m3_table(rb ? pair >> 8 : MJ_E2M1_PLAIN, lo_g8, hi_g8);
-                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], lo_g, hi_g, a[j][b][0], a[j][b][2]);
-                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], lo_g8, hi_g8, a[j][b][1],
-                                         a[j][b][3]);
+                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], a[j][b][0], a[j][b][2]);
+                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], a[j][b][1], a[j][b][3]);
                     } else {
                         const uint4 v = lds128(wd + c * 2048 + m.t * 16);
                         a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
@@ -185,10 +161,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, mj_u32 rebased, const Ma
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                const float *sa = reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) +
-                                  (c0 + j) * C::kBlockM;
-                promote<C>(acc0, p[j][0], st, nblk, 0, c0 + j, C::kW4 && (rebased & 1u), sa, m);
-                promote<C>(acc1, p[j][1], st, nblk, 1, c0 + j, C::kW4 && (rebased & 2u), sa, m);
+                promote<C>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, m);
             }
         }
         release(ring, slot);
@@ -269,14 +242,13 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     release(ring, prev_slot);
 }
 
-/* The K loop of the kernel's kind over a task of kNumStages stages;
- * rebased: the FP8 kind's flags of the warpgroup's blocks (mainloop_fp8). */
+/* The K loop of the kernel's kind over a task of kNumStages stages. */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
-mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, mj_u32 rebased, const MathThread &m,
-         const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
+         float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     if (C::kFp8)
-        mainloop_fp8<C, kNumStages>(ring, it, nblk, rebased, m, L, acc0, acc1);
+        mainloop_fp8<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
     else
         mainloop_bf16<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
 }

@@ -37,19 +37,6 @@
  * Every product stays exact: E2M1 x scale has at most 6 significant bits and
  * the loader keeps each row's MX exponents within 126 of each other.
  *
- * FP8 kind, E2M1 weights: a block's scales are rebased when every row of it
- * can fold its group scales into the E4M3 decode (decode.cuh,
- * e2m1_e4m3_table): with e_max the row's largest scale byte (at least 7), the
- * image byte is s = e - e_max + 11, in 0..11 for every group that has a
- * nonzero weight (a group of zeros decodes to zeros through any table: s is
- * clamped to 0), and the row scale is 2^(e_max - 133). A block with a row
- * outside that window keeps the checkpoint's bytes and row scales of 1, and
- * the math applies its scales per K32 chunk. The block's word in the
- * rebased flags says which (1 = rebased). Both give the same bits, as long
- * as the accumulator stays in fp32's normal range when divided by the row
- * scale (the products and the fma differ from the per-chunk ones by that
- * power of two only).
- *
  * Host and device compile this file (tests/test_weight_image.cpp checks the
  * image against the decoders of decode.cuh); the kernel that writes images
  * from the checkpoint layout is at the end.
@@ -105,11 +92,7 @@ template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int ro
 }
 
 /* The image byte of scale byte b of a row with reference ref (see above). */
-template <int kKind, int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
-    if (kKind == MJ_MOE_KIND_FP8) {
-        const int s = (int)b - ref + 11;
-        return (unsigned char)(s < 0 ? 0 : s);
-    }
+template <int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
     if (kFmt != MJ_FMT_NVFP4) return (unsigned char)(b - ref + 254);
     if (b == 0) return 0;
     const mj_u32 bits = f32_bits(f32_from_e4m3(b));
@@ -117,33 +100,14 @@ template <int kKind, int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b
 }
 
 /* 2^r of a row with reference ref: what its accumulator is multiplied by. */
-template <int kKind, int kFmt> MJ_HD float rebased_row_scale(int ref) {
-    if (kKind == MJ_MOE_KIND_FP8) return f32_from_bits((mj_u32)(ref - 6) << 23);
+template <int kFmt> MJ_HD float rebased_row_scale(int ref) {
     if (kFmt == MJ_FMT_NVFP4 && ref == 0) return 1.0f;
     return f32_from_bits((mj_u32)(ref - 1) << 23);
 }
 
-/* Whether a format row's images carry rebased scales (in every block for the
- * BF16 kind, in the blocks whose rows all fold for the FP8 kind). */
+/* Whether a format row's images carry rebased scales. */
 template <int kKind, int kFmt> constexpr bool rebased_scales() {
-    return kKind == MJ_MOE_KIND_BF16 ? kFmt == MJ_FMT_MXFP4 || kFmt == MJ_FMT_NVFP4
-                                     : kFmt == MJ_FMT_MXFP4;
-}
-
-/* Whether a row with reference ref may be rebased (see the file comment):
- * always for the BF16 kind (the loader checked its span); for the FP8 kind
- * when its row scale is a normal float and every group with a nonzero weight
- * lies within the decode window. */
-template <int kKind, int kFmt> MJ_HD bool row_rebases(const CheckpointMatrix &m, int row, int ref) {
-    if (kKind != MJ_MOE_KIND_FP8) return true;
-    if (ref < 7) return false;
-    const unsigned char *sf = m.sf + (mj_u64)row * (mj_u64)(m.k / 32);
-    for (int g = 0; g < m.k / 32; g++) {
-        if ((int)sf[g] - ref + 11 >= 0) continue;
-        for (int i = 0; i < 32; i++)
-            if (ck_element<kFmt>(m, row, 32 * g + i) & 7u) return false;
-    }
-    return true;
+    return kKind == MJ_MOE_KIND_BF16 && (kFmt == MJ_FMT_MXFP4 || kFmt == MJ_FMT_NVFP4);
 }
 
 /* E2M1 code of (row, k), zero where an NVFP4 group's scale is 0 and the
@@ -194,27 +158,25 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
 
 /* Scale byte i of a block's stage scales (see the file comment); n scale
  * groups per row per stage; ref: the rebase references of the block's 64
- * rows; rebased: whether the block's bytes are rebased. */
+ * rows (used when the row's images are rebased). */
 template <int kKind, int kFmt>
 MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int n, int i,
-                                const int *ref, bool rebased) {
+                                const int *ref) {
     constexpr int kGroup = mj_format_group(kFmt);
     const int h = i & 1, group = (i >> 1) % n, wg = (i >> 1) / n;
     const int r = 16 * (wg >> 3) + (wg & 7) + 8 * h;
     const unsigned char b =
         m.sf[(mj_u64)(row0 + r) * (mj_u64)(m.k / kGroup) + (mj_u64)(k0 / kGroup + group)];
-    return rebased_scales<kKind, kFmt>() && rebased ? rebased_scale<kKind, kFmt>(b, ref[r]) : b;
+    return rebased_scales<kKind, kFmt>() ? rebased_scale<kFmt>(b, ref[r]) : b;
 }
 
 /* Thread t's part of one block's stage: its 16-byte chunks and its share of
  * the scales. dst: the stage image of the block's task; j: the block's place
  * in the task; row0, k0: where the block's stage starts in the checkpoint
- * matrix; ref: the rebase references of the block's rows (rebase_reference);
- * rebased: every row of the block rebases (row_rebases). */
+ * matrix; ref: the rebase references of the block's rows (rebase_reference). */
 template <int kKind, int kFmt>
 MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi, int nblk,
-                             unsigned char *dst, int j, int row0, int k0, int t, const int *ref,
-                             bool rebased) {
+                             unsigned char *dst, int j, int row0, int k0, int t, const int *ref) {
     unsigned char *data = dst + (mj_u64)j * wi.blk_data;
     for (int c = 0; c < (int)(wi.blk_data / 2048u); c++)
         for (int word = 0; word < 4; word++) {
@@ -226,7 +188,7 @@ MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi,
     const int groups = wi.stage_k / mj_format_group(kFmt);
     unsigned char *sf = dst + (mj_u64)nblk * wi.blk_data + (mj_u64)j * wi.blk_sf;
     for (int i = t; i < (int)wi.blk_sf; i += 128)
-        sf[i] = image_scale<kKind, kFmt>(m, row0, k0, groups, i, ref, rebased);
+        sf[i] = image_scale<kKind, kFmt>(m, row0, k0, groups, i, ref);
 }
 
 /* Index of checkpoint row `row` of a projection in the expert's row scales. */
@@ -237,7 +199,7 @@ MJ_HD int row_scale_index(int projection, int inter, int row) {
 /* Stage s of block b (in the GEMM's numbering) of one expert's image. */
 MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layout &l, bool down,
                                  int b, int s, int &j, int &nblk) {
-    const mj_moe_wimage wi = down ? l.w2 : l.w1; // a copy: a kernel keeps no pointer into l
+    const mj_moe_wimage &wi = down ? l.w2 : l.w1;
     const int task = b / MJ_MOE_TASK_BLOCKS;
     j = b % MJ_MOE_TASK_BLOCKS;
     nblk = mj_moe_task_blocks(&wi, task);
@@ -247,7 +209,7 @@ MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layo
 #if defined(__CUDACC__)
 /* Writes one projection of one expert into its image: a CTA per (64-row
  * block of the projection, stage) of 128 threads; the stage-0 CTAs also
- * write the rows' scales and the block's rebased flag. */
+ * write the rows' scales. */
 template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK>
 __global__ void __launch_bounds__(128)
     mega_moe_image_kernel(const __grid_constant__ mj_moe_image_args args) {
@@ -259,30 +221,16 @@ __global__ void __launch_bounds__(128)
     const int row0 = MJ_MOE_BLOCK_ROWS * pb;
     const CheckpointMatrix m = {args.data, args.sf, down ? kInter : kHidden};
     constexpr bool kRebased = rebased_scales<kKind, kWeightFmt>();
-    bool fits = true;
-    if (kRebased && t < MJ_MOE_BLOCK_ROWS) {
-        ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
-        fits = row_rebases<kKind, kWeightFmt>(m, row0 + t, ref[t]);
-    }
-    // Only FP8-kind blocks can fail to rebase (row_rebases); a flag the other
-    // kind computed at run time made ptxas spill.
-    bool rebased = kRebased;
-    if constexpr (kKind == MJ_MOE_KIND_FP8)
-        rebased = __syncthreads_and(fits) != 0 && kRebased;
-    else
-        __syncthreads();
+    if (kRebased && t < MJ_MOE_BLOCK_ROWS) ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
+    __syncthreads();
     int j, nblk;
     unsigned char *stage = image_stage(args.expert, l, down, b, s, j, nblk);
-    const mj_moe_wimage wi = down ? l.w2 : l.w1;
-    image_block_stage<kKind, kWeightFmt>(m, wi, nblk, stage, j, row0, kStageK * s, t, ref, rebased);
-    if (mj_format_bits(kWeightFmt) != 4 || s != 0) return;
-    if (t < MJ_MOE_BLOCK_ROWS)
+    image_block_stage<kKind, kWeightFmt>(m, down ? l.w2 : l.w1, nblk, stage, j, row0, kStageK * s,
+                                         t, ref);
+    if (mj_format_bits(kWeightFmt) == 4 && s == 0 && t < MJ_MOE_BLOCK_ROWS)
         reinterpret_cast<float *>(
             args.expert + l.row_scale_offset)[row_scale_index(args.projection, kInter, row0 + t)] =
-            rebased ? rebased_row_scale<kKind, kWeightFmt>(ref[t]) : 1.0f;
-    if (t == 0)
-        reinterpret_cast<mj_u32 *>(args.expert + l.rebased_offset)[down ? l.w1.blocks + b : b] =
-            rebased ? 1u : 0u;
+            kRebased ? rebased_row_scale<kWeightFmt>(ref[t]) : 1.0f;
 }
 #endif
 

@@ -91,16 +91,6 @@ static void ctx_alloc(ctx *c) {
         c->master_w1[i] = rnd_sym() * a1;
     for (size_t i = 0; i < E * H * I; i++)
         c->master_w2[i] = rnd_sym() * a2;
-    /* Each expert's first gate row gets a group of zeros and its first down
-     * row a group 2^16 smaller than the rest: MXFP4 weights on the E4M3 path
-     * then run 64-row blocks with their scales folded into the decode (a
-     * group of zeros folds) and one without (templates/mega_moe/weight_image.cuh)
-     * in every case. */
-    for (size_t e = 0; e < E; e++)
-        for (size_t i = 0; i < 32; i++) {
-            c->master_w1[e * 2 * I * H + 32 + i] = 0.0f;
-            c->master_w2[e * H * I + i] *= 0x1p-16f;
-        }
     g_rng = saved;
 }
 
