@@ -63,12 +63,16 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
 
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
  * blocks (a missing block's product and accumulator are garbage nobody reads:
- * no branch). */
+ * no branch). Token columns from `valid` on are padding nobody reads: with
+ * E4M3 weights the promotion, the loop's largest ALU cost, skips their groups
+ * of eight (a branch uniform over the warpgroup, after the wait, with no wgmma
+ * in flight: 5% faster at 1024 tokens). With E2M1 weights the same branch made
+ * the loop 4-14% slower at 1-1024 tokens, so they promote every column. */
 template <class C>
 __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
                                         float (&acc1)[C::kBlockM / 2], float (&p0)[C::kBlockM / 2],
                                         float (&p1)[C::kBlockM / 2], const unsigned char *st,
-                                        int nblk, int c, const MathThread &m) {
+                                        int nblk, int c, int valid, const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
                               (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
@@ -80,6 +84,7 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
         reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < C::kBlockM / 8; i++) {
+        if (!C::kW4 && 8 * i >= valid) break;
         const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
         // Scales are powers of two: p * scale is exact and one fma rounds once.
         acc0[4 * i + 0] = fma_rn(p0[4 * i + 0], w0g * v.x, acc0[4 * i + 0]);
@@ -106,8 +111,8 @@ template <int kBlockM, int kSteps> constexpr int fp8_batch() {
 
 template <class C, int kNumStages>
 __device__ __forceinline__ void
-mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
-             float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
+             const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
     constexpr int kBatch = fp8_batch<C::kBlockM, kSteps>();
 #pragma unroll
@@ -161,7 +166,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                promote<C>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, m);
+                promote<C>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, valid, m);
             }
         }
         release(ring, slot);
@@ -174,12 +179,19 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
               float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
-    // Fragment sets in flight: step c decodes into set c % kSets while the
-    // wgmmas of the kSets - 1 steps before it run.
-    constexpr int kSets = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32) ? 2 : 4;
-    static_assert(kSteps >= kSets, "a stage holds at least kSets K16 steps");
-    // (Two for wide tiles, and for E2M1 decodes from 32 tokens: four sets spill
-    // beside their accumulators and decode words; tests/test_mega_moe_build.c.)
+    // The wgmmas of kGroup K16 steps issue behind one wgmma fence, which waits
+    // for every register write in flight: E2M1 decodes for narrow tiles, where
+    // decode and wgmma serialize, run four steps a group (6% faster than one,
+    // and two 3% slower, at 8 tokens), into twice as many fragment sets: one
+    // group decodes while the one before runs. Otherwise step c decodes into
+    // set c % kSets while the wgmmas of the kSets - 1 steps before it run:
+    // wide tiles, and E2M1 decodes from 32 tokens, keep two sets, as more spill
+    // beside their accumulators (tests/test_mega_moe_build.c).
+    constexpr bool kWide = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32);
+    constexpr int kGroup = C::kW4 && !kWide && kSteps % 8 == 0 ? 4 : 1;
+    constexpr int kSets = kGroup == 4 ? 8 : kWide ? 2 : 4;
+    constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
+    static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
@@ -221,18 +233,29 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
                     a[c % kSets][b][i] =
                         bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
             }
-            mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
-            fence_frag(a[c % kSets][0]);
-            fence_frag(a[c % kSets][1]);
-            fence_desc(desc);
+            if (c % kGroup != kGroup - 1) continue;
+            mj_u64 desc[kGroup];
+#pragma unroll
+            for (int j = 0; j < kGroup; j++) {
+                const int cj = c - kGroup + 1 + j;
+                desc[j] = swizzled_desc_step(desc0, cj, C::kBlockM, C::kTokenRowBytes);
+                fence_frag(a[cj % kSets][0]);
+                fence_frag(a[cj % kSets][1]);
+                fence_desc(desc[j]);
+            }
             wgmma_fence();
-            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[c % kSets][0], desc);
-            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[c % kSets][1], desc);
+#pragma unroll
+            for (int j = 0; j < kGroup; j++) {
+                const int cj = c - kGroup + 1 + j;
+                WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[cj % kSets][0], desc[j]);
+                WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[cj % kSets][1], desc[j]);
+            }
             wgmma_commit();
-            wgmma_wait<kSets - 1>();
-            // The previous stage's last wgmma is done once kSets - 1 steps of this one are in
-            // flight.
-            if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
+            wgmma_wait<kInFlight>();
+            // The previous stage's last group is done once kInFlight groups of this one
+            // are in flight.
+            if (c == kSets - kGroup - 1)
+                mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
         }
         prev_slot = slot;
     }
@@ -242,13 +265,14 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     release(ring, prev_slot);
 }
 
-/* The K loop of the kernel's kind over a task of kNumStages stages. */
+/* The K loop of the kernel's kind over a task of kNumStages stages; valid:
+ * the tile's rows that hold tokens. */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
-mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
-         float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
+         const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     if (C::kFp8)
-        mainloop_fp8<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
+        mainloop_fp8<C, kNumStages>(ring, it, nblk, valid, m, L, acc0, acc1);
     else
         mainloop_bf16<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
 }
