@@ -62,17 +62,18 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
 }
 
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
- * blocks (a missing block's product and accumulator are garbage nobody reads:
- * no branch). Token columns from `valid` on are padding nobody reads: with
- * E4M3 weights the promotion, the loop's largest ALU cost, skips their groups
- * of eight (a branch uniform over the warpgroup, after the wait, with no wgmma
- * in flight: 5% faster at 1024 tokens). With E2M1 weights the same branch made
- * the loop 4-14% slower at 1-1024 tokens, so they promote every column. */
-template <class C>
+ * blocks over the first kN token columns (a missing block's product and
+ * accumulator are garbage nobody reads: no branch). Token columns from `valid`
+ * on are padding nobody reads: with E4M3 weights the promotion, the loop's
+ * largest ALU cost, skips their groups of eight (a branch uniform over the
+ * warpgroup, after the wait, with no wgmma in flight: 5% faster at 1024
+ * tokens). With E2M1 weights the same branch made the loop 4-14% slower at
+ * 1-1024 tokens: they skip only by kN (mainloop). */
+template <class C, int kN>
 __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
-                                        float (&acc1)[C::kBlockM / 2], float (&p0)[C::kBlockM / 2],
-                                        float (&p1)[C::kBlockM / 2], const unsigned char *st,
-                                        int nblk, int c, int valid, const MathThread &m) {
+                                        float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
+                                        float (&p1)[kN / 2], const unsigned char *st, int nblk,
+                                        int c, int valid, const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
                               (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
@@ -83,7 +84,7 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
     const float *sa =
         reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) + c * C::kBlockM;
 #pragma unroll
-    for (int i = 0; i < C::kBlockM / 8; i++) {
+    for (int i = 0; i < kN / 8; i++) {
         if (!C::kW4 && 8 * i >= valid) break;
         const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
         // Scales are powers of two: p * scale is exact and one fma rounds once.
@@ -99,30 +100,35 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
 }
 
 /* K32 steps the FP8 loop issues before it waits: each in-flight step holds
- * two products (2 x N/2 registers) and two fragments (8 registers); a batch
- * of them pays one wgmma latency. A power of two dividing the stage's steps. */
-template <int kBlockM, int kSteps> constexpr int fp8_batch() {
-    int b = 128 / (kBlockM + 8);
+ * two products (2 x kN/2 registers) and two fragments (8 registers); a batch
+ * of them pays one wgmma latency. A power of two dividing the stage's steps.
+ * A loop narrower than its tile keeps the tile's accumulators (kBlockM
+ * registers) beside its batch: the two together stay within what the narrower
+ * tiles' kernels hold without spilling (tests/test_mega_moe_build.c). */
+template <int kBlockM, int kN, int kSteps> constexpr int fp8_batch() {
+    int b = kN == kBlockM ? 128 / (kN + 8) : (112 - kBlockM) / (kN + 8);
     int p = 1;
     while (2 * p <= b && 2 * p <= kSteps && kSteps % (2 * p) == 0)
         p *= 2;
     return p;
 }
 
-template <class C, int kNumStages>
+/* kN: the token columns the wgmmas compute (the tile's first kN; the
+ * accumulators' other columns stay zero). */
+template <class C, int kNumStages, int kN>
 __device__ __forceinline__ void
 mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
              const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
-    constexpr int kBatch = fp8_batch<C::kBlockM, kSteps>();
+    constexpr int kBatch = fp8_batch<C::kBlockM, kN, kSteps>();
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
-    float p[kBatch][2][R];
+    float p[kBatch][2][kN / 2];
 #pragma unroll
     for (int j = 0; j < kBatch; j++)
 #pragma unroll
-        for (int i = 0; i < R; i++)
+        for (int i = 0; i < kN / 2; i++)
             p[j][0][i] = p[j][1][i] = 0.0f;
     mj_u32 a[kBatch][2][4], words[2][4];
 #pragma unroll 1
@@ -157,8 +163,8 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
                 fence_frag(a[j][1]);
                 fence_desc(desc);
                 wgmma_fence();
-                WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p[j][0], a[j][0], desc);
-                WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p[j][1], a[j][1], desc);
+                WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][0], a[j][0], desc);
+                WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][1], a[j][1], desc);
                 wgmma_commit();
             }
             wgmma_wait<0>();
@@ -166,7 +172,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                promote<C>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, valid, m);
+                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, valid, m);
             }
         }
         release(ring, slot);
@@ -266,15 +272,25 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
 }
 
 /* The K loop of the kernel's kind over a task of kNumStages stages; valid:
- * the tile's rows that hold tokens. */
+ * the tile's rows that hold tokens. An FP8-kind tile of 32 or more tokens
+ * that is at most half full runs the wgmmas of half its width (the tensor
+ * work, the products' registers and the promotion halve, and the batch may
+ * grow): a branch per task, outside the loop, as the one between the two
+ * GEMMs' loops. (At 16 tokens the second loop made gpt-oss's mxfp4-a8 kernel
+ * spill.) */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
          const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
-    if (C::kFp8)
-        mainloop_fp8<C, kNumStages>(ring, it, nblk, valid, m, L, acc0, acc1);
-    else
+    if constexpr (C::kFp8) {
+        constexpr int kHalf = C::kBlockM >= 32 ? C::kBlockM / 2 : C::kBlockM;
+        if (kHalf < C::kBlockM && valid <= kHalf)
+            mainloop_fp8<C, kNumStages, kHalf>(ring, it, nblk, valid, m, L, acc0, acc1);
+        else
+            mainloop_fp8<C, kNumStages, C::kBlockM>(ring, it, nblk, valid, m, L, acc0, acc1);
+    } else {
         mainloop_bf16<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
+    }
 }
 
 } // namespace mj
