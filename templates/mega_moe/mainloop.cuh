@@ -283,7 +283,8 @@ __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
          const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     if constexpr (C::kFp8) {
-        constexpr int kHalf = C::kBlockM >= 32 ? C::kBlockM / 2 : C::kBlockM;
+        constexpr bool kHalves = C::kBlockM >= 32 || (C::kBlockM == 16 && C::kStageK % 256 == 0);
+        constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
         if (kHalf < C::kBlockM && valid <= kHalf)
             mainloop_fp8<C, kNumStages, kHalf>(ring, it, nblk, valid, m, L, acc0, acc1);
         else
