@@ -4,7 +4,8 @@
  * decode them into A fragments, issue wgmma against the token tile of the
  * same stage, release the stage when the tensor cores are done with it.
  *
- *   BF16 kind: K16 steps accumulate into acc0 / acc1 on the tensor cores.
+ *   BF16 kind: K16 steps accumulate into acc0 / acc1 on the tensor cores,
+ *              one or four steps behind each wgmma fence (mainloop_bf16).
  *   FP8 kind:  every K32 step (one block-scale pair) is its own wgmma into a
  *              fresh product, promoted into the fp32 accumulator as
  *              acc += p * (weight scale * token scale) in increasing K. Steps
@@ -14,7 +15,8 @@
  *
  * Both blocks' wgmma always issue (a block missing from a task's last stage
  * multiplies stale shared memory into a result nobody reads): a branch around
- * wgmma would make ptxas serialize every one of them.
+ * wgmma would make ptxas serialize every one of them. The choice of a
+ * half-width loop for a mostly empty tile is made once per task (mainloop).
  */
 #ifndef MJ_MEGA_MOE_MAINLOOP_CUH
 #define MJ_MEGA_MOE_MAINLOOP_CUH
@@ -179,7 +181,9 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
     }
 }
 
-template <class C, int kNumStages>
+/* kN: the token columns the wgmmas compute (the tile's first kN; the
+ * accumulators' other columns stay zero). */
+template <class C, int kNumStages, int kN>
 __device__ __forceinline__ void
 mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
               float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
@@ -253,8 +257,8 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
 #pragma unroll
             for (int j = 0; j < kGroup; j++) {
                 const int cj = c - kGroup + 1 + j;
-                WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[cj % kSets][0], desc[j]);
-                WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[cj % kSets][1], desc[j]);
+                WgmmaRs<MmaBF16, kN>::mma(acc0, a[cj % kSets][0], desc[j]);
+                WgmmaRs<MmaBF16, kN>::mma(acc1, a[cj % kSets][1], desc[j]);
             }
             wgmma_commit();
             wgmma_wait<kInFlight>();
@@ -272,25 +276,35 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
 }
 
 /* The K loop of the kernel's kind over a task of kNumStages stages; valid:
- * the tile's rows that hold tokens. An FP8-kind tile of 32 or more tokens
- * that is at most half full runs the wgmmas of half its width (the tensor
- * work, the products' registers and the promotion halve, and the batch may
- * grow): a branch per task, outside the loop, as the one between the two
- * GEMMs' loops. (At 16 tokens the second loop made gpt-oss's mxfp4-a8 kernel
- * spill.) */
+ * the tile's rows that hold tokens. A tile of 32 or more tokens that is at
+ * most half full runs the wgmmas of half its width: a branch per task,
+ * outside the loop, as the one between the two GEMMs' loops. The FP8 kind's
+ * promotion and products halve with them, and its batch may grow (16-token
+ * tiles too where their stages hold eight or more K32 steps: at fewer, the
+ * second loop made gpt-oss's mxfp4-a8 kernel spill). For E2M1 weights on the
+ * BF16 kind, at 64 tokens the tensor cores, not the decode, bound a
+ * full-width step: the half-width one takes half their time (mxfp4-a16
+ * T=1024 3104 -> 2894 us; with NVFP4 weights, or at 32 tokens, the second
+ * loop made the kernels spill). */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
          const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+    constexpr bool kHalves = C::kFp8
+                                 ? C::kBlockM >= 32 || (C::kBlockM == 16 && C::kStageK % 256 == 0)
+                                 : C::kW4 && C::kWGroup == 32 && C::kBlockM >= 64;
+    constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
+    const bool half = kHalf < C::kBlockM && valid <= kHalf;
     if constexpr (C::kFp8) {
-        constexpr bool kHalves = C::kBlockM >= 32 || (C::kBlockM == 16 && C::kStageK % 256 == 0);
-        constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
-        if (kHalf < C::kBlockM && valid <= kHalf)
+        if (half)
             mainloop_fp8<C, kNumStages, kHalf>(ring, it, nblk, valid, m, L, acc0, acc1);
         else
             mainloop_fp8<C, kNumStages, C::kBlockM>(ring, it, nblk, valid, m, L, acc0, acc1);
     } else {
-        mainloop_bf16<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
+        if (half)
+            mainloop_bf16<C, kNumStages, kHalf>(ring, it, nblk, m, L, acc0, acc1);
+        else
+            mainloop_bf16<C, kNumStages, C::kBlockM>(ring, it, nblk, m, L, acc0, acc1);
     }
 }
 
