@@ -188,6 +188,9 @@ static const char *error_meaning(uint32_t code) {
         return "an in-CTA pipeline wait expired (site %u: a kernel bug)";
     case MJ_MOE_ERR_OVERFLOW:
         return "local expert %u received more rows than were counted (a kernel bug)";
+    case MJ_MOE_ERR_SMEM_ALIGN:
+        return "the kernel's shared memory starts at %u, not 1024-aligned as its swizzled tiles "
+               "need";
     }
     return "unknown device error (detail %u)";
 }

@@ -9,6 +9,7 @@
 #            so the same kernels), routing in $OUT/routing/skewed
 #   torch    the PyTorch BF16 peer on every routing dumped so far
 #   merge    one table of everything in $OUT
+# SHAPE (default all) narrows uniform and skewed to one --shape.
 # Each step is bounded by a timeout (UNIFORM_S, SKEWED_S, TORCH_S seconds)
 # and says how long it took; logs and JSON land in $OUT. The default timeouts
 # add up to more than one 10-minute device call (bench/RESULTS.md has the step
@@ -46,12 +47,12 @@ for s in $STEPS; do
     uniform)
         rm -rf "$OUT/routing/uniform"
         step uniform "${UNIFORM_S:-330}" "$OUT/uniform.log" \
-            "$CLI" bench mega-moe --shape all --routing uniform --json \
+            "$CLI" bench mega-moe --shape "${SHAPE:-all}" --routing uniform --json \
             --dump-routing "$OUT/routing/uniform" >"$OUT/uniform.json" ;;
     skewed)
         rm -rf "$OUT/routing/skewed"
         step skewed "${SKEWED_S:-150}" "$OUT/skewed.log" \
-            "$CLI" bench mega-moe --shape all --routing skewed --tokens 64,256 \
+            "$CLI" bench mega-moe --shape "${SHAPE:-all}" --routing skewed --tokens 64,256 \
             --max-tokens 4096 --json --dump-routing "$OUT/routing/skewed" >"$OUT/skewed.json" ;;
     torch)
         dirs=()

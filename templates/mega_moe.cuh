@@ -62,6 +62,7 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         const mj_u32 bytes = (mj_u32)k.nblk * (C::kBlkData + C::kBlkSf);
         const unsigned char *expert = L.args->w + (mj_u64)k.local * C::kExpertBytes;
         const int stages = C::stages_of(k.gemm);
+        mj_u64 *rec = L.task_record(ti);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
@@ -69,6 +70,7 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
             mbar_arrive_tx(ring.full + slot, bytes);
             bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
                            bytes, ring.full + slot, policy);
+            if (s == 0 && rec) rec[MJ_MOE_TT_ISSUED] = global_timer_ns();
             // Each CTA holds its second copy back until its first stage (weights
             // and tokens) has landed: with every CTA's whole ring requested at
             // once, each first stage landed only after most of them (7.5 us at
@@ -94,6 +96,7 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
         if (g2 ? !wait_geq<false>(L.l1_done() + k.tile, (mj_u32)C::kUnits1, L.args->timeout_ns)
                : !wait_geq<false>(L.ready() + k.local, L.routing.rows[k.local], L.args->timeout_ns))
             L.fail(g2 ? MJ_MOE_ERR_L1 : MJ_MOE_ERR_POOL, (mj_u32)(g2 ? k.tile : k.local));
+        if (mj_u64 *rec = L.task_record(ti)) rec[MJ_MOE_TT_READY] = global_timer_ns();
         fence_proxy_async_global();
         const unsigned char *src = g2 ? L.tile2(k.tile) : L.tile1(k.tile);
         const int stages = C::stages_of(k.gemm);
@@ -102,7 +105,7 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 5u);
             mbar_arrive_tx(ring.full + slot, C::kBStage);
-            bulk_copy(ring.stage(slot) + C::kWStage, src + (mj_u64)s * C::kBStage, C::kBStage,
+            bulk_copy(ring.stage(slot) + C::kRingTokens, src + (mj_u64)s * C::kBStage, C::kBStage,
                       ring.full + slot);
         }
     }
@@ -127,9 +130,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             if (m.t == 0) rel.post(m.wg, posts, k, L);
             return;
         }
-        mj_u64 *rec = tracer && ti < MJ_MOE_TRACE_TASKS
-                          ? L.trace + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
-                          : nullptr;
+        mj_u64 *rec = tracer ? L.task_record(ti) : nullptr;
         if (rec) {
             rec[MJ_MOE_TT_START] = global_timer_ns();
             rec[MJ_MOE_TT_ID] =
@@ -144,16 +145,18 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         const EpiInputs e = epi_inputs(L, k, m);
         if (k.gemm == 1)
-            mainloop<C, C::kStages1>(ring, it, k.nblk, m, L, acc0, acc1);
+            mainloop<C, C::kStages1>(ring, it, k.nblk, k.valid, m, L, acc0, acc1);
         else
-            mainloop<C, C::kStages2>(ring, it, k.nblk, m, L, acc0, acc1);
+            mainloop<C, C::kStages2>(ring, it, k.nblk, k.valid, m, L, acc0, acc1);
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
         const int nb = own_blocks(k, m);
+        mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;
+        if (stored) *stored = rec[MJ_MOE_TT_LOOP]; // no epilogue: nothing stored
         if (k.gemm == 1 ? nb == 2 : nb > 0) {
             if (k.gemm == 1)
-                epilogue_l1(L, k, e, acc0, acc1, m, scratch);
+                epilogue_l1(L, k, e, acc0, acc1, m, scratch, stored);
             else
-                epilogue_l2(L, k, e, acc0, acc1, m, scratch);
+                epilogue_l2(L, k, e, acc0, acc1, m, scratch, stored);
             if (m.t == 0) rel.post(m.wg, posts, k, L);
         }
         if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();
@@ -217,6 +220,9 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     L.pair_base = L.ntok + kRanks;
     L.trace = args.trace ? args.trace + (mj_u64)blockIdx.x * MJ_MOE_TRACE_WORDS : nullptr;
     if (tid == 0) L.stamp(MJ_MOE_TR_ENTRY);
+    // The swizzle atoms of the token stages (mj_moe_token_offset) need it.
+    if (tid == 0 && (smem_u32(smem) & 1023u) != 0u)
+        L.fail(MJ_MOE_ERR_SMEM_ALIGN, smem_u32(smem) & 0xffffffu);
 
     // Inputs (and this rank's counters) belong to the previous kernel until here.
     asm volatile("griddepcontrol.wait;" ::: "memory");

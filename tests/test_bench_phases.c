@@ -25,6 +25,11 @@ static void task(int cta, int i, int gemm, uint64_t bytes, uint64_t start, uint6
     r[MJ_MOE_TT_FIRST] = first;
     r[MJ_MOE_TT_LOOP] = loop;
     r[MJ_MOE_TT_EPI] = epi;
+    /* The producers: weights issued 600 ns, the tile ready 200 ns before the first stage
+     * landed; results stored halfway through the epilogue. */
+    r[MJ_MOE_TT_ISSUED] = first - 600;
+    r[MJ_MOE_TT_READY] = first - 200;
+    r[MJ_MOE_TT_STORED] = loop + (epi - loop) / 2;
 }
 
 static void head(int cta, uint64_t base, uint64_t computed, uint64_t end, uint64_t tasks) {
@@ -67,7 +72,12 @@ static void test_means(void **state) {
     assert_true(p.gemm[0].first_us == 1.0);
     assert_true(p.gemm[0].loop_us == 4.0);
     assert_true(p.gemm[0].epilogue_us == 1.5); /* (1 + 2) / 2 */
-    assert_true(p.gemm[0].loop_gbps == 3.0);   /* (8000 / 4 us + 16000 / 4 us) / 2 = 3 GB/s */
+    assert_true(p.gemm[0].stores_us == 0.75);
+    assert_true(p.gemm[0].release_us == 0.75);
+    assert_true(p.gemm[0].weights_us == 0.6);
+    assert_true(p.gemm[0].tile_us == 0.2);
+    assert_true(p.gemm[0].tile_lag_us == 0.4);
+    assert_true(p.gemm[0].loop_gbps == 3.0); /* (8000 / 4 us + 16000 / 4 us) / 2 = 3 GB/s */
     assert_true(p.gemm[0].start_us == 3.0);
     assert_true(p.gemm[0].end_us == 11.0);
     assert_int_equal(p.gemm[1].tasks, 1);
@@ -107,6 +117,15 @@ static void test_refused(void **state) {
     assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
     fill();
     task(0, 1, 2, 3000, 9500, 11000, 13000, 13500); /* starts before the previous ends */
+    assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
+    fill();
+    trace[0][MJ_MOE_TRACE_HEAD + MJ_MOE_TT_STORED] = 8000; /* stored before the K loop ended */
+    assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
+    fill();
+    trace[0][MJ_MOE_TRACE_HEAD + MJ_MOE_TT_READY] = 5500; /* tile ready after its stage landed */
+    assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
+    fill();
+    trace[0][MJ_MOE_TRACE_HEAD + MJ_MOE_TT_ISSUED] = 0; /* the weight producer never wrote */
     assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
     fill();
     trace[0][MJ_MOE_TRACE_HEAD + MJ_MOE_TT_ID] = 0; /* no GEMM */

@@ -12,37 +12,15 @@
  *                      the lower k in the lower half / byte;
  *   D, m64 x nN:       d[4i+0..1] = (row 16w+g, col 8i+2q..+1),
  *                      d[4i+2..3] = (row 16w+g+8, col 8i+2q..+1).
- * B lives in shared memory without swizzle, K-major, as 8-row x 16-byte core
- * matrices: byte (n, kb) of a tile with N rows is at
- * ((kb / 16) * (N / 8) + n / 8) * 128 + (n % 8) * 16 + kb % 16
- * (mj_moe_token_offset), so one k16 (BF16) or k32 (E4M3) step is 32 bytes of
- * K: two core matrices along K.
+ * B lives in shared memory, read through descriptors (smem_desc.cuh).
  */
 #ifndef MJ_WGMMA_CUH
 #define MJ_WGMMA_CUH
 
+#include "common/smem_desc.cuh"
 #include "common/wgmma_ops.cuh"
-#include "layout/symm_layout.h"
 
 namespace mj {
-
-/* Descriptor of the 32-byte K step `step` of a no-swizzle K-major tile of
- * n_rows rows at shared address tile_addr: leading byte offset = distance
- * between core matrices along K, stride byte offset = along N. */
-__device__ __forceinline__ mj_u64 kmajor_desc(mj_u32 tile_addr, int step, int n_rows) {
-    const mj_u32 start = tile_addr + (mj_u32)(step * 2 * (n_rows >> 3) * 128);
-    const mj_u64 lbo = (mj_u64)((n_rows >> 3) * 128);
-    const mj_u64 sbo = 128;
-    return (mj_u64)((start & 0x3ffffu) >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
-}
-
-/* The descriptor of K step `step` from that of step 0: only the start
- * address field moves, and a shared address (< 2^18) never carries out of
- * it, so one 32-bit add replaces rebuilding the descriptor. */
-__device__ __forceinline__ mj_u64 kmajor_desc_step(mj_u64 desc0, int step, int n_rows) {
-    const mj_u32 lo = (mj_u32)desc0 + (mj_u32)(step * 2 * (n_rows >> 3) * 8);
-    return ((desc0 >> 32) << 32) | lo;
-}
 
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

@@ -2,9 +2,11 @@
  *
  * wgmma.mma_async with A from registers (m64 x k16 BF16 or m64 x k32 E4M3,
  * four b32 registers per thread) and B from a shared-memory descriptor, fp32
- * accumulators d[N / 2]: mma adds into d, mma_fresh overwrites it (scale-d
- * false). Either way d is an in/out operand: registers that only wgmma
- * defines keep ptxas from serializing the pipeline. */
+ * accumulators d[0 .. N / 2) of an array of at least that many (a wider
+ * tile's accumulators hold a narrower tile's as their prefix): mma adds into
+ * d, mma_fresh overwrites it (scale-d false). Either way d is an in/out
+ * operand: registers that only wgmma defines keep ptxas from serializing the
+ * pipeline. */
 #ifndef MJ_WGMMA_OPS_CUH
 #define MJ_WGMMA_OPS_CUH
 
@@ -18,7 +20,9 @@ struct MmaE4M3 {};
 template <class Type, int N> struct WgmmaRs;
 
 template <> struct WgmmaRs<MmaBF16, 8> {
-    static __device__ __forceinline__ void mma(float (&d)[4], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 4, "an m64n8 tile needs 4 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3}, "
@@ -26,8 +30,10 @@ template <> struct WgmmaRs<MmaBF16, 8> {
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[4], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 4, "an m64n8 tile needs 4 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3}, "
@@ -38,7 +44,9 @@ template <> struct WgmmaRs<MmaBF16, 8> {
 };
 
 template <> struct WgmmaRs<MmaBF16, 16> {
-    static __device__ __forceinline__ void mma(float (&d)[8], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 8, "an m64n16 tile needs 8 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7}, "
@@ -47,8 +55,10 @@ template <> struct WgmmaRs<MmaBF16, 16> {
                        "+f"(d[6]), "+f"(d[7])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[8], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 8, "an m64n16 tile needs 8 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7}, "
@@ -60,7 +70,9 @@ template <> struct WgmmaRs<MmaBF16, 16> {
 };
 
 template <> struct WgmmaRs<MmaBF16, 32> {
-    static __device__ __forceinline__ void mma(float (&d)[16], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 16, "an m64n32 tile needs 16 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
@@ -70,8 +82,10 @@ template <> struct WgmmaRs<MmaBF16, 32> {
                        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[16], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 16, "an m64n32 tile needs 16 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
@@ -84,7 +98,9 @@ template <> struct WgmmaRs<MmaBF16, 32> {
 };
 
 template <> struct WgmmaRs<MmaBF16, 64> {
-    static __device__ __forceinline__ void mma(float (&d)[32], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 32, "an m64n64 tile needs 32 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%"
@@ -98,8 +114,10 @@ template <> struct WgmmaRs<MmaBF16, 64> {
                        "+f"(d[30]), "+f"(d[31])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[32], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 32, "an m64n64 tile needs 32 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%"
@@ -116,7 +134,9 @@ template <> struct WgmmaRs<MmaBF16, 64> {
 };
 
 template <> struct WgmmaRs<MmaBF16, 128> {
-    static __device__ __forceinline__ void mma(float (&d)[64], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 64, "an m64n128 tile needs 64 accumulators");
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -137,8 +157,10 @@ template <> struct WgmmaRs<MmaBF16, 128> {
               "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[64], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 64, "an m64n128 tile needs 64 accumulators");
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
@@ -162,7 +184,9 @@ template <> struct WgmmaRs<MmaBF16, 128> {
 };
 
 template <> struct WgmmaRs<MmaE4M3, 8> {
-    static __device__ __forceinline__ void mma(float (&d)[4], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 4, "an m64n8 tile needs 4 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3}, "
@@ -170,8 +194,10 @@ template <> struct WgmmaRs<MmaE4M3, 8> {
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[4], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 4, "an m64n8 tile needs 4 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3}, "
@@ -182,7 +208,9 @@ template <> struct WgmmaRs<MmaE4M3, 8> {
 };
 
 template <> struct WgmmaRs<MmaE4M3, 16> {
-    static __device__ __forceinline__ void mma(float (&d)[8], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 8, "an m64n16 tile needs 8 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7}, "
@@ -191,8 +219,10 @@ template <> struct WgmmaRs<MmaE4M3, 16> {
                        "+f"(d[6]), "+f"(d[7])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[8], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 8, "an m64n16 tile needs 8 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7}, "
@@ -204,7 +234,9 @@ template <> struct WgmmaRs<MmaE4M3, 16> {
 };
 
 template <> struct WgmmaRs<MmaE4M3, 32> {
-    static __device__ __forceinline__ void mma(float (&d)[16], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 16, "an m64n32 tile needs 16 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
@@ -214,8 +246,10 @@ template <> struct WgmmaRs<MmaE4M3, 32> {
                        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[16], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 16, "an m64n32 tile needs 16 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
@@ -228,7 +262,9 @@ template <> struct WgmmaRs<MmaE4M3, 32> {
 };
 
 template <> struct WgmmaRs<MmaE4M3, 64> {
-    static __device__ __forceinline__ void mma(float (&d)[32], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 32, "an m64n64 tile needs 32 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%"
@@ -242,8 +278,10 @@ template <> struct WgmmaRs<MmaE4M3, 64> {
                        "+f"(d[30]), "+f"(d[31])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[32], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 32, "an m64n64 tile needs 32 accumulators");
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
                      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%"
@@ -260,7 +298,9 @@ template <> struct WgmmaRs<MmaE4M3, 64> {
 };
 
 template <> struct WgmmaRs<MmaE4M3, 128> {
-    static __device__ __forceinline__ void mma(float (&d)[64], const mj_u32 (&a)[4], mj_u64 desc) {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 64, "an m64n128 tile needs 64 accumulators");
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
@@ -281,8 +321,10 @@ template <> struct WgmmaRs<MmaE4M3, 128> {
               "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
     }
-    static __device__ __forceinline__ void mma_fresh(float (&d)[64], const mj_u32 (&a)[4],
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
                                                      mj_u64 desc) {
+        static_assert(R >= 64, "an m64n128 tile needs 64 accumulators");
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "

@@ -61,6 +61,7 @@ MJ_LAYOUT_FN int mj_moe_token_bytes(int kind) {
 #define MJ_MOE_ERR_PEER_END 5u   /* a peer never finished the launch (low bits: rank) */
 #define MJ_MOE_ERR_PIPE 6u       /* an in-CTA pipeline wait expired (a kernel bug) */
 #define MJ_MOE_ERR_OVERFLOW 7u   /* more rows than the pool holds (a kernel bug) */
+#define MJ_MOE_ERR_SMEM_ALIGN 8u /* dynamic shared memory not 1024-aligned (low: its address) */
 
 /* One bank of per-launch counters (u32 words). */
 typedef struct mj_moe_bank {
@@ -164,9 +165,16 @@ MJ_LAYOUT_FN mj_u64 mj_moe_expert_stage(const mj_moe_weight_layout *l, int down,
 /* ------------------------------------------------------------ token tiles */
 
 /* One stage of a token tile: block_m rows x stage_k elements as wgmma's
- * no-swizzle K-major B operand (8-row x 16-byte core matrices, K-adjacent
- * ones block_m / 8 * 128 bytes apart), then for the FP8 kind the fp32 block
- * scales [stage_k / 32][block_m]. */
+ * swizzled K-major B operand, then for the FP8 kind the fp32 block scales
+ * [stage_k / 32][block_m]. The elements of a row come in K blocks of
+ * mj_moe_token_row_bytes (128 bytes; 64 where a stage's row is no multiple
+ * of 128: E4M3 stages of K 64 and 192), each K
+ * block all rows of it (one row after the other), so a token's bytes of one
+ * K block are one contiguous 128- or 64-byte piece: the pull and the GEMM 1
+ * epilogue write whole lines. Inside a piece, 16-byte chunk c sits at
+ * c ^ (row % 8) (128-byte rows) or c ^ (row / 2 % 4) (64-byte rows): the
+ * 128B and 64B swizzles of wgmma, whose atoms (8 rows) are 1024 / 512
+ * bytes and must be that aligned in shared memory. */
 MJ_LAYOUT_FN mj_u32 mj_moe_token_data_bytes(int kind, int block_m, int stage_k) {
     return (mj_u32)(block_m * stage_k * mj_moe_token_bytes(kind));
 }
@@ -174,15 +182,20 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_stage_bytes(int kind, int block_m, int stage_k)
     return mj_moe_token_data_bytes(kind, block_m, stage_k) +
            (kind == MJ_MOE_KIND_FP8 ? (mj_u32)(stage_k / 32 * block_m * 4) : 0u);
 }
+MJ_LAYOUT_FN int mj_moe_token_row_bytes(int kind, int stage_k) {
+    return stage_k * mj_moe_token_bytes(kind) % 128 == 0 ? 128 : 64;
+}
 
 /* Byte offset of element (row n, element k) inside one stage image. */
-MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
-    int tb = mj_moe_token_bytes(kind), kb = k * tb;
-    return (mj_u32)(((kb >> 4) * (block_m >> 3) + (n >> 3)) * 128 + (n & 7) * 16 + (kb & 15));
+MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int n, int k) {
+    const int rb = mj_moe_token_row_bytes(kind, stage_k), kb = k * mj_moe_token_bytes(kind);
+    const int within = kb % rb, swz = rb == 128 ? (n & 7) : ((n >> 1) & 3);
+    return (mj_u32)((kb / rb) * block_m * rb + n * rb + (((within >> 4) ^ swz) << 4) +
+                    (within & 15));
 }
 
 /* Dynamic shared memory of the kernel (templates/mega_moe/config.cuh checks
- * its map against mj_moe_smem_bytes): the stage ring (weights + tokens per stage, 128-aligned),
+ * its map against mj_moe_smem_bytes): the stage ring (weights + tokens per stage, 1024-aligned),
  * the epilogue scratch of both math warpgroups (block_m x 288 bytes each:
  * 272 of staged results, 16 of the task's per-token inputs),
  * the routing tables (rows and tile prefix per local expert, tokens and pair
@@ -192,10 +205,18 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int n, int k) {
  * slots, a full and an empty mbarrier and a task each) and the mailbox (2
  * tasks); a task is 28 bytes (templates/mega_moe/scheduler.cuh). */
 #define MJ_MOE_SMEM_TAIL_BYTES (8u + 8u * (16u + 28u) + 2u * 28u)
-#define MJ_MOE_RING_STAGE(wstage, bstage) (((wstage) + (bstage) + 127u) / 128u * 128u)
+/* Where a ring stage's token part starts (after the weights, on 1024 bytes
+ * for the swizzle atoms of mj_moe_token_offset), and the stage's size (so the
+ * next stage's token part is aligned too). */
+MJ_LAYOUT_FN mj_u32 mj_moe_ring_tokens(mj_u32 wstage) {
+    return (mj_u32)mj_align_up(wstage, 1024);
+}
+MJ_LAYOUT_FN mj_u32 mj_moe_ring_stage(mj_u32 wstage, mj_u32 bstage) {
+    return (mj_u32)mj_align_up(mj_moe_ring_tokens(wstage) + bstage, 1024);
+}
 #define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
 #define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
-    ((stages)*MJ_MOE_RING_STAGE(wstage, bstage) + 2u * (block_m)*288u +                            \
+    ((stages)*mj_moe_ring_stage(wstage, bstage) + 2u * (block_m)*288u +                            \
      MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + MJ_MOE_SMEM_TAIL_BYTES)
 
 /* The same for a kernel configuration: the heuristic that picks the stages and
@@ -303,12 +324,15 @@ enum {
     MJ_MOE_TRACE_HEAD = 8
 };
 enum {
-    MJ_MOE_TT_ID,    /* gemm | n << 2 | tile << 16 | valid rows << 40 */
-    MJ_MOE_TT_BYTES, /* weight bytes the task streams */
-    MJ_MOE_TT_START, /* math warpgroup 0 takes the task */
-    MJ_MOE_TT_FIRST, /* its first stage has landed */
-    MJ_MOE_TT_LOOP,  /* its K loop is done */
-    MJ_MOE_TT_EPI,   /* its epilogue is done */
+    MJ_MOE_TT_ID,     /* gemm | n << 2 | tile << 16 | valid rows << 40 */
+    MJ_MOE_TT_BYTES,  /* weight bytes the task streams */
+    MJ_MOE_TT_START,  /* math warpgroup 0 takes the task */
+    MJ_MOE_TT_FIRST,  /* its first stage has landed */
+    MJ_MOE_TT_LOOP,   /* its K loop is done */
+    MJ_MOE_TT_EPI,    /* its epilogue is done (results stored, fenced, release posted) */
+    MJ_MOE_TT_ISSUED, /* the weight producer issued its first weight copy */
+    MJ_MOE_TT_READY,  /* the token producer found its token tile ready */
+    MJ_MOE_TT_STORED, /* math warpgroup 0 stored its results (before their fence) */
     MJ_MOE_TRACE_TASK_WORDS
 };
 #define MJ_MOE_TRACE_TASKS 160

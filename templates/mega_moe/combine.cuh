@@ -14,25 +14,34 @@ namespace mj {
 
 template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, int lane) {
     constexpr int kChunks = (C::kHidden + 255) / 256;
-    const int tokens = L.args->num_tokens;
+    const int items = L.args->num_tokens * kChunks;
     const int *ids = reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset);
+    mj_u32 *claims = L.bank + L.l.bank.combine_claim;
+    // An item costs two round trips: its token's slot ids (a lane each) with
+    // its arrival count, then the slots; the next item is claimed meanwhile.
+    mj_u32 next = lane == 0 ? claim(claims) : 0u;
     for (;;) {
-        mj_u32 item = 0;
-        if (lane == 0) item = claim(L.bank + L.l.bank.combine_claim);
-        item = __shfl_sync(0xffffffffu, item, 0);
-        if ((int)item >= tokens * kChunks) return;
-        const int t = (int)item / kChunks, h = ((int)item % kChunks) * 256 + 8 * lane;
-        int valid = 0;
-        for (int k = 0; k < C::kTopk; k++)
-            valid += ids[t * C::kTopk + k] >= 0;
-        if (lane == 0 &&
-            !wait_geq<C::kSys>(L.arrive() + t, (mj_u32)(valid * C::kUnits2), L.args->timeout_ns))
+        const int item = (int)__shfl_sync(0xffffffffu, next, 0);
+        if (item >= items) return;
+        if (lane == 0) next = claim(claims);
+        const int t = item / kChunks, h = (item % kChunks) * 256 + 8 * lane;
+        mj_u64 valid = 0;
+        mj_u32 arrived = 0;
+#pragma unroll
+        for (int k0 = 0; k0 < C::kTopk; k0 += 32) {
+            const bool slot = k0 + lane < C::kTopk && ids[t * C::kTopk + k0 + lane] >= 0;
+            if (k0 == 0 && lane == 0) arrived = ld_acquire<C::kSys>(L.arrive() + t);
+            valid |= (mj_u64)__ballot_sync(0xffffffffu, slot) << k0;
+        }
+        const mj_u32 target = (mj_u32)__popcll(valid) * (mj_u32)C::kUnits2;
+        if (lane == 0 && arrived < target &&
+            !wait_geq<C::kSys>(L.arrive() + t, target, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_COMBINE, (mj_u32)t);
         __syncwarp();
         if (h >= C::kHidden) continue;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int k = 0; k < C::kTopk; k++) {
-            if (ids[t * C::kTopk + k] < 0) continue;
+            if (!((valid >> k) & 1u)) continue;
             const uint4 v =
                 ld_cg_v4(L.combine + ((mj_u64)k * C::kMaxTokens + (mj_u64)t) * C::kHidden + h);
             const mj_u32 w[4] = {v.x, v.y, v.z, v.w};

@@ -55,7 +55,9 @@ struct MoeConfig {
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
-    static constexpr mj_u32 kRingStage = MJ_MOE_RING_STAGE(kWStage, kBStage);
+    static constexpr mj_u32 kRingStage = mj_moe_ring_stage(kWStage, kBStage);
+    static constexpr mj_u32 kRingTokens = mj_moe_ring_tokens(kWStage); // a stage's token part
+    static constexpr int kTokenRowBytes = mj_moe_token_row_bytes(kKind, kStageK);
     static constexpr int kEpiStride = 68; // fp32 per token column of a 64-row unit (bank spread)
     // Staged results (64 fp32 or 128 bf16 per token column), then 4 words per column.
     static constexpr mj_u32 kEpiStage = (mj_u32)kBlockM * 272u;

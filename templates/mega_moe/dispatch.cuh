@@ -61,11 +61,13 @@ __device__ __forceinline__ uint4 bf16x8_of(const unsigned char *x_row, const uns
 
 /* One pair's token row into row r of its tile (all stages), by one warp:
  * batches of loads before their stores, so a row costs a few memory
- * latencies instead of one per 512 bytes. */
+ * latencies (the pull runs while the weight streams start): 16 loads a lane
+ * of E4M3 rows, 8 of BF16 rows, 4 of NVFP4 rows (which are converted); more
+ * spill beside the kernel's other roles (tests/test_mega_moe_build.c). */
 template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
-    constexpr int kBatch = 4;
+    constexpr int kBatch = C::kFp8 ? 16 : C::kDispatchFmt == MJ_FMT_NVFP4 ? 4 : 8;
     const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
@@ -89,8 +91,8 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
                 const int kk = k % C::kStageK;
-                *reinterpret_cast<uint4 *>(stage +
-                                           mj_moe_token_offset(C::kKind, C::kBlockM, r, kk)) = v[j];
+                *reinterpret_cast<uint4 *>(
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, r, kk)) = v[j];
                 if (kk % 32 == 0)
                     reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
                         f32_from_bits((mj_u32)e[j] << 23);
@@ -110,58 +112,69 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 const int k = k0 + j * kStep;
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
-                *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, r, k % C::kStageK)) = v[j];
+                *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM,
+                                                                       C::kStageK, r,
+                                                                       k % C::kStageK)) = v[j];
             }
         }
     }
 }
 
 /* The pairs of this CTA (ordinals blockIdx.x + j * kNumSMs over all ranks'
- * pairs), j = slot, slot + slots, ...: one warp of `slots` pulling warps. */
+ * pairs), j = slot, slot + slots, ...: one warp of `slots` pulling warps.
+ * Rounds of 32 pairs: lane j reads pair j's expert and claims its row, so a
+ * round pays those two latencies once; then the warp pulls the round's local
+ * rows one after the other. */
 template <class C>
 __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, int lane) {
     const int total = L.pair_base[C::kRanks];
     const int first = (int)L.peers().rank * C::kLocal;
-    for (int o = (int)blockIdx.x + slot * C::kNumSMs; o < total; o += slots * C::kNumSMs) {
-        int s = 0;
-        while (L.pair_base[s + 1] <= o)
-            s++;
-        const int i = o - L.pair_base[s];
-        const int e = rank_ids(L, s)[i];
-        if (e < first || e >= first + C::kLocal) continue;
-        const int le = e - first;
-        mj_u32 pos = 0;
-        if (lane == 0) pos = claim(L.fill() + le);
-        pos = __shfl_sync(0xffffffffu, pos, 0);
-        const int tile = (int)L.routing.tiles[le] + (int)pos / C::kBlockM,
-                  r = (int)pos % C::kBlockM;
-        if (tile >= (int)L.routing.tiles[le + 1]) { // more pairs than counted: a kernel bug
-            if (lane == 0) L.fail(MJ_MOE_ERR_OVERFLOW, (mj_u32)le);
-            continue;
+    const int stride = slots * C::kNumSMs;
+    for (int o0 = (int)blockIdx.x + slot * C::kNumSMs; o0 < total; o0 += 32 * stride) {
+        const int o = o0 + lane * stride;
+        int s = 0, i = 0, le = -1;
+        if (o < total) {
+            while (L.pair_base[s + 1] <= o)
+                s++;
+            i = o - L.pair_base[s];
+            const int e = rank_ids(L, s)[i];
+            if (e >= first && e < first + C::kLocal) le = e - first;
         }
-        const int token = i / C::kTopk;
-        pull_row(L, s, token, L.tile1(tile), r, lane);
-        if (lane == 0) {
-            const unsigned char *src = peer_ptr(L.peers(), s, L.own);
-            const float xs =
-                C::kDispatchFmt == MJ_FMT_NVFP4
-                    ? reinterpret_cast<const float *>(src + L.in.x_scales_offset)[token]
-                    : 1.0f;
-            const float w = reinterpret_cast<const float *>(src + L.in.topk_w_offset)[i];
-            mj_u32 *m = L.meta_row(tile, r);
-            m[0] = (mj_u32)s;
-            m[1] = (mj_u32)token;
-            m[2] = (mj_u32)(i % C::kTopk);
-            m[3] = f32_bits(xs);
-            m[4] = f32_bits(w);
+        const mj_u32 claimed = le >= 0 ? claim(L.fill() + le) : 0u;
+        for (mj_u32 left = __ballot_sync(0xffffffffu, le >= 0); left != 0u; left &= left - 1u) {
+            const int j = __ffs((int)left) - 1;
+            const int ps = __shfl_sync(0xffffffffu, s, j), pi = __shfl_sync(0xffffffffu, i, j),
+                      ple = __shfl_sync(0xffffffffu, le, j);
+            const mj_u32 pos = __shfl_sync(0xffffffffu, claimed, j);
+            const int tile = (int)L.routing.tiles[ple] + (int)pos / C::kBlockM,
+                      r = (int)pos % C::kBlockM;
+            if (tile >= (int)L.routing.tiles[ple + 1]) { // more pairs than counted: a kernel bug
+                if (lane == 0) L.fail(MJ_MOE_ERR_OVERFLOW, (mj_u32)ple);
+                continue;
+            }
+            const int token = pi / C::kTopk;
+            pull_row(L, ps, token, L.tile1(tile), r, lane);
+            if (lane == 0) {
+                const unsigned char *src = peer_ptr(L.peers(), ps, L.own);
+                const float xs =
+                    C::kDispatchFmt == MJ_FMT_NVFP4
+                        ? reinterpret_cast<const float *>(src + L.in.x_scales_offset)[token]
+                        : 1.0f;
+                const float w = reinterpret_cast<const float *>(src + L.in.topk_w_offset)[pi];
+                mj_u32 *m = L.meta_row(tile, r);
+                m[0] = (mj_u32)ps;
+                m[1] = (mj_u32)token;
+                m[2] = (mj_u32)(pi % C::kTopk);
+                m[3] = f32_bits(xs);
+                m[4] = f32_bits(w);
+            }
+            // Each lane fences its row bytes towards the bulk copies that read
+            // them; lane 0's release after the warp barrier publishes every
+            // lane's (release is cumulative over what the barrier ordered).
+            fence_proxy_async_global();
+            __syncwarp();
+            if (lane == 0) red_release_add<false>(L.ready() + ple, 1u);
         }
-        // Each lane fences its row bytes towards the bulk copies that read
-        // them; lane 0's release after the warp barrier publishes every
-        // lane's (release is cumulative over what the barrier ordered).
-        fence_proxy_async_global();
-        __syncwarp();
-        if (lane == 0) red_release_add<false>(L.ready() + le, 1u);
     }
 }
 

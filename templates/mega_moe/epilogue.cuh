@@ -12,6 +12,9 @@
  * token's rows leave as 16-byte stores into its combine slot on its home rank;
  * the task is then posted for one arrival per token on the home rank's
  * counter (release.cuh).
+ *
+ * Both write `stored`, when the task is traced, once the thread's stores are
+ * issued (before the GEMM 1 proxy fence).
  */
 #ifndef MJ_MEGA_MOE_EPILOGUE_CUH
 #define MJ_MEGA_MOE_EPILOGUE_CUH
@@ -128,9 +131,10 @@ template <int R> __device__ __forceinline__ void scale_rows(float (&acc)[R], flo
 }
 
 template <class C>
-__device__ __forceinline__ void
-epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)[C::kBlockM / 2],
-            float (&up)[C::kBlockM / 2], const MathThread &m, unsigned char *scratch_bytes) {
+__device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e,
+                                            float (&gate)[C::kBlockM / 2],
+                                            float (&up)[C::kBlockM / 2], const MathThread &m,
+                                            unsigned char *scratch_bytes, mj_u64 *stored) {
     float *scratch = reinterpret_cast<float *>(scratch_bytes);
     scale_rows(gate, e.rs[0]);
     scale_rows(up, e.rs[1]);
@@ -178,10 +182,11 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 pack_e4m3x8(v + 8 * i, inv, q + 2 * i);
-            *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk)) =
+            *reinterpret_cast<uint4 *>(
+                stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk)) =
                 make_uint4(q[0], q[1], q[2], q[3]);
-            *reinterpret_cast<uint4 *>(stage +
-                                       mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 16)) =
+            *reinterpret_cast<uint4 *>(
+                stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk + 16)) =
                 make_uint4(q[4], q[5], q[6], q[7]);
             reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] =
                 ue8m0_value(e);
@@ -195,11 +200,12 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
                     q[i] = (mj_u32)bf16_from_f32(v[8 * h + 2 * i]) |
                            ((mj_u32)bf16_from_f32(v[8 * h + 2 * i + 1]) << 16);
                 *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, col, kk + 8 * h)) =
-                    make_uint4(q[0], q[1], q[2], q[3]);
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
+                                                kk + 8 * h)) = make_uint4(q[0], q[1], q[2], q[3]);
             }
         }
     }
+    if (stored) *stored = global_timer_ns();
     // Each writer fences its own stores towards the bulk copies that will
     // read them; the release after the barrier is the helper's (release.cuh).
     fence_proxy_async_global();
@@ -207,9 +213,10 @@ epilogue_l1(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&gate)
 }
 
 template <class C>
-__device__ __forceinline__ void
-epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&acc0)[C::kBlockM / 2],
-            float (&acc1)[C::kBlockM / 2], const MathThread &m, unsigned char *scratch_bytes) {
+__device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e,
+                                            float (&acc0)[C::kBlockM / 2],
+                                            float (&acc1)[C::kBlockM / 2], const MathThread &m,
+                                            unsigned char *scratch_bytes, mj_u64 *stored) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
     unsigned short *scratch = reinterpret_cast<unsigned short *>(scratch_bytes);
     const int first = l2_first_row(k, m);
@@ -234,6 +241,7 @@ epilogue_l2(const Launch<C> &L, const Task &k, const EpiInputs &e, float (&acc0)
         *reinterpret_cast<uint4 *>(dst) =
             *reinterpret_cast<const uint4 *>(scratch + col * kPitch + 8 * ch);
     }
+    if (stored) *stored = global_timer_ns();
     // The tokens' releases after the barrier are the helper's (release.cuh).
     warpgroup_sync(1 + m.wg);
 }

@@ -58,6 +58,13 @@ template <class C> struct Launch {
     __device__ __forceinline__ void stamp(int word) const {
         if (trace) trace[word] = global_timer_ns();
     }
+    /* The phase record of this CTA's task ti, or null (not traced, or past
+     * the trace's capacity). */
+    __device__ __forceinline__ mj_u64 *task_record(mj_u32 ti) const {
+        return trace && ti < MJ_MOE_TRACE_TASKS
+                   ? trace + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
+                   : nullptr;
+    }
 };
 
 /* Loads that must see what other CTAs wrote in this launch: around L1. */

@@ -4,7 +4,8 @@
  * decode them into A fragments, issue wgmma against the token tile of the
  * same stage, release the stage when the tensor cores are done with it.
  *
- *   BF16 kind: K16 steps accumulate into acc0 / acc1 on the tensor cores.
+ *   BF16 kind: K16 steps accumulate into acc0 / acc1 on the tensor cores,
+ *              one or four steps behind each wgmma fence (mainloop_bf16).
  *   FP8 kind:  every K32 step (one block-scale pair) is its own wgmma into a
  *              fresh product, promoted into the fp32 accumulator as
  *              acc += p * (weight scale * token scale) in increasing K. Steps
@@ -14,7 +15,8 @@
  *
  * Both blocks' wgmma always issue (a block missing from a task's last stage
  * multiplies stale shared memory into a result nobody reads): a branch around
- * wgmma would make ptxas serialize every one of them.
+ * wgmma would make ptxas serialize every one of them. The choice of a
+ * half-width loop for a mostly empty tile is made once per task (mainloop).
  */
 #ifndef MJ_MEGA_MOE_MAINLOOP_CUH
 #define MJ_MEGA_MOE_MAINLOOP_CUH
@@ -62,13 +64,18 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
 }
 
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
- * blocks (a missing block's product and accumulator are garbage nobody reads:
- * no branch). */
-template <class C>
+ * blocks over the first kN token columns (a missing block's product and
+ * accumulator are garbage nobody reads: no branch). Token columns from `valid`
+ * on are padding nobody reads: with E4M3 weights the promotion, the loop's
+ * largest ALU cost, skips their groups of eight (a branch uniform over the
+ * warpgroup, after the wait, with no wgmma in flight: 5% faster at 1024
+ * tokens). With E2M1 weights the same branch made the loop 4-14% slower at
+ * 1-1024 tokens: they skip only by kN (mainloop). */
+template <class C, int kN>
 __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
-                                        float (&acc1)[C::kBlockM / 2], float (&p0)[C::kBlockM / 2],
-                                        float (&p1)[C::kBlockM / 2], const unsigned char *st,
-                                        int nblk, int c, const MathThread &m) {
+                                        float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
+                                        float (&p1)[kN / 2], const unsigned char *st, int nblk,
+                                        int c, int valid, const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
                               (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
@@ -76,9 +83,11 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
     const mj_u32 b1 = *reinterpret_cast<const unsigned short *>(sf + C::kBlkSf);
     const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8);
     const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8);
-    const float *sa = reinterpret_cast<const float *>(st + C::kWStage + C::kBData) + c * C::kBlockM;
+    const float *sa =
+        reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) + c * C::kBlockM;
 #pragma unroll
-    for (int i = 0; i < C::kBlockM / 8; i++) {
+    for (int i = 0; i < kN / 8; i++) {
+        if (!C::kW4 && 8 * i >= valid) break;
         const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
         // Scales are powers of two: p * scale is exact and one fma rounds once.
         acc0[4 * i + 0] = fma_rn(p0[4 * i + 0], w0g * v.x, acc0[4 * i + 0]);
@@ -93,37 +102,43 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
 }
 
 /* K32 steps the FP8 loop issues before it waits: each in-flight step holds
- * two products (2 x N/2 registers) and two fragments (8 registers); a batch
- * of them pays one wgmma latency. A power of two dividing the stage's steps. */
-template <int kBlockM, int kSteps> constexpr int fp8_batch() {
-    int b = 128 / (kBlockM + 8);
+ * two products (2 x kN/2 registers) and two fragments (8 registers); a batch
+ * of them pays one wgmma latency. A power of two dividing the stage's steps.
+ * A loop narrower than its tile keeps the tile's accumulators (kBlockM
+ * registers) beside its batch: the two together stay within what the narrower
+ * tiles' kernels hold without spilling (tests/test_mega_moe_build.c). */
+template <int kBlockM, int kN, int kSteps> constexpr int fp8_batch() {
+    int b = kN == kBlockM ? 128 / (kN + 8) : (112 - kBlockM) / (kN + 8);
     int p = 1;
     while (2 * p <= b && 2 * p <= kSteps && kSteps % (2 * p) == 0)
         p *= 2;
     return p;
 }
 
-template <class C, int kNumStages>
+/* kN: the token columns the wgmmas compute (the tile's first kN; the
+ * accumulators' other columns stay zero). */
+template <class C, int kNumStages, int kN>
 __device__ __forceinline__ void
-mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
-             float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
+             const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
-    constexpr int kBatch = fp8_batch<C::kBlockM, kSteps>();
+    constexpr int kBatch = fp8_batch<C::kBlockM, kN, kSteps>();
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
-    float p[kBatch][2][R];
+    float p[kBatch][2][kN / 2];
 #pragma unroll
     for (int j = 0; j < kBatch; j++)
 #pragma unroll
-        for (int i = 0; i < R; i++)
+        for (int i = 0; i < kN / 2; i++)
             p[j][0][i] = p[j][1][i] = 0.0f;
     mj_u32 a[kBatch][2][4], words[2][4];
 #pragma unroll 1
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u64 desc0 = kmajor_desc(smem_u32(st + C::kWStage), 0, C::kBlockM);
+        const mj_u64 desc0 =
+            swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
 #pragma unroll
@@ -145,13 +160,13 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
                         a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
                     }
                 }
-                mj_u64 desc = kmajor_desc_step(desc0, c, C::kBlockM);
+                mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
                 fence_frag(a[j][0]);
                 fence_frag(a[j][1]);
                 fence_desc(desc);
                 wgmma_fence();
-                WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p[j][0], a[j][0], desc);
-                WgmmaRs<MmaE4M3, C::kBlockM>::mma_fresh(p[j][1], a[j][1], desc);
+                WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][0], a[j][0], desc);
+                WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][1], a[j][1], desc);
                 wgmma_commit();
             }
             wgmma_wait<0>();
@@ -159,25 +174,34 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, con
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                promote<C>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, m);
+                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, valid, m);
             }
         }
         release(ring, slot);
     }
 }
 
-template <class C, int kNumStages>
+/* kN: the token columns the wgmmas compute (the tile's first kN; the
+ * accumulators' other columns stay zero). */
+template <class C, int kNumStages, int kN>
 __device__ __forceinline__ void
 mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
               float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
-    // Fragment sets in flight: step c decodes into set c % kSets while the
-    // wgmmas of the kSets - 1 steps before it run.
-    constexpr int kSets = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32) ? 2 : 4;
-    static_assert(kSteps >= kSets, "a stage holds at least kSets K16 steps");
-    // (Two for wide tiles, and for E2M1 decodes from 32 tokens: four sets spill
-    // beside their accumulators and decode words; tests/test_mega_moe_build.c.)
+    // The wgmmas of kGroup K16 steps issue behind one wgmma fence, which waits
+    // for every register write in flight: E2M1 decodes for narrow tiles, where
+    // decode and wgmma serialize, run four steps a group (6% faster than one,
+    // and two 3% slower, at 8 tokens), into twice as many fragment sets: one
+    // group decodes while the one before runs. Otherwise step c decodes into
+    // set c % kSets while the wgmmas of the kSets - 1 steps before it run:
+    // wide tiles, and E2M1 decodes from 32 tokens, keep two sets, as more spill
+    // beside their accumulators (tests/test_mega_moe_build.c).
+    constexpr bool kWide = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32);
+    constexpr int kGroup = C::kW4 && !kWide && kSteps % 8 == 0 ? 4 : 1;
+    constexpr int kSets = kGroup == 4 ? 8 : kWide ? 2 : 4;
+    constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
+    static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
@@ -187,7 +211,8 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u64 desc0 = kmajor_desc(smem_u32(st + C::kWStage), 0, C::kBlockM);
+        const mj_u64 desc0 =
+            swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
 #pragma unroll
@@ -218,18 +243,29 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
                     a[c % kSets][b][i] =
                         bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
             }
-            mj_u64 desc = kmajor_desc_step(desc0, c, C::kBlockM);
-            fence_frag(a[c % kSets][0]);
-            fence_frag(a[c % kSets][1]);
-            fence_desc(desc);
+            if (c % kGroup != kGroup - 1) continue;
+            mj_u64 desc[kGroup];
+#pragma unroll
+            for (int j = 0; j < kGroup; j++) {
+                const int cj = c - kGroup + 1 + j;
+                desc[j] = swizzled_desc_step(desc0, cj, C::kBlockM, C::kTokenRowBytes);
+                fence_frag(a[cj % kSets][0]);
+                fence_frag(a[cj % kSets][1]);
+                fence_desc(desc[j]);
+            }
             wgmma_fence();
-            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc0, a[c % kSets][0], desc);
-            WgmmaRs<MmaBF16, C::kBlockM>::mma(acc1, a[c % kSets][1], desc);
+#pragma unroll
+            for (int j = 0; j < kGroup; j++) {
+                const int cj = c - kGroup + 1 + j;
+                WgmmaRs<MmaBF16, kN>::mma(acc0, a[cj % kSets][0], desc[j]);
+                WgmmaRs<MmaBF16, kN>::mma(acc1, a[cj % kSets][1], desc[j]);
+            }
             wgmma_commit();
-            wgmma_wait<kSets - 1>();
-            // The previous stage's last wgmma is done once kSets - 1 steps of this one are in
-            // flight.
-            if (c == kSets - 2) mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
+            wgmma_wait<kInFlight>();
+            // The previous stage's last group is done once kInFlight groups of this one
+            // are in flight.
+            if (c == kSets - kGroup - 1)
+                mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
         }
         prev_slot = slot;
     }
@@ -239,15 +275,37 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     release(ring, prev_slot);
 }
 
-/* The K loop of the kernel's kind over a task of kNumStages stages. */
+/* The K loop of the kernel's kind over a task of kNumStages stages; valid:
+ * the tile's rows that hold tokens. A tile of 32 or more tokens that is at
+ * most half full runs the wgmmas of half its width: a branch per task,
+ * outside the loop, as the one between the two GEMMs' loops. The FP8 kind's
+ * promotion and products halve with them, and its batch may grow (16-token
+ * tiles too where their stages hold eight or more K32 steps: at fewer, the
+ * second loop made gpt-oss's mxfp4-a8 kernel spill). For E2M1 weights on the
+ * BF16 kind, at 64 tokens the tensor cores, not the decode, bound a
+ * full-width step: the half-width one takes half their time (mxfp4-a16
+ * T=1024 3104 -> 2894 us; with NVFP4 weights, or at 32 tokens, the second
+ * loop made the kernels spill). */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
-mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
-         float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
-    if (C::kFp8)
-        mainloop_fp8<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
-    else
-        mainloop_bf16<C, kNumStages>(ring, it, nblk, m, L, acc0, acc1);
+mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
+         const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+    constexpr bool kHalves = C::kFp8
+                                 ? C::kBlockM >= 32 || (C::kBlockM == 16 && C::kStageK % 256 == 0)
+                                 : C::kW4 && C::kWGroup == 32 && C::kBlockM >= 64;
+    constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
+    const bool half = kHalf < C::kBlockM && valid <= kHalf;
+    if constexpr (C::kFp8) {
+        if (half)
+            mainloop_fp8<C, kNumStages, kHalf>(ring, it, nblk, valid, m, L, acc0, acc1);
+        else
+            mainloop_fp8<C, kNumStages, C::kBlockM>(ring, it, nblk, valid, m, L, acc0, acc1);
+    } else {
+        if (half)
+            mainloop_bf16<C, kNumStages, kHalf>(ring, it, nblk, m, L, acc0, acc1);
+        else
+            mainloop_bf16<C, kNumStages, C::kBlockM>(ring, it, nblk, m, L, acc0, acc1);
+    }
 }
 
 } // namespace mj

@@ -53,7 +53,9 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
             const int g = (int)(r[MJ_MOE_TT_ID] & 3u) - 1;
             if (g < 0 || g > 1 || r[MJ_MOE_TT_START] < prev_end ||
                 r[MJ_MOE_TT_FIRST] < r[MJ_MOE_TT_START] || r[MJ_MOE_TT_LOOP] < r[MJ_MOE_TT_FIRST] ||
-                r[MJ_MOE_TT_EPI] < r[MJ_MOE_TT_LOOP])
+                r[MJ_MOE_TT_STORED] < r[MJ_MOE_TT_LOOP] || r[MJ_MOE_TT_EPI] < r[MJ_MOE_TT_STORED] ||
+                !r[MJ_MOE_TT_ISSUED] || r[MJ_MOE_TT_ISSUED] > r[MJ_MOE_TT_FIRST] ||
+                !r[MJ_MOE_TT_READY] || r[MJ_MOE_TT_READY] > r[MJ_MOE_TT_FIRST])
                 return -1;
             mj_bench_moe_gemm_phases *p = &out->gemm[g];
             const double loop = us_between(r[MJ_MOE_TT_FIRST], r[MJ_MOE_TT_LOOP]);
@@ -62,6 +64,12 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
             p->first_us += us_between(r[MJ_MOE_TT_START], r[MJ_MOE_TT_FIRST]);
             p->loop_us += loop;
             p->epilogue_us += us_between(r[MJ_MOE_TT_LOOP], r[MJ_MOE_TT_EPI]);
+            p->stores_us += us_between(r[MJ_MOE_TT_LOOP], r[MJ_MOE_TT_STORED]);
+            p->release_us += us_between(r[MJ_MOE_TT_STORED], r[MJ_MOE_TT_EPI]);
+            p->weights_us += us_between(r[MJ_MOE_TT_ISSUED], r[MJ_MOE_TT_FIRST]);
+            p->tile_us += us_between(r[MJ_MOE_TT_READY], r[MJ_MOE_TT_FIRST]);
+            if (r[MJ_MOE_TT_READY] > r[MJ_MOE_TT_ISSUED])
+                p->tile_lag_us += us_between(r[MJ_MOE_TT_ISSUED], r[MJ_MOE_TT_READY]);
             if (loop > 0) p->loop_gbps += (double)r[MJ_MOE_TT_BYTES] / (loop * 1e3);
             loop_total += loop;
             out->between_us += us_between(prev_end, r[MJ_MOE_TT_START]);
@@ -83,6 +91,11 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
         p->first_us /= p->tasks;
         p->loop_us /= p->tasks;
         p->epilogue_us /= p->tasks;
+        p->stores_us /= p->tasks;
+        p->release_us /= p->tasks;
+        p->weights_us /= p->tasks;
+        p->tile_us /= p->tasks;
+        p->tile_lag_us /= p->tasks;
         p->loop_gbps /= p->tasks;
         p->start_us = us_between(t0, g_start[g]);
         p->end_us = us_between(t0, g_end[g]);

@@ -1,7 +1,9 @@
 /* Where one MegaMoE launch's time goes, from the phase stamps its CTAs write
  * when mj_moe_args.trace is set (templates/layout/moe_layout.h): the
- * prologue, each GEMM's tasks split into waiting for the first stage, the K
- * loop and the epilogue, the gaps between tasks, the combine and the tail.
+ * prologue, each GEMM's tasks split into waiting for the first stage (and
+ * whether its weights or its token tile came last), the K loop and the
+ * epilogue (stores, then fence and release), the gaps between tasks, the
+ * combine and the tail.
  * Times are microseconds; "from launch" means from the first CTA's entry. */
 #ifndef MJ_TOOLS_BENCH_MOE_PHASES_H
 #define MJ_TOOLS_BENCH_MOE_PHASES_H
@@ -13,7 +15,12 @@ typedef struct mj_bench_moe_gemm_phases {
     double task_us;     /* mean: taken -> epilogue done */
     double first_us;    /* mean: taken -> first stage landed */
     double loop_us;     /* mean: first stage -> K loop done */
-    double epilogue_us; /* mean */
+    double epilogue_us; /* mean: K loop done -> epilogue done, = stores_us + release_us */
+    double stores_us;   /* mean: K loop done -> math warpgroup 0's results stored */
+    double release_us;  /* mean: -> epilogue done (GEMM 1's proxy fence, barriers, release post) */
+    double weights_us;  /* mean: the task's first weight copy issued -> first stage landed */
+    double tile_us;     /* mean: its token tile found ready -> first stage landed */
+    double tile_lag_us; /* mean: how much later than that weight copy the tile was ready (or 0) */
     double loop_gbps;   /* weight bytes / K loop time, per CTA (mean of tasks) */
     double start_us;    /* first task taken, from launch */
     double end_us;      /* last epilogue done, from launch */

@@ -221,6 +221,11 @@ static cJSON *phases_json(const mj_bench_moe_phases *ph) {
         cJSON_AddNumberToObject(o, "first_stage_us", p->first_us);
         cJSON_AddNumberToObject(o, "loop_us", p->loop_us);
         cJSON_AddNumberToObject(o, "epilogue_us", p->epilogue_us);
+        cJSON_AddNumberToObject(o, "epilogue_stores_us", p->stores_us);
+        cJSON_AddNumberToObject(o, "epilogue_release_us", p->release_us);
+        cJSON_AddNumberToObject(o, "first_weights_us", p->weights_us);
+        cJSON_AddNumberToObject(o, "first_tile_us", p->tile_us);
+        cJSON_AddNumberToObject(o, "tile_lag_us", p->tile_lag_us);
         cJSON_AddNumberToObject(o, "loop_gbps_per_cta", p->loop_gbps);
         cJSON_AddNumberToObject(o, "start_us", p->start_us);
         cJSON_AddNumberToObject(o, "end_us", p->end_us);
@@ -243,11 +248,18 @@ static void print_phases(FILE *f, const config *c, const mj_bench_moe_point *p) 
             ph->inputs_us, ph->routing_us, ph->pull_us, ph->first_stage_us);
     for (int g = 0; g < 2; g++) {
         const mj_bench_moe_gemm_phases *q = &ph->gemm[g];
-        fprintf(f,
-                "  GEMM %d: %d tasks, %.2f us each = first stage %.2f + K loop %.2f (%.1f GB/s "
-                "a CTA) + epilogue %.2f; from %.1f to %.1f us\n",
-                g + 1, q->tasks, q->task_us, q->first_us, q->loop_us, q->loop_gbps, q->epilogue_us,
-                q->start_us, q->end_us);
+        fprintf(
+            f,
+            "  GEMM %d: %d tasks, %.2f us each = first stage %.2f + K loop %.2f (%.1f GB/s "
+            "a CTA) + epilogue %.2f (stores %.2f, fence + release %.2f); from %.1f to %.1f us\n",
+            g + 1, q->tasks, q->task_us, q->first_us, q->loop_us, q->loop_gbps, q->epilogue_us,
+            q->stores_us, q->release_us, q->start_us, q->end_us);
+        if (q->tasks)
+            fprintf(f,
+                    "    first stage landed %.2f us after its first weight copy, %.2f after its "
+                    "token tile was ready; the tile was ready a mean %.2f us after that copy (0 "
+                    "where it was ready first)\n",
+                    q->weights_us, q->tile_us, q->tile_lag_us);
     }
     fprintf(f,
             "  between tasks %.1f us a CTA; last task done at %.1f us; combine + end %.1f us a "
