@@ -68,9 +68,9 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
  * accumulator are garbage nobody reads: no branch). Token columns from `valid`
  * on are padding nobody reads: with E4M3 weights the promotion, the loop's
  * largest ALU cost, skips their groups of eight (a branch uniform over the
- * warpgroup, after the wait, with no wgmma in flight: 5% faster at 1024
- * tokens). With E2M1 weights the same branch made the loop 4-14% slower at
- * 1-1024 tokens: they skip only by kN (mainloop). */
+ * warpgroup, after the wait, with no wgmma in flight). With E2M1 weights the
+ * same branch made the K loop 6-12% slower at 1-1024 tokens (bench/RESULTS.md,
+ * ninth session): they skip only by kN (mainloop). */
 template <class C, int kN>
 __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
                                         float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
@@ -280,8 +280,8 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
  * most half full runs the wgmmas of half its width: a branch per task,
  * outside the loop, as the one between the two GEMMs' loops. The FP8 kind's
  * promotion and products halve with them, and its batch may grow (16-token
- * tiles too where their stages hold eight or more K32 steps: at fewer, the
- * second loop made gpt-oss's mxfp4-a8 kernel spill). For E2M1 weights on the
+ * tiles too where their stages hold a multiple of eight K32 steps: with six,
+ * the second loop made gpt-oss's mxfp4-a8 kernel spill). For E2M1 weights on the
  * BF16 kind, at 64 tokens the tensor cores, not the decode, bound a
  * full-width step: the half-width one takes half their time (mxfp4-a16
  * T=1024 3104 -> 2894 us; with NVFP4 weights, or at 32 tokens, the second
