@@ -17,6 +17,7 @@
 #include "runtime/env.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
+#include "runtime/pch_dir.h"
 #include "runtime/runtime.h"
 
 _Static_assert(sizeof(mj_build_report) <= PIPE_BUF,
@@ -94,6 +95,10 @@ static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, in
     char rt_error[MJ_BUILD_ERROR_CHARS] = "";
     if (mj_runtime_new(pool->runtime, &rt) != MJ_OK)
         snprintf(rt_error, sizeof rt_error, "cannot open the runtime: %s", mj_last_error());
+    // NVRTC's own temporary files (EDG's) go to TMPDIR: inside this worker's
+    // PCH directory, the next run removes them when a kill left them behind.
+    const char *pch = mj_pch_dir();
+    if (pch) setenv("TMPDIR", pch, 1);
     while (!stopping) {
         size_t i = atomic_fetch_add(&shared->next_index, 1);
         if (i >= pool->count) break;
