@@ -277,14 +277,14 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     // setmaxnreg: one instruction per warpgroup, executed by each of its warps.
     if (warp < 4) {
         if (warp != 0) pull(L, warp - 1, MJ_MOE_THREADS / 32 - 1, lane);
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(C::kProducerRegs));
         if (warp == 0 && lane == 0) produce_weights(L, ring, task_full, task_empty, mailbox);
         if (warp == 1 && lane == 0) produce_tokens(L, ring, task_full, task_empty, mailbox);
         if (warp == 2) serve_releases(L, rel, lane);
         __syncwarp();
     } else {
         pull(L, warp - 1, MJ_MOE_THREADS / 32 - 1, lane);
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(C::kMathRegs));
         if (tid == 128) L.stamp(MJ_MOE_TR_PULLED);
         MathThread m;
         m.wg = (warp - 4) / 4;

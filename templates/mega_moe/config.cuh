@@ -46,6 +46,15 @@ struct MoeConfig {
     /* E2M1 weights of the BF16 kind come with rebased scales and row scales
      * (weight_image.cuh). */
     static constexpr bool kRebased = !kFp8 && kW4;
+    /* Registers a thread of the first warpgroup (producers, releases) and of
+     * a math warpgroup hold after setmaxnreg (128 x the one + 256 x the other
+     * <= 65536; ptxas allocates each region within its own). NVFP4 weights on
+     * the BF16 kind in 64-token tiles run two K loops (mainloop), which spill
+     * at 224; 48 / 232 builds them clean, while the other kernels keep 56 /
+     * 224 (with 40 / 232 some gpt-oss kernels spill, with 48 / 232 deepseek's
+     * bf16 128-token one: tests/test_mega_moe_build.c). */
+    static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM >= 64;
+    static constexpr int kProducerRegs = kMathWide ? 48 : 56, kMathRegs = kMathWide ? 232 : 224;
 
     /* Token tiles. */
     static constexpr mj_u32 kBData = mj_moe_token_data_bytes(kKind, kBlockM, kStageK);
