@@ -68,8 +68,9 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 3u);
             mbar_arrive_tx(ring.full + slot, bytes);
-            bulk_copy_hint(ring.stage(slot), expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s),
-                           bytes, ring.full + slot, policy);
+            bulk_copy_hint(ring.weights(slot),
+                           expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s), bytes,
+                           ring.full + slot, policy);
             if (s == 0 && rec) rec[MJ_MOE_TT_ISSUED] = global_timer_ns();
             // Each CTA holds its second copy back until its first stage (weights
             // and tokens) has landed: with every CTA's whole ring requested at
@@ -105,8 +106,11 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 5u);
             mbar_arrive_tx(ring.full + slot, C::kBStage);
-            bulk_copy(ring.stage(slot) + C::kRingTokens, src + (mj_u64)s * C::kBStage, C::kBStage,
-                      ring.full + slot);
+            const unsigned char *stage = src + (mj_u64)s * C::kBStage;
+            bulk_copy(ring.tokens(slot), stage, C::kBData, ring.full + slot);
+            if (C::kBScales) // where the ring keeps them: its own array
+                bulk_copy(ring.token_scales(slot), stage + C::kBData, C::kBScales,
+                          ring.full + slot);
         }
     }
 }

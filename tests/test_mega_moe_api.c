@@ -331,7 +331,7 @@ static void test_manifest_presets(void **state) {
          4},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=5,sms=132,sys=1> sm_90a",
+         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=6,sms=132,sys=1> sm_90a",
          4},
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"

@@ -5,7 +5,7 @@
  * position of every byte is the canonical K-major layout passed through the
  * 128B or 64B swizzle as the hardware defines it (address bits [4, 4 + b)
  * XOR bits [7, 7 + b), b = 3 or 2, inside 1024-byte aligned tiles). Also
- * that every ring stage's token part sits on such an alignment.
+ * that every ring stage's token data stays on such an alignment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,28 +83,30 @@ static void test_a_token_block_is_one_piece(void **state) {
     for_each_tile(check_pieces);
 }
 
-/* The swizzle atoms (8 rows: 1024 or 512 bytes) of every stage's token part
- * start on a 1024-byte boundary of the ring. */
-static void test_ring_stages_align_the_token_part(void **state) {
+/* Every stage's token data in the ring (whose arrays start 1024-aligned, one
+ * entry a stage) is whole swizzle atoms (8 rows: 1024 or 512 bytes), so each
+ * stage's atoms keep their alignment; the ring adds no padding. */
+static void test_ring_keeps_every_stage_aligned(void **state) {
     (void)state;
-    static const uint32_t wstages[] = {0u, 1024u, 8704u, 17408u, 18432u, 33792u, 65536u, 100u};
-    static const uint32_t bstages[] = {1024u, 1152u, 2048u, 4608u, 18432u, 32768u};
-    for (size_t w = 0; w < sizeof wstages / sizeof *wstages; w++)
-        for (size_t b = 0; b < sizeof bstages / sizeof *bstages; b++) {
-            const uint32_t tokens = mj_moe_ring_tokens(wstages[w]);
-            const uint32_t stage = mj_moe_ring_stage(wstages[w], bstages[b]);
-            assert_int_equal(tokens % 1024u, 0);
-            assert_true(tokens >= wstages[w] && tokens < wstages[w] + 1024u);
-            assert_int_equal(stage % 1024u, 0);
-            assert_true(stage >= tokens + bstages[b] && stage < tokens + bstages[b] + 1024u);
-        }
+    static const int kinds[] = {MJ_MOE_KIND_BF16, MJ_MOE_KIND_FP8};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
+            for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++) {
+                const int kind = kinds[i], bm = kBlockMs[b], sk = kStageKs[s];
+                const uint32_t atom = mj_moe_token_row_bytes(kind, sk) == 128 ? 1024u : 512u;
+                const uint32_t data = mj_moe_token_data_bytes(kind, bm, sk);
+                const uint32_t stage = mj_moe_token_stage_bytes(kind, bm, sk);
+                assert_int_equal(data % atom, 0);
+                assert_int_equal((stage - data) % 16u, 0); /* the scales' bulk copy */
+                assert_int_equal(mj_moe_ring_bytes(36864u, stage, 5u), 5u * (36864u + stage));
+            }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_offsets_are_the_swizzled_layout),
         cmocka_unit_test(test_a_token_block_is_one_piece),
-        cmocka_unit_test(test_ring_stages_align_the_token_part),
+        cmocka_unit_test(test_ring_keeps_every_stage_aligned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,7 +195,7 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int 
 }
 
 /* Dynamic shared memory of the kernel (templates/mega_moe/config.cuh checks
- * its map against mj_moe_smem_bytes): the stage ring (weights + tokens per stage, 1024-aligned),
+ * its map against mj_moe_smem_bytes): the stage ring (mj_moe_ring_bytes),
  * the epilogue scratch of both math warpgroups (block_m x 288 bytes each:
  * 272 of staged results, 16 of the task's per-token inputs),
  * the routing tables (rows and tile prefix per local expert, tokens and pair
@@ -205,18 +205,18 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int 
  * slots, a full and an empty mbarrier and a task each) and the mailbox (2
  * tasks); a task is 28 bytes (templates/mega_moe/scheduler.cuh). */
 #define MJ_MOE_SMEM_TAIL_BYTES (8u + 8u * (16u + 28u) + 2u * 28u)
-/* Where a ring stage's token part starts (after the weights, on 1024 bytes
- * for the swizzle atoms of mj_moe_token_offset), and the stage's size (so the
- * next stage's token part is aligned too). */
-MJ_LAYOUT_FN mj_u32 mj_moe_ring_tokens(mj_u32 wstage) {
-    return (mj_u32)mj_align_up(wstage, 1024);
-}
-MJ_LAYOUT_FN mj_u32 mj_moe_ring_stage(mj_u32 wstage, mj_u32 bstage) {
-    return (mj_u32)mj_align_up(mj_moe_ring_tokens(wstage) + bstage, 1024);
+/* The stage ring holds three arrays of kStages entries, at the start of
+ * shared memory (1024-aligned): the token tiles' data (mj_moe_token_data_bytes
+ * a stage: whole swizzle atoms, so every stage's atoms stay on their 1024 /
+ * 512 bytes), then the FP8 kind's token scales, then the weights. A stage
+ * that padded its token part to 1024 bytes cost E2M1 decode kernels of
+ * 8-token tiles a stage (bench/RESULTS.md, ninth session). */
+MJ_LAYOUT_FN mj_u32 mj_moe_ring_bytes(mj_u32 wstage, mj_u32 bstage, mj_u32 stages) {
+    return stages * (wstage + bstage);
 }
 #define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
 #define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
-    ((stages)*mj_moe_ring_stage(wstage, bstage) + 2u * (block_m)*288u +                            \
+    (mj_moe_ring_bytes(wstage, bstage, stages) + 2u * (block_m)*288u +                             \
      MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + MJ_MOE_SMEM_TAIL_BYTES)
 
 /* The same for a kernel configuration: the heuristic that picks the stages and

@@ -64,14 +64,18 @@ struct MoeConfig {
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
-    static constexpr mj_u32 kRingStage = mj_moe_ring_stage(kWStage, kBStage);
-    static constexpr mj_u32 kRingTokens = mj_moe_ring_tokens(kWStage); // a stage's token part
+    // The ring's arrays (mj_moe_ring_bytes): token data, token scales, weights.
+    static constexpr mj_u32 kBScales = kBStage - kBData;
+    static constexpr mj_u32 kRingScales = kStages * kBData, kRingWeights = kStages * kBStage;
     static constexpr int kTokenRowBytes = mj_moe_token_row_bytes(kKind, kStageK);
+    static_assert(kBData % 1024 == 0 || (kTokenRowBytes == 64 && kBData % 512 == 0),
+                  "a stage's token data is whole swizzle atoms");
     static constexpr int kEpiStride = 68; // fp32 per token column of a 64-row unit (bank spread)
     // Staged results (64 fp32 or 128 bf16 per token column), then 4 words per column.
     static constexpr mj_u32 kEpiStage = (mj_u32)kBlockM * 272u;
     static constexpr mj_u32 kEpiBytes = kEpiStage + (mj_u32)kBlockM * 16u;
-    static constexpr mj_u32 kSmemRing = 0, kSmemEpi = kStages * kRingStage;
+    static constexpr mj_u32 kSmemRing = 0,
+                            kSmemEpi = mj_moe_ring_bytes(kWStage, kBStage, (mj_u32)kStages);
     static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
     static constexpr mj_u32 kSmemBars =
         kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);

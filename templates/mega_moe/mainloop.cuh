@@ -33,8 +33,16 @@ template <class C> struct Ring {
     mj_u64 *empty; // [kStages]: every math thread is done with the stage
     mj_u64 *sink;  // arrivals nobody waits for: a release with nothing to release
 
-    __device__ __forceinline__ unsigned char *stage(int slot) const {
-        return base + (mj_u32)slot * C::kRingStage;
+    // A stage's parts (mj_moe_ring_bytes): the token tile's data, its token
+    // scales (FP8 kind), the weight blocks and their scales.
+    __device__ __forceinline__ unsigned char *tokens(int slot) const {
+        return base + (mj_u32)slot * C::kBData;
+    }
+    __device__ __forceinline__ unsigned char *token_scales(int slot) const {
+        return base + C::kRingScales + (mj_u32)slot * C::kBScales;
+    }
+    __device__ __forceinline__ unsigned char *weights(int slot) const {
+        return base + C::kRingWeights + (mj_u32)slot * C::kWStage;
     }
 };
 
@@ -60,7 +68,7 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
     const mj_u32 parity = (it / C::kStages) & 1u;
     it++;
     if (!mbar_wait(ring.full + slot, parity, L.args->timeout_ns)) L.fail(MJ_MOE_ERR_PIPE, 1u);
-    return ring.stage(slot);
+    return ring.weights(slot);
 }
 
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
@@ -72,10 +80,10 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
  * same branch made the K loop 6-12% slower at 1-1024 tokens (bench/RESULTS.md,
  * ninth session): they skip only by kN (mainloop). */
 template <class C, int kN>
-__device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
-                                        float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
-                                        float (&p1)[kN / 2], const unsigned char *st, int nblk,
-                                        int c, int valid, const MathThread &m) {
+__device__ __forceinline__ void
+promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
+        float (&p1)[kN / 2], const unsigned char *st, const float *token_scales, int nblk, int c,
+        int valid, const MathThread &m) {
     constexpr int kSteps = C::kStageK / 32;
     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
                               (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
@@ -83,8 +91,7 @@ __device__ __forceinline__ void promote(float (&acc0)[C::kBlockM / 2],
     const mj_u32 b1 = *reinterpret_cast<const unsigned short *>(sf + C::kBlkSf);
     const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8);
     const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8);
-    const float *sa =
-        reinterpret_cast<const float *>(st + C::kRingTokens + C::kBData) + c * C::kBlockM;
+    const float *sa = token_scales + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < kN / 8; i++) {
         if (!C::kW4 && 8 * i >= valid) break;
@@ -137,8 +144,9 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
     for (int s = 0; s < kNumStages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
+        const float *ts = reinterpret_cast<const float *>(ring.token_scales(slot));
         const mj_u64 desc0 =
-            swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes);
+            swizzled_kmajor_desc(smem_u32(ring.tokens(slot)), 0, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
 #pragma unroll
@@ -174,7 +182,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], st, nblk, c0 + j, valid, m);
+                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], st, ts, nblk, c0 + j, valid, m);
             }
         }
         release(ring, slot);
@@ -212,7 +220,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const mj_u64 desc0 =
-            swizzled_kmajor_desc(smem_u32(st + C::kRingTokens), 0, C::kBlockM, C::kTokenRowBytes);
+            swizzled_kmajor_desc(smem_u32(ring.tokens(slot)), 0, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
 #pragma unroll

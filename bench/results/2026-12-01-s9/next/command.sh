@@ -1,24 +1,27 @@
-# Prepared for the next session (not run: no device time was left). On the
-# CPU machine: `git checkout s9-nvfp4-half && make -j2 all test-gpu`, then
-# build main beside it (git worktree add /tmp/m main && make -C /tmp/m -j2
-# all && mkdir -p build/alt/main && cp -r /tmp/m/build/{bin,lib}
-# build/alt/main/), then one device call with carry ["build/lib",
-# "build/bin","build/tests","build/bench","build/alt"]:
-#  1. the branch's quick and full tests (the half-width loop for NVFP4
-#     weights on the BF16 kind in 64-token tiles, with setmaxnreg 48 / 232 for
-#     those kernels);
-#  2. nvfp4 and nvfp4-a16 at T=1024 against main, twice each;
-#  3. the max_tokens_per_rank effect seen in the ninth session (mxfp4-a16
+# Prepared for the next session (not run: no device time was left in the
+# ninth). On the CPU machine: `git checkout s9-compact-ring && make -j2 all
+# test-gpu && bench/results/2026-12-01-s9/next/prepare.sh`, then one device
+# call with carry ["build/lib","build/bin","build/tests","build/bench",
+# "build/alt"]. branch = s9-compact-ring (the ring without per-stage padding:
+# mxfp4-a8 8-token kernels get back the stage the 1024-byte padding took,
+# mxfp8 16-token ones at one rank too; plus f51958b), nvh = f51958b alone
+# (the half-width loop for NVFP4 weights on the BF16 kind, setmaxnreg 48 /
+# 232 for those kernels), main = main.
+#  1. the branch's quick, full and racecheck tests;
+#  2. mxfp4-a8 T=1,8,64 and mxfp8 T=256 against main (the stage back);
+#  3. nvfp4 and nvfp4-a16 at T=1024 against main and nvh, twice each;
+#  4. the max_tokens_per_rank effect seen in the ninth session (mxfp4-a16
 #     T=1024: 3104 us on a buffer of 1024 tokens, 3480 on one of 4096): the
-#     same build at --max-tokens 1024 and 4096, with --phases, for mxfp4-a16
-#     and mxfp4-a8.
+#     branch at --max-tokens 1024 and 4096, with --phases, for mxfp4-a16 and
+#     mxfp4-a8.
 set -u
 export MEGAJIT_CACHE_DIR=/tmp/mjcache MEGAJIT_MOE_TIMEOUT_MS=3000 PATH="$PATH:/usr/local/cuda/bin"
-OUT=$OUT STEPS="quick full" bash tests/gpu/mega_moe_iter.sh
+OUT=$OUT STEPS="quick full race" bash tests/gpu/mega_moe_iter.sh
 run() { # variant row tokens max tag
-  cli=build/bin/megajit; [ $1 = main ] && cli=build/alt/main/bin/megajit
+  cli=build/bin/megajit; [ $1 != branch ] && cli=build/alt/$1/bin/megajit
   timeout -k 5 90 $cli bench mega-moe --format $2 --tokens $3 --max-tokens $4 --iters 20 --phases > $OUT/$1_$2_$4_$5.log 2>&1
   echo "== $1 $2 max $4 rc=$?"; grep -E "^deepseek-v3 .*T=|K loop|pull" $OUT/$1_$2_$4_$5.log | sed "s/(one traced.*task): //; s/ = first stage.*K loop/ K loop/; s/ (stores.*//; s/ + epilogue.*//" | head -20
 }
-for r in 1 2; do for v in main branch; do run $v nvfp4 1024 1024 $r; run $v nvfp4-a16 1024 1024 $r; done; done
+for v in main branch; do run $v mxfp4-a8 1,8,64 64 1; run $v mxfp8 256 256 1; done
+for r in 1 2; do for v in main nvh branch; do run $v nvfp4 1024 1024 $r; run $v nvfp4-a16 1024 1024 $r; done; done
 for f in mxfp4-a16 mxfp4-a8; do for m in 1024 4096; do run branch $f 1024 $m 1; done; done
