@@ -24,14 +24,12 @@ static int valid_routing(int num_tokens, int num_ranks, int num_experts, int top
 }
 
 int mj_moe_max_block_m(const mj_moe_format_row *fmt) {
-    /* The FP8 kind keeps a chunk product next to each accumulator, and E2M1
-     * decoded to BF16 needs its words and multipliers beside them: 128-token
-     * tiles fit the registers only for BF16 weights (tests/test_mega_moe_build.c
-     * checks every preset variant builds without spills). */
+    /* The FP8 kind keeps a chunk product next to each accumulator: 128-token
+     * tiles do not fit its registers. The BF16 kind's fit with one K loop,
+     * E2M1 decodes included (tests/test_mega_moe_build.c checks every preset
+     * variant builds without spills). */
     if (!fmt) return MJ_MOE_MAX_BLOCK_M;
-    return fmt->kind == MJ_MOE_KIND_FP8 || mj_format_bits(fmt->weight_fmt) == 4
-               ? 64
-               : MJ_MOE_MAX_BLOCK_M;
+    return fmt->kind == MJ_MOE_KIND_FP8 ? 64 : MJ_MOE_MAX_BLOCK_M;
 }
 
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk) {

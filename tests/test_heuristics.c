@@ -220,6 +220,9 @@ static void test_config_values(void **state) {
     assert_int_equal(c.block_m, 128);
     assert_int_equal(c.stage_k, 64);
     assert_int_equal(c.stages, 3);
+    /* so do E2M1 decodes on the BF16 kind */
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a16"), 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
     /* the FP8 kind stops at 64 tokens */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 0, &c), 0);
     assert_int_equal(c.block_m, 64);

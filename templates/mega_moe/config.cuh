@@ -53,7 +53,7 @@ struct MoeConfig {
      * at 224; 48 / 232 builds them clean, while the other kernels keep 56 /
      * 224 (with 40 / 232 some gpt-oss kernels spill, with 48 / 232 deepseek's
      * bf16 128-token one: tests/test_mega_moe_build.c). */
-    static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM >= 64;
+    static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
     static constexpr int kProducerRegs = kMathWide ? 48 : 56, kMathRegs = kMathWide ? 232 : 224;
 
     /* Token tiles. */

@@ -293,15 +293,15 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
  * BF16 kind, at 64 tokens the tensor cores, not the decode, bound a
  * full-width step: the half-width one takes half their time (mxfp4-a16
  * T=1024 3104 -> 2894 us; NVFP4 weights need the math warps' larger register
- * budget for it, MoeConfig::kMathRegs; at 32 tokens the second loop made the
- * kernels spill). */
+ * budget for it, MoeConfig::kMathRegs; at 32 and 128 tokens the second loop
+ * made the kernels spill). */
 template <class C, int kNumStages>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
          const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr bool kHalves = C::kFp8
                                  ? C::kBlockM >= 32 || (C::kBlockM == 16 && C::kStageK % 256 == 0)
-                                 : C::kW4 && C::kBlockM >= 64;
+                                 : C::kW4 && C::kBlockM == 64;
     constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
     const bool half = kHalf < C::kBlockM && valid <= kHalf;
     if constexpr (C::kFp8) {
