@@ -3,8 +3,8 @@
 # test-gpu && bench/results/2026-12-01-s9/next/prepare.sh`, then two device
 # calls, `bash command.sh 1` and `bash command.sh 2`, with carry
 # ["build/lib","build/bin","build/tests","build/bench","build/alt"].
-#   main = main; nvh = f51958b (the half-width loop for NVFP4 weights on the
-#   BF16 kind, setmaxnreg 48 / 232 for those kernels); ring = a825183 (nvh +
+#   main = main; nvh = s9-nvfp4-half (the half-width loop for NVFP4 weights on the
+#   BF16 kind, setmaxnreg 48 / 232 for those kernels); ring = s9-compact-ring (nvh +
 #   the ring without per-stage padding: mxfp4-a8 8-token kernels and mxfp8
 #   16-token ones at one rank get back a stage); branch = s9-w4-bm128 (ring +
 #   128-token tiles for E2M1 weights on the BF16 kind).
