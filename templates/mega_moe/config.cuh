@@ -47,14 +47,20 @@ struct MoeConfig {
      * (weight_image.cuh). */
     static constexpr bool kRebased = !kFp8 && kW4;
     /* Registers a thread of the first warpgroup (producers, releases) and of
-     * a math warpgroup hold after setmaxnreg (128 x the one + 256 x the other
-     * <= 65536; ptxas allocates each region within its own). NVFP4 weights on
-     * the BF16 kind in 64-token tiles run two K loops (mainloop), which spill
-     * at 224; 48 / 232 builds them clean, while the other kernels keep 56 /
-     * 224 (with 40 / 232 some gpt-oss kernels spill, with 48 / 232 deepseek's
-     * bf16 128-token one: tests/test_mega_moe_build.c). */
+     * a math warpgroup hold after setmaxnreg. setmaxnreg.inc only takes what
+     * the CTA's own setmaxnreg.dec released, so the split must fit in the
+     * CTA's launch allocation: 384 threads x 168 registers (65536 / 384,
+     * rounded down to ptxas's granule of 8). 48 / 232 asked for 1024 more
+     * and hung every such kernel on the H200 (tenth session). ptxas
+     * allocates each region within its own budget. NVFP4 weights on the
+     * BF16 kind in 64-token tiles run two K loops (mainloop), which spill at
+     * 224; they take 40 / 232, while the other kernels keep 56 / 224 (with
+     * 40 / 232 some gpt-oss kernels spill: tests/test_mega_moe_build.c). */
     static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
-    static constexpr int kProducerRegs = kMathWide ? 48 : 56, kMathRegs = kMathWide ? 232 : 224;
+    static constexpr int kProducerRegs = kMathWide ? 40 : 56, kMathRegs = kMathWide ? 232 : 224;
+    static constexpr int kLaunchRegs = 65536 / MJ_MOE_THREADS / 8 * 8;
+    static_assert(128 * kProducerRegs + 256 * kMathRegs <= MJ_MOE_THREADS * kLaunchRegs,
+                  "setmaxnreg.inc would wait forever for registers the CTA does not hold");
 
     /* Token tiles. */
     static constexpr mj_u32 kBData = mj_moe_token_data_bytes(kKind, kBlockM, kStageK);
