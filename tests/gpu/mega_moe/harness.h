@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "apis/mega_moe_impl.h"
+#include "heuristics/mega_moe_config.h"
 #include "heuristics/moe_formats.h"
 #include "include/megajit.h"
 #include "runtime/build_pool.h"
@@ -104,7 +105,8 @@ static const scenario kGraph2 = {2, SWIGLU, CLAMP, {1, 64}, ROUTE_DUP, -1, 0, 0}
 static const scenario kPeers2 = {2, SWIGLU, 0, {64, 64}, ROUTE_RANDOM, -1, 0, 0};
 static const scenario kPeers4 = {4, SWIGLU, 0, {64, 64, 64, 64}, ROUTE_RANDOM, -1, 0, 0};
 static const scenario kInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0};
-static const int kBlockMs[] = {8, 16, 32, 64};
+/* Each row runs the sizes up to its own cap, mj_moe_max_block_m. */
+static const int kBlockMs[] = {8, 16, 32, 64, 128};
 
 typedef struct shape {
     int H, I, E, K, TMAX;

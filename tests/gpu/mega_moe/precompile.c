@@ -44,6 +44,7 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
             plan_add(l, sh, i, &kMatrix[s], ds, 0, arch);
     for (int i = 0; i < mj_moe_format_count(); i++)
         for (size_t b = 0; b < sizeof kBlockMs / sizeof kBlockMs[0]; b++) {
+            if (kBlockMs[b] > mj_moe_max_block_m(mj_moe_format_at(i))) continue;
             scenario sc = kControlBase;
             sc.block_m = kBlockMs[b];
             plan_add(l, sh, i, &sc, ds, 0, arch);
