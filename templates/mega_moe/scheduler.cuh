@@ -60,7 +60,9 @@ template <class C> struct Routing {
     }
 
     MJ_HD Task decode(int t) const {
-        Task k;
+        // Every field defined, also past the last task: with them undefined
+        // there, ptxas spilled one at the join in the 40-register producer.
+        Task k = {};
         const int first2 = num_tiles() * C::kTasks1;
         if (t >= num_tasks()) {
             k.gemm = 0;
