@@ -11,7 +11,9 @@
  *              acc += p * (weight scale * token scale) in increasing K. Steps
  *              are issued in batches (fp8_batch) and promoted after one wait:
  *              ptxas serializes a warpgroup that promotes while its own wgmma
- *              runs, so the batch, and the other warpgroup, hide the latency.
+ *              runs (C7514, even with the two blocks' wgmmas alternating so
+ *              that each product is read only after its own wait), so the
+ *              batch, and the other warpgroup, hide the latency.
  *
  * Both blocks' wgmma always issue (a block missing from a task's last stage
  * multiplies stale shared memory into a result nobody reads): a branch around
