@@ -11,7 +11,7 @@
  *              acc += p * (weight scale * token scale) in increasing K. Steps
  *              are issued in batches (fp8_batch) and promoted after one wait:
  *              ptxas serializes a warpgroup that promotes while its own wgmma
- *              runs (C7514, even with the two blocks' wgmmas alternating so
+ *              runs (C7513 / C7514, even with the two blocks' wgmmas alternating so
  *              that each product is read only after its own wait), so the
  *              batch, and the other warpgroup, hide the latency.
  *
