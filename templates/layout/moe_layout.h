@@ -150,7 +150,8 @@ MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, i
     l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
     l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt);
     l.row_scale_offset = mj_align_up(l.w1.bytes + l.w2.bytes, 16);
-    mj_u64 rows = mj_format_bits(weight_fmt) == 4 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
+    const mj_u64 rows =
+        mj_format_bits(weight_fmt) == 4 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
     l.expert_bytes = mj_align_up(l.row_scale_offset + rows, MJ_LAYOUT_ALIGN);
     return l;
 }

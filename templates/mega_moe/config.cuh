@@ -8,6 +8,7 @@
 
 #include "common/numerics.cuh"
 #include "layout/moe_layout.h"
+#include "mega_moe/weight_image.cuh"
 
 namespace mj {
 
@@ -43,9 +44,8 @@ struct MoeConfig {
     static constexpr mj_u32 kWStage = MJ_MOE_TASK_BLOCKS * (kBlkData + kBlkSf);
     static constexpr mj_u64 kRowScaleOffset = kImage.row_scale_offset;
     static constexpr mj_u64 kExpertBytes = kImage.expert_bytes;
-    /* E2M1 weights of the BF16 kind come with rebased scales and row scales
-     * (weight_image.cuh). */
-    static constexpr bool kRebased = !kFp8 && kW4;
+    /* Images with rebased scales come with row scales (weight_image.cuh). */
+    static constexpr bool kRebased = rebased_scales<kKind, kWeightFmt>();
     /* Registers a thread of the first warpgroup (producers, releases) and of
      * a math warpgroup hold after setmaxnreg. setmaxnreg.inc only takes what
      * the CTA's own setmaxnreg.dec released, so the split must fit in the
@@ -59,7 +59,8 @@ struct MoeConfig {
     static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
     static constexpr int kProducerRegs = kMathWide ? 40 : 56, kMathRegs = kMathWide ? 232 : 224;
     static constexpr int kLaunchRegs = 65536 / MJ_MOE_THREADS / 8 * 8;
-    static_assert(128 * kProducerRegs + 256 * kMathRegs <= MJ_MOE_THREADS * kLaunchRegs,
+    static_assert(128 * kProducerRegs + (MJ_MOE_THREADS - 128) * kMathRegs <=
+                      MJ_MOE_THREADS * kLaunchRegs,
                   "setmaxnreg.inc would wait forever for registers the CTA does not hold");
 
     /* Token tiles. */
