@@ -148,10 +148,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             L.fail(MJ_MOE_ERR_PIPE, 7u);
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         const EpiInputs e = epi_inputs(L, k, m);
-        if (k.gemm == 1)
-            mainloop<C, C::kStages1>(ring, it, k.nblk, k.valid, m, L, acc0, acc1);
-        else
-            mainloop<C, C::kStages2>(ring, it, k.nblk, k.valid, m, L, acc0, acc1);
+        mainloop<C>(ring, it, C::stages_of(k.gemm), k.nblk, k.valid, m, L, acc0, acc1);
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
         const int nb = own_blocks(k, m);
         mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;

@@ -126,9 +126,9 @@ template <int kBlockM, int kN, int kSteps> constexpr int fp8_batch() {
 
 /* kN: the token columns the wgmmas compute (the tile's first kN; the
  * accumulators' other columns stay zero). */
-template <class C, int kNumStages, int kN>
+template <class C, int kN>
 __device__ __forceinline__ void
-mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
+mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
              const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
     constexpr int kBatch = fp8_batch<C::kBlockM, kN, kSteps>();
@@ -143,7 +143,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
             p[j][0][i] = p[j][1][i] = 0.0f;
     mj_u32 a[kBatch][2][4], words[2][4];
 #pragma unroll 1
-    for (int s = 0; s < kNumStages; s++) {
+    for (int s = 0; s < stages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const float *ts = reinterpret_cast<const float *>(ring.token_scales(slot));
@@ -193,10 +193,10 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThr
 
 /* kN: the token columns the wgmmas compute (the tile's first kN; the
  * accumulators' other columns stay zero). */
-template <class C, int kNumStages, int kN>
+template <class C, int kN>
 __device__ __forceinline__ void
-mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, const Launch<C> &L,
-              float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, const MathThread &m,
+              const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
     // The wgmmas of kGroup K16 steps issue behind one wgmma fence, which waits
@@ -218,7 +218,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     mj_u32 a[kSets][2][4], words[2][4], scale[2][2];
     int prev_slot = -1;
 #pragma unroll 1
-    for (int s = 0; s < kNumStages; s++) {
+    for (int s = 0; s < stages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const mj_u64 desc0 =
@@ -285,7 +285,9 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
     release(ring, prev_slot);
 }
 
-/* The K loop of the kernel's kind over a task of kNumStages stages; valid:
+/* The K loop of the kernel's kind over a task of `stages` stages (a runtime
+ * count: one loop serves both GEMMs, which halves the kernel's code and its
+ * compile time, and the stage loop is not unrolled anyway); valid:
  * the tile's rows that hold tokens. A tile of 32 or more tokens that is at
  * most half full runs the wgmmas of half its width: a branch per task,
  * outside the loop, as the one between the two GEMMs' loops. The FP8 kind's
@@ -297,9 +299,9 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int nblk, const MathThread &m, co
  * T=1024 3104 -> 2894 us; NVFP4 weights need the math warps' larger register
  * budget for it, MoeConfig::kMathRegs; at 32 and 128 tokens the second loop
  * made the kernels spill). */
-template <class C, int kNumStages>
+template <class C>
 __device__ __forceinline__ void
-mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread &m,
+mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
          const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr bool kHalves = C::kFp8
                                  ? C::kBlockM >= 32 || (C::kBlockM == 16 && C::kStageK % 256 == 0)
@@ -308,14 +310,14 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int nblk, int valid, const MathThread 
     const bool half = kHalf < C::kBlockM && valid <= kHalf;
     if constexpr (C::kFp8) {
         if (half)
-            mainloop_fp8<C, kNumStages, kHalf>(ring, it, nblk, valid, m, L, acc0, acc1);
+            mainloop_fp8<C, kHalf>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
         else
-            mainloop_fp8<C, kNumStages, C::kBlockM>(ring, it, nblk, valid, m, L, acc0, acc1);
+            mainloop_fp8<C, C::kBlockM>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
     } else {
         if (half)
-            mainloop_bf16<C, kNumStages, kHalf>(ring, it, nblk, m, L, acc0, acc1);
+            mainloop_bf16<C, kHalf>(ring, it, stages, nblk, m, L, acc0, acc1);
         else
-            mainloop_bf16<C, kNumStages, C::kBlockM>(ring, it, nblk, m, L, acc0, acc1);
+            mainloop_bf16<C, C::kBlockM>(ring, it, stages, nblk, m, L, acc0, acc1);
     }
 }
 
