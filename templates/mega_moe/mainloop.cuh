@@ -290,7 +290,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, const MathT
  * compile time, and the stage loop is not unrolled anyway); valid:
  * the tile's rows that hold tokens. A tile of 32 or more tokens that is at
  * most half full runs the wgmmas of half its width: a branch per task,
- * outside the loop, as the one between the two GEMMs' loops. The FP8 kind's
+ * outside the loop. The FP8 kind's
  * promotion and products halve with them, and its batch may grow (16-token
  * tiles too where their stages hold a multiple of eight K32 steps: with six,
  * the second loop made gpt-oss's mxfp4-a8 kernel spill). For E2M1 weights on the
