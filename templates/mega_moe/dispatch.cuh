@@ -43,14 +43,9 @@ template <class C> __device__ __forceinline__ void route_count(const Launch<C> &
     }
 }
 
-/* Eight elements k .. k + 7 of a row in the dispatch format, as BF16 pairs. */
-template <int kFmt>
-__device__ __forceinline__ uint4 bf16x8_of(const unsigned char *x_row, const unsigned char *sf_row,
-                                           int k) {
-    if (kFmt == MJ_FMT_BF16) return *reinterpret_cast<const uint4 *>(x_row + 2 * k);
-    // NVFP4: E2M1 x UE4M3 is exact in BF16.
-    const mj_u32 packed = *reinterpret_cast<const mj_u32 *>(x_row + k / 2);
-    const float s = f32_from_e4m3(sf_row[k / 16]);
+/* Eight NVFP4 elements (one 32-bit word of E2M1 codes) times their UE4M3
+ * scale as BF16 pairs: exact (E2M1 x UE4M3 fits BF16). */
+__device__ __forceinline__ uint4 bf16x8_of_nvfp4(mj_u32 packed, float s) {
     mj_u32 w[4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -60,14 +55,17 @@ __device__ __forceinline__ uint4 bf16x8_of(const unsigned char *x_row, const uns
 }
 
 /* One pair's token row into row r of its tile (all stages), by one warp:
- * batches of loads before their stores, so a row costs a few memory
+ * batches of 16-byte loads before their stores, so a row costs a few memory
  * latencies (the pull runs while the weight streams start): 16 loads a lane
- * of E4M3 rows, 8 of BF16 rows, 4 of NVFP4 rows (which are converted); more
- * spill beside the kernel's other roles (tests/test_mega_moe_build.c). */
+ * of E4M3 rows, 8 of BF16 rows, 8 of NVFP4 rows (32 elements each, converted
+ * to BF16 on the way: a 7168-element row in one round; with 4 loads of 8
+ * elements the NVFP4 pull took longer than the BF16 one, bench/RESULTS.md,
+ * tenth session); more spill beside the kernel's other roles
+ * (tests/test_mega_moe_build.c). */
 template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
-    constexpr int kBatch = C::kFp8 ? 16 : C::kDispatchFmt == MJ_FMT_NVFP4 ? 4 : 8;
+    constexpr int kBatch = C::kFp8 ? 16 : 8;
     const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
@@ -98,6 +96,38 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                         f32_from_bits((mj_u32)e[j] << 23);
             }
         }
+    } else if (C::kDispatchFmt == MJ_FMT_NVFP4) {
+        // A lane step: 32 elements, one 16-byte load of codes and one 2-byte
+        // load of their two scales (rows hold a multiple of 64 elements).
+        constexpr int kStep = 32 * 32;
+        for (int k0 = 32 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
+            uint4 q[kBatch];
+            mj_u32 sf[kBatch];
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int k = k0 + j * kStep;
+                if (k < C::kHidden) {
+                    q[j] = *reinterpret_cast<const uint4 *>(x_row + k / 2);
+                    sf[j] = *reinterpret_cast<const unsigned short *>(sf_row + k / 16);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int k = k0 + j * kStep;
+                if (k >= C::kHidden) continue;
+                unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
+                const int kk = k % C::kStageK;
+                const float s0 = f32_from_e4m3((unsigned char)sf[j]),
+                            s1 = f32_from_e4m3((unsigned char)(sf[j] >> 8));
+                const mj_u32 words[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
+#pragma unroll
+                for (int h = 0; h < 4; h++)
+                    *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM,
+                                                                           C::kStageK, r,
+                                                                           kk + 8 * h)) =
+                        bf16x8_of_nvfp4(words[h], h < 2 ? s0 : s1);
+            }
+        }
     } else {
         constexpr int kStep = 8 * 32;
         for (int k0 = 8 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
@@ -105,7 +135,7 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
                 const int k = k0 + j * kStep;
-                if (k < C::kHidden) v[j] = bf16x8_of<C::kDispatchFmt>(x_row, sf_row, k);
+                if (k < C::kHidden) v[j] = *reinterpret_cast<const uint4 *>(x_row + 2 * k);
             }
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
