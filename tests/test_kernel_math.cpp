@@ -184,6 +184,27 @@ void test_fast_e2m1_f32(void **state) {
     assert_int_equal(mj::e2m1_code_word(0.0f) & 0xffu, 0);
 }
 
+// NVFP4 token pairs into BF16 tiles: every pair of codes under every scale
+// byte gives the reference's BF16 of code x scale (NaN scales: a NaN).
+void test_e2m1_pairs_to_bf16(void **state) {
+    (void)state;
+    for (int sb = 0; sb < 256; sb++) {
+        const float s = mjr_f32_from_e4m3((uint8_t)sb);
+        const float scale63 = mj::e4m3_scale63((unsigned char)sb);
+        for (mj_u32 codes = 0; codes < 256; codes++) {
+            const mj_u32 got = mj::bf16x2_from_e2m1x2(codes, scale63);
+            for (int h = 0; h < 2; h++) {
+                const uint16_t g = (uint16_t)(got >> (16 * h));
+                const float want = mjr_f32_from_e2m1((uint8_t)(codes >> (4 * h) & 15u)) * s;
+                if (s != s)
+                    assert_true(mjr_f32_from_bf16(g) != mjr_f32_from_bf16(g));
+                else
+                    assert_int_equal(g, mjr_bf16_from_f32(want));
+            }
+        }
+    }
+}
+
 // Packing, signs and -0 suppression of whole 8-element words, and the NaN-
 // ignoring packed maximum, on random pairs with every kind of value.
 void test_fast_packing(void **state) {
@@ -346,6 +367,7 @@ int main(void) {
         cmocka_unit_test(test_element_conversions), cmocka_unit_test(test_fast_ue8m0),
         cmocka_unit_test(test_fast_e2m1_pow2),      cmocka_unit_test(test_fast_e2m1_f32),
         cmocka_unit_test(test_fast_packing),        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_e2m1_pairs_to_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,6 +240,27 @@ MJ_HD mj_u32 pack_e2m1x8(const float v[8], float scale) {
     return r;
 }
 
+// Two E2M1 codes (the low nibble first) times their UE4M3 scale s, as a BF16
+// pair, given scale63 = s x 2^63 (NVFP4 token rows into BF16 tiles). A code's
+// magnitude bits placed as an f32's low exponent bits and top mantissa bit
+// give code x 2^-126 (subnormal under 1); multiplied by s x 2^63 and by 2^63,
+// both exact, that is code x s, which has at most six significant bits within
+// BF16's normal range: the f32's top half is bf16_from_f32 of it, with a
+// few instructions instead of a decode, a multiply and a rounding each
+// (tests/test_kernel_math.cpp checks every code and scale).
+MJ_HD mj_u32 bf16x2_from_e2m1x2(mj_u32 codes, float scale63) {
+    const float two63 = f32_from_bits(0x5f000000u);
+    const mj_u32 hi = codes >> 4;
+    const float a = f32_from_bits((codes & 7u) << 22 | (codes & 8u) << 28) * scale63 * two63;
+    const float b = f32_from_bits((hi & 7u) << 22 | (hi & 8u) << 28) * scale63 * two63;
+    return f32_bits(a) >> 16 | (f32_bits(b) & 0xffff0000u);
+}
+
+// s x 2^63 for bf16x2_from_e2m1x2, from a UE4M3 scale byte.
+MJ_HD float e4m3_scale63(unsigned char b) {
+    return f32_from_e4m3(b) * f32_from_bits(0x5f000000u);
+}
+
 // ---------------------------------------------------------------------------
 // Whole-group fast paths of the pre-dispatch kernel. They give the bytes of the
 // scalar helpers above (tests/test_kernel_math.cpp checks that exhaustively on

@@ -43,15 +43,13 @@ template <class C> __device__ __forceinline__ void route_count(const Launch<C> &
     }
 }
 
-/* Eight NVFP4 elements (one 32-bit word of E2M1 codes) times their UE4M3
- * scale as BF16 pairs: exact (E2M1 x UE4M3 fits BF16). */
-__device__ __forceinline__ uint4 bf16x8_of_nvfp4(mj_u32 packed, float s) {
-    mj_u32 w[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        w[i] = (mj_u32)bf16_from_f32(moe::f32_from_e2m1(packed >> (8 * i)) * s) |
-               ((mj_u32)bf16_from_f32(moe::f32_from_e2m1(packed >> (8 * i + 4)) * s) << 16);
-    return make_uint4(w[0], w[1], w[2], w[3]);
+/* Eight NVFP4 elements (one word of E2M1 codes, element 2i in the low nibble
+ * of byte i) as BF16 pairs; scale63 = their scale x 2^63. */
+__device__ __forceinline__ uint4 bf16x8_of_nvfp4(mj_u32 packed, float scale63) {
+    return make_uint4(bf16x2_from_e2m1x2(packed & 0xffu, scale63),
+                      bf16x2_from_e2m1x2(packed >> 8 & 0xffu, scale63),
+                      bf16x2_from_e2m1x2(packed >> 16 & 0xffu, scale63),
+                      bf16x2_from_e2m1x2(packed >> 24, scale63));
 }
 
 /* One pair's token row into row r of its tile (all stages), by one warp:
@@ -117,8 +115,8 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
                 const int kk = k % C::kStageK;
-                const float s0 = f32_from_e4m3((unsigned char)sf[j]),
-                            s1 = f32_from_e4m3((unsigned char)(sf[j] >> 8));
+                const float s0 = e4m3_scale63((unsigned char)sf[j]),
+                            s1 = e4m3_scale63((unsigned char)(sf[j] >> 8));
                 const mj_u32 words[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
 #pragma unroll
                 for (int h = 0; h < 4; h++)
