@@ -135,22 +135,25 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
                                             float (&gate)[C::kBlockM / 2],
                                             float (&up)[C::kBlockM / 2], const MathThread &m,
                                             unsigned char *scratch_bytes, mj_u64 *stored) {
-    float *scratch = reinterpret_cast<float *>(scratch_bytes);
     scale_rows(gate, e.rs[0]);
     scale_rows(up, e.rs[1]);
     const float ag = e.alpha[0], au = e.alpha[1], as = e.alpha[2];
     const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
+    // Each accumulator pair leaves as its step 2 BF16 gate and up values (one
+    // word); the activation runs in the loop below, over the tile's valid
+    // columns only and kGroup values at a time: unrolled here, over all
+    // kBlockM / 2 registers, it was most of a wide tile's code.
+    mj_u32 *words = reinterpret_cast<mj_u32 *>(scratch_bytes);
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
-        float act = 0.0f;
+        mj_u32 gu = 0u;
         if (col < k.valid) {
-            const float xs = f32_from_bits(table[4 * col]), w = f32_from_bits(table[4 * col + 1]);
-            const float g = f32_from_bf16(bf16_from_f32(gate[j] * (xs * ag)));
-            const float u = f32_from_bf16(bf16_from_f32(up[j] * (xs * au)));
-            act = moe::activate<C::kActivation, C::kClampBits>(g, u) * (w * as);
+            const float xs = f32_from_bits(table[4 * col]);
+            gu = (mj_u32)bf16_from_f32(gate[j] * (xs * ag)) |
+                 (mj_u32)bf16_from_f32(up[j] * (xs * au)) << 16;
         }
-        scratch[col * C::kEpiStride + row] = act;
+        words[col * C::kEpiStride + row] = gu;
     }
     warpgroup_sync(1 + m.wg);
 
@@ -159,13 +162,20 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     constexpr int kPerCol = MJ_MOE_BLOCK_ROWS / kGroup;
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {
         const int col = item / kPerCol, grp = item % kPerCol;
+        const float ws = f32_from_bits(table[4 * col + 1]) * as;
         float v[kGroup];
-        const float4 *src =
-            reinterpret_cast<const float4 *>(scratch + col * C::kEpiStride + grp * kGroup);
+        const uint4 *src =
+            reinterpret_cast<const uint4 *>(words + col * C::kEpiStride + grp * kGroup);
 #pragma unroll
         for (int i = 0; i < kGroup / 4; i++) {
-            const float4 f = src[i];
-            v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
+            const uint4 w = src[i];
+            const mj_u32 gu[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int h = 0; h < 4; h++)
+                v[4 * i + h] = moe::activate<C::kActivation, C::kClampBits>(
+                                   f32_from_bf16((bf16_bits)(gu[h] & 0xffffu)),
+                                   f32_from_bf16((bf16_bits)(gu[h] >> 16))) *
+                               ws;
         }
         const int kq = MJ_MOE_BLOCK_ROWS * l1_unit(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
