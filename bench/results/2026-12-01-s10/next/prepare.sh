@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# On the CPU machine, from the repository root of branch s10-nvfp4-pull after
-# `make -j2 all test-gpu`: builds main and s10-one-loop beside it, as
-# build/alt/main and build/alt/loop (each its own library and CLI).
+# On the CPU machine, from the repository root of branch s10-epi-act after
+# `make -j2 all test-gpu`: builds main, s10-one-loop and s10-nvfp4-pull beside
+# it, as build/alt/main, build/alt/loop and build/alt/pull (each its own
+# library and CLI).
 set -eu
 rm -rf build/alt && mkdir -p build/alt
-for v in main:main loop:s10-one-loop; do
+for v in main:main loop:s10-one-loop pull:s10-nvfp4-pull; do
     name=${v%%:*} ref=${v#*:}
     wt=$(mktemp -d)
     git worktree add -q --detach "$wt" "$ref"
@@ -12,4 +13,4 @@ for v in main:main loop:s10-one-loop; do
     mkdir -p "build/alt/$name" && cp -r "$wt/build/bin" "$wt/build/lib" "build/alt/$name/"
     git worktree remove --force "$wt"
 done
-echo "built: build/alt/main build/alt/loop"
+echo "built: build/alt/main build/alt/loop build/alt/pull"
