@@ -201,14 +201,31 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
             reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] =
                 ue8m0_value(e);
         } else {
-            moe::quantize_l2_bf16<C::kFp8 ? MJ_FMT_BF16 : C::kL2Fmt>(v, kGroup);
+            // Step 6 into BF16 tiles: BF16 rounds; NVFP4 quantizes the group and
+            // stores its values decoded back, which BF16 holds exactly.
+            constexpr bool kNvfp4 = C::kL2Fmt == MJ_FMT_NVFP4;
+            float inv = 1.0f, scale63 = 0.0f;
+            if (kNvfp4) {
+                float amax = 0.0f;
+#pragma unroll
+                for (int i = 0; i < kGroup; i++)
+                    amax = max_num(amax, abs_f32(v[i]));
+                const unsigned char sf = e4m3_from_f32(amax * 0.16666667f);
+                const float s = f32_from_e4m3(sf);
+                inv = s > 0.0f ? 1.0f / s : 0.0f;
+                scale63 = e4m3_scale63(sf);
+            }
 #pragma unroll
             for (int h = 0; h < kGroup / 8; h++) {
                 mj_u32 q[4];
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    q[i] = (mj_u32)bf16_from_f32(v[8 * h + 2 * i]) |
-                           ((mj_u32)bf16_from_f32(v[8 * h + 2 * i + 1]) << 16);
+                for (int i = 0; i < 4; i++) {
+                    const float x = v[8 * h + 2 * i], y = v[8 * h + 2 * i + 1];
+                    q[i] = kNvfp4 ? bf16x2_from_e2m1x2((mj_u32)e2m1_from_f32(x * inv) |
+                                                           (mj_u32)e2m1_from_f32(y * inv) << 4,
+                                                       scale63)
+                                  : (mj_u32)bf16_from_f32(x) | (mj_u32)bf16_from_f32(y) << 16;
+                }
                 *reinterpret_cast<uint4 *>(
                     stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
                                                 kk + 8 * h)) = make_uint4(q[0], q[1], q[2], q[3]);
