@@ -140,20 +140,30 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     const float ag = e.alpha[0], au = e.alpha[1], as = e.alpha[2];
     const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
     // Each accumulator pair leaves as its step 2 BF16 gate and up values (one
-    // word); the activation runs in the loop below, over the tile's valid
-    // columns only and kGroup values at a time: unrolled here, over all
-    // kBlockM / 2 registers, it was most of a wide tile's code.
+    // word), and a rolled loop over the tile's valid elements activates them
+    // in place: unrolled over all kBlockM / 2 registers, the activation was
+    // most of a wide tile's code, and it ran for empty columns too.
     mj_u32 *words = reinterpret_cast<mj_u32 *>(scratch_bytes);
+    float *scratch = reinterpret_cast<float *>(scratch_bytes);
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
-        mj_u32 gu = 0u;
         if (col < k.valid) {
             const float xs = f32_from_bits(table[4 * col]);
-            gu = (mj_u32)bf16_from_f32(gate[j] * (xs * ag)) |
-                 (mj_u32)bf16_from_f32(up[j] * (xs * au)) << 16;
+            words[col * C::kEpiStride + row] = (mj_u32)bf16_from_f32(gate[j] * (xs * ag)) |
+                                               (mj_u32)bf16_from_f32(up[j] * (xs * au)) << 16;
         }
-        words[col * C::kEpiStride + row] = gu;
+    }
+    warpgroup_sync(1 + m.wg);
+#pragma unroll 1
+    for (int el = m.t; el < k.valid * MJ_MOE_BLOCK_ROWS; el += 128) {
+        const int col = el / MJ_MOE_BLOCK_ROWS, at = col * C::kEpiStride + el % MJ_MOE_BLOCK_ROWS;
+        const mj_u32 gu = words[at];
+        const float w = f32_from_bits(table[4 * col + 1]);
+        scratch[at] =
+            moe::activate<C::kActivation, C::kClampBits>(f32_from_bf16((bf16_bits)(gu & 0xffffu)),
+                                                         f32_from_bf16((bf16_bits)(gu >> 16))) *
+            (w * as);
     }
     warpgroup_sync(1 + m.wg);
 
@@ -162,20 +172,13 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     constexpr int kPerCol = MJ_MOE_BLOCK_ROWS / kGroup;
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {
         const int col = item / kPerCol, grp = item % kPerCol;
-        const float ws = f32_from_bits(table[4 * col + 1]) * as;
         float v[kGroup];
-        const uint4 *src =
-            reinterpret_cast<const uint4 *>(words + col * C::kEpiStride + grp * kGroup);
+        const float4 *src =
+            reinterpret_cast<const float4 *>(scratch + col * C::kEpiStride + grp * kGroup);
 #pragma unroll
         for (int i = 0; i < kGroup / 4; i++) {
-            const uint4 w = src[i];
-            const mj_u32 gu[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-            for (int h = 0; h < 4; h++)
-                v[4 * i + h] = moe::activate<C::kActivation, C::kClampBits>(
-                                   f32_from_bf16((bf16_bits)(gu[h] & 0xffffu)),
-                                   f32_from_bf16((bf16_bits)(gu[h] >> 16))) *
-                               ws;
+            const float4 f = src[i];
+            v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
         }
         const int kq = MJ_MOE_BLOCK_ROWS * l1_unit(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
