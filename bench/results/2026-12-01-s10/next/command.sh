@@ -8,8 +8,8 @@
 #   main; loop = s10-one-loop (one K loop for both GEMMs, the stage count a
 #   runtime argument: half the code, the same inner loop); pull =
 #   s10-nvfp4-pull (the NVFP4 token pull in 16-byte loads, pairs decoded by
-#   bit placement); branch = s10-epi-act (the GEMM 1 epilogue activates in its
-#   quantizing loop, over valid columns; NVFP4 step 6 through the pair decoder).
+#   bit placement); branch = s10-epi-act (the GEMM 1 epilogue activates in a
+#   rolled loop over valid elements; NVFP4 step 6 through the pair decoder).
 # Part 1: the branch's quick, full, racecheck and BLOCK_M-sweep tests; loop vs
 #   main where the K loop is hot (mxfp4-a8 T=1,64,1024; mxfp4-a16 T=64,1024).
 # Part 2: pull vs loop (nvfp4 T=256,1024,4096 on a 4096-token buffer, the
