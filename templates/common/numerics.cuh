@@ -5,7 +5,9 @@
  * and IEEE single + - * / are used, so the host build and a device build with
  * --fmad=false produce the same bytes. The one exception is the hardware E4M3
  * conversion in pack_e4m3x8 on the device, which rounds identically (RNE,
- * saturating) and is checked bit for bit against the reference on the GPU.
+ * saturating) and is checked bit for bit against the reference on the GPU,
+ * and the hardware BF16 rounding of bf16x2_rn, which differs from
+ * bf16_from_f32 only in the payload of a NaN (no rule of NUMERICS.md reads it).
  */
 #ifndef MJ_NUMERICS_CUH
 #define MJ_NUMERICS_CUH
@@ -328,6 +330,13 @@ __device__ __forceinline__ float fma_sat(float a, float b, float c) {
     asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(d) : "f"(a), "f"(b), "f"(c));
     return d;
 }
+// bf16_from_f32 of both (lo in the low half) in one instruction: the same
+// bits for every non-NaN input; a NaN becomes the canonical NaN.
+__device__ __forceinline__ mj_u32 bf16x2_rn(float lo, float hi) {
+    mj_u32 d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
 #else
 inline mj_u32 mad_u32(mj_u32 a, mj_u32 b, mj_u32 c) {
     return a * b + c;
@@ -421,6 +430,9 @@ inline float fma_rn(float a, float b, float c) {
 inline float fma_sat(float a, float b, float c) {
     float d = fmaf(a, b, c);
     return d != d || d < 0.0f ? 0.0f : d > 1.0f ? 1.0f : d;
+}
+inline mj_u32 bf16x2_rn(float lo, float hi) {
+    return (mj_u32)bf16_from_f32(lo) | (mj_u32)bf16_from_f32(hi) << 16;
 }
 #endif
 

@@ -14,6 +14,17 @@ namespace mj {
 
 namespace moe {
 
+/* 1 / (1 + e^-x) from the hardware's ex2 and rcp approximations: relative
+ * error within about 2^-21 + |x| 2^-24 (rounding x log2(e) adds the second
+ * term; NUMERICS.md step 4). IEEE expf and division took half the GEMM 1
+ * epilogue, 3 us of a 64-token task (bench/RESULTS.md, eleventh session). */
+__device__ __forceinline__ float sigmoid(float x) {
+    float e, r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * -1.44269504f));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+    return r;
+}
+
 /* Steps 3-4 on BF16-rounded g and u (as floats). */
 template <int kActivation, unsigned kClampBits>
 __device__ __forceinline__ float activate(float g, float u) {
@@ -22,10 +33,9 @@ __device__ __forceinline__ float activate(float g, float u) {
         g = g < c ? g : c;
         u = u < -c ? -c : (u > c ? c : u);
     }
-    if (kActivation == MJ_ACT_SWIGLU) return g * (1.0f / (1.0f + expf(-g))) * u;
-    if (kActivation == MJ_ACT_SWIGLUOAI)
-        return g * (1.0f / (1.0f + expf(-(1.702f * g)))) * (u + 1.0f);
-    const float h = 4.0f * tanhf(g * 0.25f) * (1.0f / (1.0f + expf(-g)));
+    if (kActivation == MJ_ACT_SWIGLU) return g * sigmoid(g) * u;
+    if (kActivation == MJ_ACT_SWIGLUOAI) return g * sigmoid(1.702f * g) * (u + 1.0f);
+    const float h = 4.0f * tanhf(g * 0.25f) * sigmoid(g);
     return h * (25.0f * tanhf(u / 25.0f));
 }
 

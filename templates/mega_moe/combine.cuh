@@ -54,8 +54,7 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
         mj_u32 o[4];
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            o[i] =
-                (mj_u32)bf16_from_f32(acc[2 * i]) | ((mj_u32)bf16_from_f32(acc[2 * i + 1]) << 16);
+            o[i] = bf16x2_rn(acc[2 * i], acc[2 * i + 1]);
         *reinterpret_cast<uint4 *>(L.args->y + (mj_u64)t * C::kHidden + h) =
             make_uint4(o[0], o[1], o[2], o[3]);
     }

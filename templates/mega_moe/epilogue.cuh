@@ -150,8 +150,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         const int row = frag_row(m, j), col = frag_col(m, j);
         if (col < k.valid) {
             const float xs = f32_from_bits(table[4 * col]);
-            words[col * C::kEpiStride + row] = (mj_u32)bf16_from_f32(gate[j] * (xs * ag)) |
-                                               (mj_u32)bf16_from_f32(up[j] * (xs * au)) << 16;
+            words[col * C::kEpiStride + row] = bf16x2_rn(gate[j] * (xs * ag), up[j] * (xs * au));
         }
     }
     warpgroup_sync(1 + m.wg);
@@ -227,7 +226,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
                     q[i] = kNvfp4 ? bf16x2_from_e2m1x2((mj_u32)e2m1_from_f32(x * inv) |
                                                            (mj_u32)e2m1_from_f32(y * inv) << 4,
                                                        scale63)
-                                  : (mj_u32)bf16_from_f32(x) | (mj_u32)bf16_from_f32(y) << 16;
+                                  : bf16x2_rn(x, y);
                 }
                 *reinterpret_cast<uint4 *>(
                     stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
@@ -256,8 +255,9 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
-        scratch[col * kPitch + row] = bf16_from_f32(acc0[j] * alpha);
-        scratch[col * kPitch + 64 + row] = bf16_from_f32(acc1[j] * alpha);
+        const mj_u32 o = bf16x2_rn(acc0[j] * alpha, acc1[j] * alpha);
+        scratch[col * kPitch + row] = (bf16_bits)(o & 0xffffu);
+        scratch[col * kPitch + 64 + row] = (bf16_bits)(o >> 16);
     }
     const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
     const int chunks = 8 * own_blocks(k, m);
