@@ -182,12 +182,14 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         const int kq = MJ_MOE_BLOCK_ROWS * l1_unit(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
         const int kk = kq % C::kStageK;
-        if (C::kFp8) {
-            // MXFP8 (NUMERICS.md, quantizing activations): E4M3 bytes + the fp32 scale.
-            float amax = 0.0f;
+        constexpr bool kNvfp4 = !C::kFp8 && C::kL2Fmt == MJ_FMT_NVFP4;
+        float amax = 0.0f; // the group's, for the block-scaled formats
+        if (C::kFp8 || kNvfp4)
 #pragma unroll
             for (int i = 0; i < kGroup; i++)
                 amax = max_num(amax, abs_f32(v[i]));
+        if (C::kFp8) {
+            // MXFP8 (NUMERICS.md, quantizing activations): E4M3 bytes + the fp32 scale.
             const unsigned char e = ue8m0_for_amax(amax, MJ_E4M3_MAX);
             const float inv = ue8m0_inv_scale(e);
             mj_u32 q[8];
@@ -205,16 +207,10 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         } else {
             // Step 6 into BF16 tiles: BF16 rounds; NVFP4 quantizes the group and
             // stores its values decoded back, which BF16 holds exactly.
-            constexpr bool kNvfp4 = C::kL2Fmt == MJ_FMT_NVFP4;
             float inv = 1.0f, scale63 = 0.0f;
-            if (kNvfp4) {
-                float amax = 0.0f;
-#pragma unroll
-                for (int i = 0; i < kGroup; i++)
-                    amax = max_num(amax, abs_f32(v[i]));
+            if (kNvfp4) { // no per-token scale here: pts = 1
                 const unsigned char sf = e4m3_from_f32(amax * 0.16666667f);
-                const float s = f32_from_e4m3(sf);
-                inv = s > 0.0f ? 1.0f / s : 0.0f;
+                inv = nvfp4_group_inv(sf, 1.0f);
                 scale63 = e4m3_scale63(sf);
             }
 #pragma unroll
