@@ -95,13 +95,19 @@ static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, in
     char rt_error[MJ_BUILD_ERROR_CHARS] = "";
     if (mj_runtime_new(pool->runtime, &rt) != MJ_OK)
         snprintf(rt_error, sizeof rt_error, "cannot open the runtime: %s", mj_last_error());
-    // NVRTC's own temporary files (EDG's) go to TMPDIR: inside this worker's
-    // PCH directory, the next run removes them when a kill left them behind.
-    const char *pch = mj_pch_dir();
-    if (pch) setenv("TMPDIR", pch, 1);
+    int tmpdir_set = 0;
     while (!stopping) {
         size_t i = atomic_fetch_add(&shared->next_index, 1);
         if (i >= pool->count) break;
+        // NVRTC's own temporary files (EDG's) go to TMPDIR: inside this
+        // worker's PCH directory, the next run removes them when a kill left
+        // them behind. Made once an item is claimed, so that the directory
+        // means a build is under way, which a stop signal lets finish.
+        if (!tmpdir_set) {
+            const char *pch = mj_pch_dir();
+            if (pch) setenv("TMPDIR", pch, 1);
+            tmpdir_set = 1;
+        }
         mj_build_report r;
         memset(&r, 0, sizeof r);
         r.index = i;
