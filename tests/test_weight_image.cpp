@@ -148,8 +148,10 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                                 a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
                         } else {
                             const unsigned char *ch = data + (c / 2) * 2048 + t * 16;
-                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1))), a[0], a[2]);
-                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1) + 1)), a[1], a[3]);
+                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1))), MJ_E2M1_E4M3_LO,
+                                                 a[0], a[2]);
+                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1) + 1)),
+                                                 MJ_E2M1_E4M3_LO, a[1], a[3]);
                         }
                         for (int r = 0; r < 4; r++)
                             for (int e = 0; e < 4; e++)

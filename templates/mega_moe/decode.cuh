@@ -17,11 +17,12 @@ namespace mj {
 #define MJ_E2M1_E4M3_LO 0x3C383000u
 #define MJ_E2M1_E4M3_HI 0x4C484440u
 
-/* One FP8-kind E2M1 word into a[0] (bytes of K 4q..) and a[2] (K 4q+16..). */
-MJ_HD void e2m1x8_to_e4m3x8(mj_u32 w, mj_u32 &lo, mj_u32 &hi) {
+/* One FP8-kind E2M1 word into a[0] (bytes of K 4q..) and a[2] (K 4q+16..);
+ * lut_lo is MJ_E2M1_E4M3_LO, held in a register by the caller (mainloop). */
+MJ_HD void e2m1x8_to_e4m3x8(mj_u32 w, mj_u32 lut_lo, mj_u32 &lo, mj_u32 &hi) {
     const mj_u32 mag = w & 0x77777777u;
-    lo = byte_perm(MJ_E2M1_E4M3_LO, MJ_E2M1_E4M3_HI, mag) | (w & 0x80808080u);
-    hi = byte_perm(MJ_E2M1_E4M3_LO, MJ_E2M1_E4M3_HI, mag >> 16) | ((w << 4) & 0x80808080u);
+    lo = byte_perm(lut_lo, MJ_E2M1_E4M3_HI, mag) | (w & 0x80808080u);
+    hi = byte_perm(lut_lo, MJ_E2M1_E4M3_HI, mag >> 16) | ((w << 4) & 0x80808080u);
 }
 
 /* One BF16-kind E2M1 word (weight_image.cuh) into register i of a K16 step,

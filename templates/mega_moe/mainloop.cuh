@@ -46,6 +46,18 @@ template <class C> struct Ring {
     __device__ __forceinline__ unsigned char *weights(int slot) const {
         return base + C::kRingWeights + (mj_u32)slot * C::kWStage;
     }
+    // The descriptor of K step 0 of a slot's token tile, in uniform registers.
+    // ptxas cannot tell that the slot is the same in every lane (it comes from
+    // a loop whose trip count is read from shared memory), so it computed the
+    // descriptors in ordinary registers and copied each into uniform ones
+    // before every wgmma: two R2UR a wgmma, 5-16% of the K loops'
+    // instructions. A warp-wide min (CREDUX) of the address puts it in a
+    // uniform register, and every step's descriptor derived from it stays
+    // there. All 32 lanes of a math warp run the K loop.
+    __device__ __forceinline__ mj_u64 token_desc(int slot) const {
+        const mj_u32 tile = __reduce_min_sync(0xffffffffu, smem_u32(tokens(slot)));
+        return swizzled_kmajor_desc(tile, 0, C::kBlockM, C::kTokenRowBytes);
+    }
 };
 
 /* A thread of a math warpgroup: warp w, lane = 4 g + q. */
@@ -142,13 +154,17 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
         for (int i = 0; i < kN / 2; i++)
             p[j][0][i] = p[j][1][i] = 0.0f;
     mj_u32 a[kBatch][2][4], words[2][4];
+    // The byte permutes read the table's low word from an ordinary register:
+    // given the constant, ptxas kept it in a uniform register and copied it
+    // out before every permute (64 moves a stage in the 8-token kernel). m.t
+    // >> 7 is 0 in every math thread, which ptxas cannot see.
+    const mj_u32 lut_lo = MJ_E2M1_E4M3_LO | (mj_u32)(m.t >> 7);
 #pragma unroll 1
     for (int s = 0; s < stages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const float *ts = reinterpret_cast<const float *>(ring.token_scales(slot));
-        const mj_u64 desc0 =
-            swizzled_kmajor_desc(smem_u32(ring.tokens(slot)), 0, C::kBlockM, C::kTokenRowBytes);
+        const mj_u64 desc0 = ring.token_desc(slot);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
 #pragma unroll
@@ -163,8 +179,8 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
                             words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z,
                             words[b][3] = v.w;
                         }
-                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], a[j][b][0], a[j][b][2]);
-                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], a[j][b][1], a[j][b][3]);
+                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], lut_lo, a[j][b][0], a[j][b][2]);
+                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], lut_lo, a[j][b][1], a[j][b][3]);
                     } else {
                         const uint4 v = lds128(wd + c * 2048 + m.t * 16);
                         a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
@@ -221,8 +237,7 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, const MathT
     for (int s = 0; s < stages; s++) {
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
-        const mj_u64 desc0 =
-            swizzled_kmajor_desc(smem_u32(ring.tokens(slot)), 0, C::kBlockM, C::kTokenRowBytes);
+        const mj_u64 desc0 = ring.token_desc(slot);
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
 #pragma unroll
