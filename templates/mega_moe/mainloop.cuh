@@ -85,6 +85,48 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
     return ring.weights(slot);
 }
 
+/* FP8 kind: the weight scales of one stage for the thread's two rows (16 w + g
+ * and 16 w + g + 8) of both its blocks, read once a stage: word j of a block
+ * holds K32 steps 2j and 2j + 1, each as row g's byte then row g + 8's (the
+ * image's order). Two LDS.128 a stage replace a 16-bit load per step and
+ * block (16 in the 8-token kernel). */
+template <class C> struct StageScales {
+    static constexpr int kWords = C::kStageK / 64;
+    mj_u32 w[2][kWords];
+
+    __device__ __forceinline__ void load(const unsigned char *st, int nblk, const MathThread &m) {
+        const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
+                                  (m.w * 8 + m.g) * kWords * 4;
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+            load_words(sf + (mj_u32)b * C::kBlkSf, w[b]);
+    }
+
+  private:
+    // The widest loads the rows' alignment allows: a row's words start at a
+    // multiple of their size (16 bytes with 256-element stages).
+    static __device__ __forceinline__ void load_words(const unsigned char *p,
+                                                      mj_u32 (&out)[kWords]) {
+        if constexpr (kWords % 4 == 0) {
+#pragma unroll
+            for (int i = 0; i < kWords; i += 4) {
+                const uint4 v = *reinterpret_cast<const uint4 *>(p + 4 * i);
+                out[i] = v.x, out[i + 1] = v.y, out[i + 2] = v.z, out[i + 3] = v.w;
+            }
+        } else if constexpr (kWords % 2 == 0) {
+#pragma unroll
+            for (int i = 0; i < kWords; i += 2) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(p + 4 * i);
+                out[i] = v.x, out[i + 1] = v.y;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < kWords; i++)
+                out[i] = *reinterpret_cast<const mj_u32 *>(p + 4 * i);
+        }
+    }
+};
+
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
  * blocks over the first kN token columns (a missing block's product and
  * accumulator are garbage nobody reads: no branch). Token columns from `valid`
@@ -96,15 +138,11 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
 template <class C, int kN>
 __device__ __forceinline__ void
 promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
-        float (&p1)[kN / 2], const unsigned char *st, const float *token_scales, int nblk, int c,
-        int valid, const MathThread &m) {
-    constexpr int kSteps = C::kStageK / 32;
-    const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
-                              (m.w * 8 + m.g) * kSteps * 2 + 2 * c;
-    const mj_u32 b0 = *reinterpret_cast<const unsigned short *>(sf);
-    const mj_u32 b1 = *reinterpret_cast<const unsigned short *>(sf + C::kBlkSf);
-    const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8);
-    const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8);
+        float (&p1)[kN / 2], const StageScales<C> &ws, const float *token_scales, int c, int valid,
+        const MathThread &m) {
+    const mj_u32 b0 = ws.w[0][c / 2] >> (16 * (c & 1)), b1 = ws.w[1][c / 2] >> (16 * (c & 1));
+    const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8 & 0xffu);
+    const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8 & 0xffu);
     const float *sa = token_scales + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < kN / 8; i++) {
@@ -164,6 +202,8 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const float *ts = reinterpret_cast<const float *>(ring.token_scales(slot));
+        StageScales<C> ws;
+        ws.load(st, nblk, m);
         const mj_u64 desc0 = ring.token_desc(slot);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
@@ -200,7 +240,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(p[j][0]);
                 fence_regs(p[j][1]);
-                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], st, ts, nblk, c0 + j, valid, m);
+                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], ws, ts, c0 + j, valid, m);
             }
         }
         release(ring, slot);
