@@ -112,6 +112,11 @@ static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, in
         memset(&r, 0, sizeof r);
         r.index = i;
         r.result = MJ_BUILD_FAILED;
+        // NVRTC's front end installs handlers of its own for these signals
+        // while it compiles, and they end the process (status 4) with the item
+        // half built and unreported. Held back during the item, a stop request
+        // reaches our handler once the item is done.
+        block_stop_signals(SIG_BLOCK);
         if (!rt) {
             snprintf(r.error, sizeof r.error, "%s", rt_error);
         } else {
@@ -122,6 +127,8 @@ static _Noreturn void worker(const mj_build_pool *pool, shared_state *shared, in
             else
                 snprintf(r.error, sizeof r.error, "%s", mj_last_error());
         }
+        on_stop_signals(worker_on_signal, NULL);
+        block_stop_signals(SIG_UNBLOCK);
         if (write_all(fd, &r, sizeof r) != 0) break;
     }
     mj_runtime_free(rt);
