@@ -21,6 +21,8 @@
  *         "dispatch_format": "mxfp8",            bf16 | mxfp8 | mxfp4 | nvfp4
  *         "activation": "swiglu",                swiglu | swigluoai | situ
  *         "clamp": 7.0,                          optional positive number (swiglu family)
+ *         "unfold_mx_scales": false,             optional boolean (mxfp4/mxfp8 layers:
+ *                                                mj_moe_config.unfold_mx_scales)
  *         "num_sms": 0                           optional, 0..MJ_LIMIT_NUM_SMS_MAX (0 = all
  *                                                SMs; MegaMoE kernels are then compiled
  *                                                for 132, the H100/H200 SM count, on sm_90a)
@@ -229,13 +231,21 @@ static mj_status check_activation(const mj_moe_config *c, size_t li) {
 }
 
 static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
-    static const char *const keys[] = {"name",          "comment",
-                                       "hidden",        "intermediate",
-                                       "experts",       "topk",
-                                       "ranks",         "max_tokens_per_rank",
-                                       "weight_format", "dispatch_format",
-                                       "activation",    "clamp",
-                                       "num_sms",       NULL};
+    static const char *const keys[] = {"name",
+                                       "comment",
+                                       "hidden",
+                                       "intermediate",
+                                       "experts",
+                                       "topk",
+                                       "ranks",
+                                       "max_tokens_per_rank",
+                                       "weight_format",
+                                       "dispatch_format",
+                                       "activation",
+                                       "clamp",
+                                       "num_sms",
+                                       "unfold_mx_scales",
+                                       NULL};
     if (!cJSON_IsObject(obj))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu]: must be an object", li);
     char prefix[48];
@@ -284,6 +294,13 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "manifest: layers[%zu].clamp: must be a positive number (a float)", li);
         c->clamp = (float)clamp->valuedouble;
+    }
+    const cJSON *unfold = cJSON_GetObjectItemCaseSensitive(obj, "unfold_mx_scales");
+    if (unfold) {
+        if (!cJSON_IsBool(unfold))
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "manifest: layers[%zu].unfold_mx_scales: must be true or false", li);
+        c->unfold_mx_scales = cJSON_IsTrue(unfold);
     }
     st = check_activation(c, li);
     if (st != MJ_OK) return st;

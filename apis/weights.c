@@ -99,11 +99,15 @@ void mj_weights_destroy(mj_weights *w) {
  * spread by more than this would decode its smallest weights to BF16
  * subnormals. */
 #define MX_ROW_SPAN_MAX 126
+/* The FP8 path folds each MXFP4 row's scales into E5M2 decode tables of
+ * E2M1 x 2^d, d in -13..13 (templates/mega_moe/weight_image.cuh). */
+#define MX_FOLD_SPAN_MAX 26
 
 static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                               const unsigned char *sf, int rows, int groups) {
     int fmt = (int)w->cfg.weight_format;
     int rebased = fmt == MJ_FORMAT_MXFP4 && w->format->kind == MJ_MOE_KIND_BF16;
+    int folded = mj_mega_moe_folds_scales(&w->cfg);
     for (int r = 0; r < rows; r++) {
         unsigned lo = 255, hi = 0;
         for (int g = 0; g < groups; g++) {
@@ -130,6 +134,13 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                            "(its smallest weights would leave BF16's normal range)",
                            e, mj_moe_projection_names[proj], r, lo, hi,
                            mj_format_name(w->cfg.dispatch_format), MX_ROW_SPAN_MAX);
+        if (folded && hi - lo > MX_FOLD_SPAN_MAX)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "mj_weights_load: local expert %d %s: row %d's scale bytes span %u..%u; "
+                           "the mxfp4-a8 kernels fold a row's MX scales into its decode when they "
+                           "lie within %d of each other (create the weights with "
+                           "mj_moe_config.unfold_mx_scales = 1 to apply them in fp32 instead)",
+                           e, mj_moe_projection_names[proj], r, lo, hi, MX_FOLD_SPAN_MAX);
     }
     return MJ_OK;
 }

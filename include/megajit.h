@@ -347,6 +347,15 @@ typedef struct mj_moe_config {
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
     int block_m; /* 0: the heuristics choose per token count; 8/16/32/64 (128 too for the
                   * bf16 row): forced */
+    /* The mxfp4/mxfp8 row only. 0 (the default): its kernels fold each weight
+     * row's MXFP4 block scales into the decode of the row's E2M1 codes, which
+     * saves an fp32 multiply per accumulator and K32 step (a third of the K
+     * loop's instructions in 64-token tiles) and changes no bit of the
+     * result; it needs each row's scale bytes within 26 of each other, and
+     * mj_weights_load rejects a row that spreads wider. 1: the scales are
+     * applied in fp32 at every step, for any spread. A struct that ends
+     * before this field (an older megajit.h) means 0. */
+    int unfold_mx_scales;
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
@@ -373,7 +382,8 @@ typedef enum mj_projection {
  * weights' own; like the main kernels it comes from the cache or a compile
  * (a manifest lists it). MX weight scales must keep every decoded weight
  * exact in BF16: bytes 3..246, and with BF16 tokens (mxfp4-a16) each row's
- * bytes within 126 of each other.
+ * bytes within 126 of each other; mxfp4-a8 weights whose scales fold (the
+ * default, mj_moe_config.unfold_mx_scales) keep each row's within 26.
  * What "synchronous" means: the call returns when the image is written (the
  * image kernel runs on a non-blocking stream of the weights' own, which the
  * call synchronizes); it is ordered against none of the caller's streams. For

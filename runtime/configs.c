@@ -2,6 +2,7 @@
 #include "runtime/configs.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -104,6 +105,9 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "clamp %g: only swiglu and swigluoai take a clamp (activation is %s)",
                        (double)c->clamp, act);
+    if (c->unfold_mx_scales != 0 && c->unfold_mx_scales != 1)
+        return mj_fail(MJ_ERR_INVALID_ARG, "unfold_mx_scales %d must be 0 or 1",
+                       c->unfold_mx_scales);
     if (c->block_m != 0 && !mj_moe_block_m_supported(c->block_m, r))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64 (or 128 "
@@ -118,7 +122,8 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
     return MJ_OK;
 }
 
-/* Both structs are at their first version: it is also the smallest a caller passes. */
+/* mj_symm_config is at its first version, the smallest a caller passes;
+ * mj_moe_config's first version ended before unfold_mx_scales. */
 mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours) {
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
     *ours = (mj_symm_config)MJ_SYMM_CONFIG_INIT;
@@ -130,6 +135,7 @@ mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
                                const mj_moe_format_row **row) {
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
     *ours = (mj_moe_config)MJ_MOE_CONFIG_INIT;
-    mj_status st = mj_struct_read(theirs, ours, sizeof *ours, sizeof *ours, "mj_moe_config");
+    mj_status st = mj_struct_read(theirs, ours, sizeof *ours,
+                                  offsetof(mj_moe_config, unfold_mx_scales), "mj_moe_config");
     return st != MJ_OK ? st : mj_moe_config_check(ours, row);
 }

@@ -130,10 +130,10 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 16);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 17);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
-                        "16, 256, 5, 132, 0>");
+                        "16, 256, 5, 132, 0, 1>");
     for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
         assert_int_equal(s.params[i], 0);
     mj_kernel_spec other;
@@ -158,16 +158,16 @@ static void test_spec_and_name(void **state) {
         const char *name;
     } rows[] = {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 64, 6, 66, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 64, 6, 66, 0, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, "
-         "0>"},
+         "0, 0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 8, 128, 8, 66, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 8, 128, 8, 66, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
@@ -175,6 +175,25 @@ static void test_spec_and_name(void **state) {
         assert_int_equal(mj_mega_moe_spec(&r, 8, 66, 0, MJ_ARCH_SM90A, &s), MJ_OK);
         assert_string_equal(name_of(&s), rows[i].name);
     }
+
+    /* MXFP4 weights with MXFP8 tokens fold their scales unless told not to;
+     * the option changes no other row's kernel */
+    c = good();
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_FOLD], 1);
+    c.unfold_mx_scales = 1;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_int_equal(other.params[MJ_MOE_PARAM_FOLD], 0);
+    c.unfold_mx_scales = 2;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "unfold_mx_scales 2 must be 0 or 1");
+    c.weight_format = MJ_FORMAT_MXFP8;
+    c.unfold_mx_scales = 0;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    c.unfold_mx_scales = 1;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    assert_int_equal(s.params[MJ_MOE_PARAM_FOLD], 0);
 
     /* system scope only for real peers, and never for one rank */
     c = good();
@@ -194,7 +213,12 @@ static void test_image_spec(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.kernel, MJ_MOE_KERNEL_IMAGE);
     assert_int_equal(s.num_params, MJ_MOE_IMAGE_NUM_PARAMS);
-    assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256>");
+    assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 1>");
+    /* the folded image is another kernel */
+    c.unfold_mx_scales = 1;
+    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &other), MJ_OK);
+    assert_string_equal(name_of(&other), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 0>");
+    c.unfold_mx_scales = 0;
     /* the image's stage K is the main kernel's */
     mj_kernel_spec main_spec;
     assert_int_equal(spec_of(&c, &main_spec), MJ_OK);
@@ -327,19 +351,19 @@ static void test_manifest_presets(void **state) {
     } want[] = {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=6,sms=132,sys=1> sm_90a",
+         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0> sm_90a",
          4},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=6,sms=132,sys=1> sm_90a",
+         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=6,sms=132,sys=1,fold=1> sm_90a",
          4},
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
-         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1> sm_90a",
+         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,fold=0> sm_90a",
          5},
         {"gpt-oss-120b-ep1",
          "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
-         "act=swigluoai,clamp=7,bm=8,stage_k=64,stages=8,sms=132,sys=0> sm_90a",
+         "act=swigluoai,clamp=7,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold=0> sm_90a",
          5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -377,14 +401,14 @@ static void test_manifest_block_m_set(void **state) {
 #define BF16_LAYER                                                                                 \
     "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
     "clamp=0,"
-    expect_kernels(m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1> sm_90a");
+    expect_kernels(m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0> sm_90a");
     /* the weight loader's image kernel comes first; rows of one kind share it */
     assert_string_equal(mj_manifest_kernel_describe(m, 2),
-                        "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64> sm_90a");
+                        "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64,fold=0> sm_90a");
     assert_string_equal(mj_manifest_kernel_describe(m, 4),
-                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1> sm_90a");
+                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0> sm_90a");
     assert_string_equal(mj_manifest_kernel_describe(m, 5),
-                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1> sm_90a");
+                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0> sm_90a");
 #undef BF16_LAYER
     mj_manifest_destroy(m);
 
@@ -392,9 +416,10 @@ static void test_manifest_block_m_set(void **state) {
     m = parse_layer("\"experts\": 64, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
                     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
                     " \"activation\": \"swigluoai\", \"clamp\": 0.5");
-    expect_kernels(m, 4, 1,
-                   "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
-                   "act=swigluoai,clamp=0.5,bm=8,stage_k=128,stages=8,sms=132,sys=0> sm_90a");
+    expect_kernels(
+        m, 4, 1,
+        "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
+        "act=swigluoai,clamp=0.5,bm=8,stage_k=128,stages=8,sms=132,sys=0,fold=0> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -849,10 +874,63 @@ static void test_manifest_situ(void **state) {
                  "manifest: layers[0].name: is not valid UTF-8");
 }
 
+/* A caller built against the header before unfold_mx_scales passes the
+ * shorter struct: accepted, the field reads as its default; shorter still is
+ * refused. */
+static void test_config_of_the_first_version(void **state) {
+    (void)state;
+    mj_moe_config c = good(), ours;
+    memset(&c.unfold_mx_scales, 0x7f, sizeof c.unfold_mx_scales); /* past the caller's struct */
+    c.struct_size = offsetof(mj_moe_config, unfold_mx_scales);
+    assert_int_equal(mj_moe_config_accept(&c, &ours, NULL), MJ_OK);
+    assert_int_equal(ours.unfold_mx_scales, 0);
+    assert_int_equal(ours.struct_size, sizeof ours);
+    c.struct_size = offsetof(mj_moe_config, unfold_mx_scales) - 1;
+    expect_error(mj_moe_config_accept(&c, &ours, NULL), MJ_ERR_INVALID_ARG,
+                 "smaller than any version");
+}
+
+/* A manifest names the scale handling of an mxfp4/mxfp8 layer as the API's
+ * config does: every main and image kernel of the layer follows it. */
+static void test_manifest_unfold_mx_scales(void **state) {
+    (void)state;
+    static const char head[] =
+        "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256, "
+        "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 64, "
+        "\"weight_format\": \"mxfp4\", \"dispatch_format\": \"mxfp8\", \"activation\": "
+        "\"swiglu\"";
+    static const char *const tails[] = {"}]}", ", \"unfold_mx_scales\": false}]}",
+                                        ", \"unfold_mx_scales\": true}]}"};
+    for (int t = 0; t < 3; t++) {
+        char json[1024];
+        snprintf(json, sizeof json, "%s%s", head, tails[t]);
+        mj_manifest *m = NULL;
+        assert_int_equal(mj_manifest_parse(json, &m), MJ_OK);
+        const char *want = t == 2 ? "fold=0>" : "fold=1>";
+        int moe = 0;
+        for (size_t i = 0; i < mj_manifest_kernel_count(m); i++) {
+            const char *d = mj_manifest_kernel_describe(m, i);
+            if (strncmp(d, "mega_moe.", 9) != 0) continue;
+            moe++;
+            if (!strstr(d, want)) fail_msg("%s: %s lacks %s", tails[t], d, want);
+        }
+        assert_true(moe >= 2);
+        mj_manifest_destroy(m);
+    }
+    char json[1024];
+    snprintf(json, sizeof json, "%s, \"unfold_mx_scales\": 1}]}", head);
+    mj_manifest *m = NULL;
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "layers[0].unfold_mx_scales: must be true or false");
+    assert_null(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_rejects_bad_values),
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
+        cmocka_unit_test(test_manifest_unfold_mx_scales),
+        cmocka_unit_test(test_config_of_the_first_version),
         cmocka_unit_test(test_spec_and_name),
         cmocka_unit_test(test_image_spec),
         cmocka_unit_test(test_limits_have_kernels),

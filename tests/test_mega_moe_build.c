@@ -35,7 +35,11 @@ static const char kExtraLayers[] =
     "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"},"
     "{\"name\": \"dsv3-nvfp4-a16\", \"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, "
     "\"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, \"weight_format\": \"nvfp4\", "
-    "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}";
+    "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"},"
+    "{\"name\": \"dsv3-mxfp4-a8-unfolded\", \"hidden\": 7168, \"intermediate\": 2048, "
+    "\"experts\": 256, \"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, "
+    "\"weight_format\": \"mxfp4\", \"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\", "
+    "\"unfold_mx_scales\": true}]}";
 
 /* gpt-oss-120b's shape (2880 = 45 x 64) in the format rows its preset does not
  * cover: stages of 64 (192 for mxfp4-a8, the one stage K that is no power of
@@ -242,7 +246,8 @@ static void test_ptx_holds_the_design(void **state) {
     static const struct {
         const char *weight, *dispatch, *mma;
     } kPaths[] = {
-        {"mxfp4", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"},
+        {"mxfp4", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3"}, /* folded */
+        {"mxfp8", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"},
         {"nvfp4", "bf16", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"},
     };
     for (size_t i = 0; i < sizeof kPaths / sizeof kPaths[0]; i++) {

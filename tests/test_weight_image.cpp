@@ -10,12 +10,16 @@
  *   BF16 m64 x k16 A: register j = (row 16w + g + 8 (j & 1), k 2q + 8 (j >> 1) + half)
  *   E4M3 m64 x k32 A: register j = (row 16w + g + 8 (j & 1), k 4q + 16 (j >> 1) + byte)
  * for every format row's weights, at several stage sizes and shapes with
- * partial last tasks.
+ * partial last tasks. MXFP4 weights on the FP8 kind with folded scales are
+ * read back both ways the kernels read them: through the folded E5M2 tables
+ * and through the E4M3 table times the image byte as UE8M0, each times the
+ * row scale; a table one exponent off must fail.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
@@ -45,7 +49,8 @@ struct Projection {
     std::vector<unsigned char> data, sf;
 };
 
-Projection make_projection(int fmt, int rows, int k) {
+/* MX scale bytes lie in mx_low .. mx_low + mx_span. */
+Projection make_projection(int fmt, int rows, int k, int mx_low, int mx_span) {
     Projection p;
     p.rows = rows;
     p.k = k;
@@ -62,7 +67,7 @@ Projection make_projection(int fmt, int rows, int k) {
         p.sf.resize((size_t)rows * (k / group));
         for (auto &b : p.sf)
             b = fmt == MJ_FMT_NVFP4 ? (unsigned char)(next_u32() % 0x7f) /* 0 = an all-zero group */
-                                    : (unsigned char)(100 + next_u32() % 41);
+                                    : (unsigned char)(mx_low + next_u32() % (mx_span + 1));
     }
     return p;
 }
@@ -83,7 +88,14 @@ float element(int fmt, const Projection &p, int row, int k) {
     return mjr_f32_from_e2m1((uint8_t)(p.data[i / 2] >> (4 * (i & 1)) & 0xf));
 }
 
-template <int kKind, int kFmt>
+/* An E5M2 byte's value (sign, 5 exponent bits of bias 15, 2 mantissa bits). */
+float f32_from_e5m2(unsigned char b) {
+    const int e = (b >> 2) & 31, m = b & 3;
+    const float v = e ? ldexpf(1.0f + m / 4.0f, e - 15) : ldexpf((float)m, -16);
+    return b & 0x80 ? -v : v;
+}
+
+template <int kKind, int kFmt, bool kFold>
 void write_projection(const Projection &p, const mj_moe_weight_layout &l, int proj,
                       unsigned char *expert) {
     const bool down = proj == 2;
@@ -91,7 +103,7 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
     const int inter = l.w1.rows / 2;
     for (int pb = 0; pb < p.rows / MJ_MOE_BLOCK_ROWS; pb++) {
         int ref[MJ_MOE_BLOCK_ROWS] = {0};
-        const bool rebased = mj::rebased_scales<kKind, kFmt>();
+        const bool rebased = mj::rebased_scales<kKind, kFmt, kFold>();
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS && rebased; r++)
             ref[r] = mj::rebase_reference<kFmt>(m, MJ_MOE_BLOCK_ROWS * pb + r);
         for (int s = 0; s < p.k / l.w1.stage_k; s++) {
@@ -99,13 +111,13 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
             const int b = down ? pb : 2 * pb + proj;
             unsigned char *stage = mj::image_stage(expert, l, down, b, s, j, nblk);
             for (int t = 0; t < 128; t++)
-                mj::image_block_stage<kKind, kFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                                   MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t,
-                                                   ref);
+                mj::image_block_stage<kKind, kFmt, kFold>(m, down ? l.w2 : l.w1, nblk, stage, j,
+                                                          MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s,
+                                                          t, ref);
         }
         if (mj_format_bits(kFmt) != 4) continue;
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS; r++) {
-            const float rs = rebased ? mj::rebased_row_scale<kFmt>(ref[r]) : 1.0f;
+            const float rs = rebased ? mj::rebased_row_scale<kKind, kFmt>(ref[r]) : 1.0f;
             memcpy(expert + l.row_scale_offset +
                        4 * mj::row_scale_index(proj, inter, MJ_MOE_BLOCK_ROWS * pb + r),
                    &rs, 4);
@@ -117,11 +129,26 @@ uint32_t word_at(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Row scale of a weight row of one GEMM (1 for images without them). */
+float row_scale_of(const unsigned char *expert, const mj_moe_weight_layout &l, bool down, int b,
+                   int row) {
+    float rs;
+    memcpy(&rs,
+           expert + l.row_scale_offset +
+               4 * mj::row_scale_index(down ? 2 : b % 2, l.w1.rows / 2, row),
+           4);
+    return rs;
+}
+
+/* How check_gemm reads FP8-kind E2M1 words. */
+enum Reading { kUnfolded, kFolded, kFoldedOneOff };
+
 /* Reads one GEMM of the image back as the math warpgroups do; returns the
- * number of mismatching values (printing the first few). */
-template <int kKind, int kFmt>
+ * number of mismatching values (printing the first few, unless quiet). */
+template <int kKind, int kFmt, bool kFold>
 int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool down,
-               const Projection *gate, const Projection *up, const Projection *dn) {
+               const Projection *gate, const Projection *up, const Projection *dn, Reading reading,
+               bool quiet) {
     const mj_moe_wimage &wi = down ? l.w2 : l.w1;
     const int group = mj_format_group(kFmt), ngroups = group ? wi.stage_k / group : 0;
     int bad = 0;
@@ -143,20 +170,34 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                     const unsigned char *sfe = sf + (w * 8 + g) * ngroups * 2;
                     if (kKind == MJ_MOE_KIND_FP8) {
                         uint32_t a[4];
+                        const bool folded = reading != kUnfolded;
                         if (kFmt == MJ_FMT_MXFP8) {
                             for (int r = 0; r < 4; r++)
                                 a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
                         } else {
                             const unsigned char *ch = data + (c / 2) * 2048 + t * 16;
-                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1))), MJ_E2M1_E4M3_LO,
-                                                 a[0], a[2]);
-                            mj::e2m1x8_to_e4m3x8(word_at(ch + 4 * (2 * (c & 1) + 1)),
-                                                 MJ_E2M1_E4M3_LO, a[1], a[3]);
+                            for (int h = 0; h < 2; h++) {
+                                uint32_t lo = MJ_E2M1_E4M3_LO, hi = MJ_E2M1_E4M3_HI;
+                                if (folded)
+                                    mj::folded_e5m2_table(
+                                        sfe[2 * c + h] + (reading == kFoldedOneOff), lo, hi);
+                                mj::e2m1x8_to_fp8x8(word_at(ch + 4 * (2 * (c & 1) + h)), lo, hi,
+                                                    a[h], a[h + 2]);
+                            }
                         }
-                        for (int r = 0; r < 4; r++)
-                            for (int e = 0; e < 4; e++)
-                                got[r][e] = mj::f32_from_e4m3((unsigned char)(a[r] >> (8 * e))) *
-                                            scale_value(kFmt, sfe[2 * c + (r & 1)]);
+                        for (int r = 0; r < 4; r++) {
+                            const float rs = kFmt == MJ_FMT_MXFP4
+                                                 ? row_scale_of(expert, l, down, b,
+                                                                prow0 + 16 * w + g + 8 * (r & 1))
+                                                 : 1.0f;
+                            for (int e = 0; e < 4; e++) {
+                                const unsigned char v = (unsigned char)(a[r] >> (8 * e));
+                                got[r][e] = folded
+                                                ? f32_from_e5m2(v) * rs
+                                                : mj::f32_from_e4m3(v) *
+                                                      scale_value(kFmt, sfe[2 * c + (r & 1)]) * rs;
+                            }
+                        }
                     } else {
                         uint32_t a[4];
                         if (kFmt == MJ_FMT_BF16) {
@@ -172,15 +213,10 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                                     mj::rebased_multiplier<kFmt>(sfe[2 * gi + (r & 1)]));
                         }
                         for (int r = 0; r < 4; r++) {
-                            float rs = 1.0f;
-                            if (kFmt != MJ_FMT_BF16) {
-                                const int row = prow0 + 16 * w + g + 8 * (r & 1);
-                                const int proj = down ? 2 : b % 2;
-                                memcpy(&rs,
-                                       expert + l.row_scale_offset +
-                                           4 * mj::row_scale_index(proj, l.w1.rows / 2, row),
-                                       4);
-                            }
+                            const float rs = kFmt != MJ_FMT_BF16
+                                                 ? row_scale_of(expert, l, down, b,
+                                                                prow0 + 16 * w + g + 8 * (r & 1))
+                                                 : 1.0f;
                             for (int e = 0; e < 2; e++)
                                 got[r][e] =
                                     mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
@@ -198,7 +234,7 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                                 want *= scale_value(
                                     kFmt, p.sf[(size_t)(prow0 + row) * (p.k / group) + kg / group]);
                             if (got[r][e] != want) {
-                                if (bad < 5)
+                                if (bad < 5 && !quiet)
                                     print_message(
                                         "block %d stage %d thread %d step %d reg %d elem %d: "
                                         "got %g want %g\n",
@@ -212,24 +248,39 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
     return bad;
 }
 
-template <int kKind, int kFmt> void check_shape(int hidden, int inter, int stage_k) {
+template <int kKind, int kFmt, bool kFold = false>
+void check_shape(int hidden, int inter, int stage_k, int mx_low = 100) {
     const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt);
     std::vector<unsigned char> expert(l.expert_bytes, 0xA5);
-    Projection gate = make_projection(kFmt, inter, hidden),
-               up = make_projection(kFmt, inter, hidden);
-    Projection dn = make_projection(kFmt, hidden, inter);
-    write_projection<kKind, kFmt>(gate, l, 0, expert.data());
-    write_projection<kKind, kFmt>(up, l, 1, expert.data());
-    write_projection<kKind, kFmt>(dn, l, 2, expert.data());
-    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, false, &gate, &up, &dn)), 0);
-    assert_int_equal((check_gemm<kKind, kFmt>(expert.data(), l, true, &gate, &up, &dn)), 0);
+    // Folded rows keep their scale bytes within 26 of each other (the loader's check).
+    const int span = kFold ? (mx_low < 14 ? 10 : 26) : 40;
+    Projection gate = make_projection(kFmt, inter, hidden, mx_low, span),
+               up = make_projection(kFmt, inter, hidden, mx_low, span);
+    Projection dn = make_projection(kFmt, hidden, inter, mx_low, span);
+    write_projection<kKind, kFmt, kFold>(gate, l, 0, expert.data());
+    write_projection<kKind, kFmt, kFold>(up, l, 1, expert.data());
+    write_projection<kKind, kFmt, kFold>(dn, l, 2, expert.data());
+    for (int down = 0; down < 2; down++) {
+        assert_int_equal((check_gemm<kKind, kFmt, kFold>(expert.data(), l, down, &gate, &up, &dn,
+                                                         kUnfolded, false)),
+                         0);
+        if (!kFold) continue;
+        assert_int_equal((check_gemm<kKind, kFmt, kFold>(expert.data(), l, down, &gate, &up, &dn,
+                                                         kFolded, false)),
+                         0);
+        assert_true((check_gemm<kKind, kFmt, kFold>(expert.data(), l, down, &gate, &up, &dn,
+                                                    kFoldedOneOff, true)) > 0);
+    }
 }
 
-template <int kKind, int kFmt> void check_all_shapes() {
-    check_shape<kKind, kFmt>(256, 128, 64);
-    check_shape<kKind, kFmt>(256, 128, 128);
-    check_shape<kKind, kFmt>(320, 192, 64); /* partial tasks in both GEMMs */
-    check_shape<kKind, kFmt>(512, 256, 256);
+template <int kKind, int kFmt, bool kFold = false> void check_all_shapes() {
+    check_shape<kKind, kFmt, kFold>(256, 128, 64);
+    check_shape<kKind, kFmt, kFold>(256, 128, 128);
+    check_shape<kKind, kFmt, kFold>(320, 192, 64); /* partial tasks in both GEMMs */
+    check_shape<kKind, kFmt, kFold>(512, 256, 256);
+    // The smallest scale bytes the loader takes (3): folded rows' row scales
+    // are then fp32 subnormals.
+    if (kFmt == MJ_FMT_MXFP4) check_shape<kKind, kFmt, kFold>(256, 128, 128, 3);
 }
 
 void test_bf16(void **) {
@@ -240,6 +291,9 @@ void test_mxfp8(void **) {
 }
 void test_mxfp4_fp8(void **) {
     check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4>();
+}
+void test_mxfp4_fp8_folded(void **) {
+    check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4, true>();
 }
 void test_mxfp4_bf16(void **) {
     check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_MXFP4>();
@@ -267,8 +321,9 @@ void test_no_padding(void **) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16),       cmocka_unit_test(test_mxfp8),
-        cmocka_unit_test(test_mxfp4_fp8),  cmocka_unit_test(test_mxfp4_bf16),
-        cmocka_unit_test(test_nvfp4_bf16), cmocka_unit_test(test_no_padding),
+        cmocka_unit_test(test_mxfp4_fp8),  cmocka_unit_test(test_mxfp4_fp8_folded),
+        cmocka_unit_test(test_mxfp4_bf16), cmocka_unit_test(test_nvfp4_bf16),
+        cmocka_unit_test(test_no_padding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

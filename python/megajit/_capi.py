@@ -215,6 +215,7 @@ class MoeConfig(_Versioned):
         ("activation", c_int),
         ("clamp", c_float),
         ("block_m", c_int),
+        ("unfold_mx_scales", c_int),
     ]
 
 

@@ -40,6 +40,10 @@ class MoEConfig:
     parallelism; this rank holds experts rank*E/R .. (rank+1)*E/R - 1.
     block_m: 0 = the heuristics choose per token count; 8/16/32/64 forced, or 128
       for the bf16 row (include/megajit.h, mj_moe_config.block_m).
+    unfold_mx_scales: mxfp4-a8 only. False (the default): the kernels fold each
+      weight row's MXFP4 scales into the decode (same bits, fewer instructions),
+      which takes rows whose scale bytes lie within 26 of each other; True: they
+      are applied in fp32 for any spread (mj_moe_config.unfold_mx_scales).
     """
 
     hidden: int
@@ -54,6 +58,7 @@ class MoEConfig:
     num_ranks: int = 1
     rank: int = 0
     block_m: int = 0
+    unfold_mx_scales: bool = False
 
     @classmethod
     def for_row(cls, row, **fields):

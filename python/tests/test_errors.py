@@ -134,7 +134,7 @@ def test_moe_config_errors(rt):
     assert "bf16" in e.value.message and "nvfp4" in e.value.message
     for bad in (dict(hidden=500), dict(intermediate=100), dict(num_experts=15, num_ranks=2),
                 dict(num_topk=0), dict(max_tokens_per_rank=0), dict(rank=3), dict(block_m=24),
-                dict(clamp=-1.0)):
+                dict(clamp=-1.0), dict(unfold_mx_scales=2)):
         with pytest.raises(megajit.InvalidArgument):
             megajit.MegaMoE(rt, megajit.MoEConfig(**{**GOOD_MOE, **bad}))
     with pytest.raises(megajit.InvalidArgument, match="activation"):
@@ -154,6 +154,10 @@ def test_block_m_needs_no_device():
     sizes = {cfg.block_m_for(t) for t in range(0, 65)}
     assert sizes <= {8, 16, 32, 64, 128} and len(sizes) >= 2
     assert megajit.MoEConfig.for_row("nvfp4", **GOOD_MOE, block_m=32).block_m_for(1) == 32
+    unfolded = megajit.MoEConfig.for_row("mxfp4-a8", **GOOD_MOE, unfold_mx_scales=True)
+    assert unfolded.block_m_for(1) == 8
+    with pytest.raises(megajit.InvalidArgument, match="unfold_mx_scales"):
+        megajit.MoEConfig.for_row("mxfp4-a8", **GOOD_MOE, unfold_mx_scales=2).block_m_for(1)
     with pytest.raises(megajit.InvalidArgument, match="num_tokens"):
         cfg.block_m_for(65)
     with pytest.raises(megajit.InvalidArgument):

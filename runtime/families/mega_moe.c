@@ -35,6 +35,12 @@ int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
                                               cfg->num_topk, row_of(cfg));
 }
 
+int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
+    const mj_moe_format_row *row = row_of(cfg);
+    return row && row->kind == MJ_MOE_KIND_FP8 && row->weight_fmt == MJ_FMT_MXFP4 &&
+           !cfg->unfold_mx_scales;
+}
+
 static mj_status check_arch(mj_arch arch) {
     return mj_family_require_sm90a("mega_moe", arch, "Hopper's wgmma");
 }
@@ -80,6 +86,7 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     p[MJ_MOE_PARAM_STAGES] = kc.stages;
     p[MJ_MOE_PARAM_NUM_SMS] = num_sms;
     p[MJ_MOE_PARAM_SYS_SCOPE] = cfg->num_ranks > 1 && sys_scope ? 1 : 0;
+    p[MJ_MOE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
     return MJ_OK;
 }
 
@@ -97,6 +104,7 @@ mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, mj_arch arch, mj_kern
     p[MJ_MOE_IMAGE_PARAM_HIDDEN] = cfg->hidden;
     p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] = cfg->intermediate;
     p[MJ_MOE_IMAGE_PARAM_STAGE_K] = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+    p[MJ_MOE_IMAGE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
     return MJ_OK;
 }
 

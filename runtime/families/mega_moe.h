@@ -14,7 +14,9 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
  * template parameter, description label, kind). Formats are MJ_FMT_* codes,
  * the activation an MJ_ACT_* code, the clamp the bits of its float (0 = none);
  * BLOCK_M, STAGE_K and STAGES come from heuristics/mega_moe_config.h;
- * SYS_SCOPE is 1 for real peers on other GPUs. The name expression is
+ * SYS_SCOPE is 1 for real peers on other GPUs; FOLD is 1 where MXFP4 weights
+ * on the FP8 kind fold their block scales into the decode (mj_moe_config's
+ * unfold_mx_scales unset), 0 in every other row. The name expression is
  * generated from this list and tests/test_families.c checks it against the
  * template. */
 #define MJ_MEGA_MOE_PARAMS(X)                                                                      \
@@ -33,17 +35,19 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
     X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)                                                 \
     X(STAGES, "kStages", "stages", MJ_PARAM_INT)                                                   \
     X(NUM_SMS, "kNumSMs", "sms", MJ_PARAM_INT)                                                     \
-    X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)
+    X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)                                                 \
+    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)
 
 /* The weight-image kernel's: it reads only the weight format, the kind
- * (MJ_MOE_KIND_*, so rows of one kind share the kernel), the shape and the
- * stage K the image is cut by. */
+ * (MJ_MOE_KIND_*, so rows of one kind share the kernel), the shape, the
+ * stage K the image is cut by and whether the scales fold (as above). */
 #define MJ_MEGA_MOE_IMAGE_PARAMS(X)                                                                \
     X(WEIGHT_FMT, "kWeightFmt", "weight", MJ_PARAM_FORMAT)                                         \
     X(KIND, "kKind", "kind", MJ_PARAM_INT)                                                         \
     X(HIDDEN, "kHidden", "H", MJ_PARAM_INT)                                                        \
     X(INTERMEDIATE, "kInter", "I", MJ_PARAM_INT)                                                   \
-    X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)
+    X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)                                                 \
+    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)
 
 enum {
 #define MJ_MEGA_MOE_PARAM_INDEX(id, template_name, label, kind) MJ_MOE_PARAM_##id,
@@ -75,5 +79,8 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
 
 /* The spec of the kernel that writes cfg's weight images (mj_weights_load). */
 mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, mj_arch arch, mj_kernel_spec *out);
+
+/* Whether cfg's kernels fold MXFP4 block scales into the FP8 decode. */
+int mj_mega_moe_folds_scales(const mj_moe_config *cfg);
 
 #endif

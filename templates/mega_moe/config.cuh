@@ -14,7 +14,7 @@ namespace mj {
 
 template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int kMaxTokens_,
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
-          int kBlockM_, int kStageK_, int kStages_, int kNumSMs_, int kSysScope_>
+          int kBlockM_, int kStageK_, int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_>
 struct MoeConfig {
     static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
                          kRanks = kRanks_, kMaxTokens = kMaxTokens_;
@@ -24,6 +24,9 @@ struct MoeConfig {
     static constexpr int kBlockM = kBlockM_, kStageK = kStageK_, kStages = kStages_,
                          kNumSMs = kNumSMs_;
     static constexpr bool kSys = kSysScope_ != 0;
+    /* MXFP4 weights on the FP8 kind: block scales folded into the decode
+     * (weight_image.cuh); 0 in every other row. */
+    static constexpr bool kFold = kFoldScales_ != 0;
 
     static constexpr int kLocal = kExperts / kRanks;
     static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
@@ -45,7 +48,7 @@ struct MoeConfig {
     static constexpr mj_u64 kRowScaleOffset = kImage.row_scale_offset;
     static constexpr mj_u64 kExpertBytes = kImage.expert_bytes;
     /* Images with rebased scales come with row scales (weight_image.cuh). */
-    static constexpr bool kRebased = rebased_scales<kKind, kWeightFmt>();
+    static constexpr bool kRebased = rebased_scales<kKind, kWeightFmt, kFold>();
     /* Registers a thread of the first warpgroup (producers, releases) and of
      * a math warpgroup hold after setmaxnreg. setmaxnreg.inc only takes what
      * the CTA's own setmaxnreg.dec released, so the split must fit in the
@@ -110,6 +113,8 @@ struct MoeConfig {
     static_assert(!kFp8 || kWeightFmt == MJ_FMT_MXFP8 || kWeightFmt == MJ_FMT_MXFP4,
                   "FP8 kind weights");
     static_assert(kFp8 || kWeightFmt != MJ_FMT_MXFP8, "MXFP8 weights take the FP8 kind");
+    static_assert(!kFold || (kFp8 && kWeightFmt == MJ_FMT_MXFP4),
+                  "only MXFP4 weights on the FP8 kind fold their scales");
 };
 
 } // namespace mj

@@ -8,7 +8,11 @@
  *              one or four steps behind each wgmma fence (mainloop_bf16).
  *   FP8 kind:  every K32 step (one block-scale pair) is its own wgmma into a
  *              fresh product, promoted into the fp32 accumulator as
- *              acc += p * (weight scale * token scale) in increasing K. Steps
+ *              acc += p * (weight scale * token scale) in increasing K; with
+ *              folded MXFP4 scales (C::kFold) each row's E2M1 codes decode
+ *              through an E5M2 table that carries its block scale, and
+ *              acc += p * token scale (the row scale comes in the epilogue;
+ *              weight_image.cuh says why the bits are the same). Steps
  *              are issued in batches (fp8_batch) and promoted after one wait:
  *              ptxas serializes a warpgroup that promotes while its own wgmma
  *              runs (C7513 / C7514, even with the two blocks' wgmmas alternating so
@@ -128,7 +132,8 @@ template <class C> struct StageScales {
 };
 
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
- * blocks over the first kN token columns (a missing block's product and
+ * blocks over the first kN token columns, or acc += p * token scale where the
+ * weight scales are folded into the decode (C::kFold) (a missing block's product and
  * accumulator are garbage nobody reads: no branch). Token columns from `valid`
  * on are padding nobody reads: with E4M3 weights the promotion, the loop's
  * largest ALU cost, skips their groups of eight (a branch uniform over the
@@ -140,10 +145,26 @@ __device__ __forceinline__ void
 promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
         float (&p1)[kN / 2], const StageScales<C> &ws, const float *token_scales, int c, int valid,
         const MathThread &m) {
+    const float *sa = token_scales + c * C::kBlockM;
+    if constexpr (C::kFold) {
+#pragma unroll
+        for (int i = 0; i < kN / 8; i++) {
+            const float2 v = *reinterpret_cast<const float2 *>(sa + 8 * i + 2 * m.q);
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                acc0[4 * i + 2 * h] = fma_rn(p0[4 * i + 2 * h], v.x, acc0[4 * i + 2 * h]);
+                acc0[4 * i + 2 * h + 1] =
+                    fma_rn(p0[4 * i + 2 * h + 1], v.y, acc0[4 * i + 2 * h + 1]);
+                acc1[4 * i + 2 * h] = fma_rn(p1[4 * i + 2 * h], v.x, acc1[4 * i + 2 * h]);
+                acc1[4 * i + 2 * h + 1] =
+                    fma_rn(p1[4 * i + 2 * h + 1], v.y, acc1[4 * i + 2 * h + 1]);
+            }
+        }
+        return;
+    }
     const mj_u32 b0 = ws.w[0][c / 2] >> (16 * (c & 1)), b1 = ws.w[1][c / 2] >> (16 * (c & 1));
     const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8 & 0xffu);
     const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8 & 0xffu);
-    const float *sa = token_scales + c * C::kBlockM;
 #pragma unroll
     for (int i = 0; i < kN / 8; i++) {
         if (!C::kW4 && 8 * i >= valid) break;
@@ -219,8 +240,16 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
                             words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z,
                             words[b][3] = v.w;
                         }
-                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1)], lut_lo, a[j][b][0], a[j][b][2]);
-                        e2m1x8_to_e4m3x8(words[b][2 * (c & 1) + 1], lut_lo, a[j][b][1], a[j][b][3]);
+#pragma unroll
+                        for (int h = 0; h < 2; h++) { // rows 16 w + g + 8 h
+                            mj_u32 lo = lut_lo, hi = MJ_E2M1_E4M3_HI;
+                            if constexpr (C::kFold)
+                                folded_e5m2_table(
+                                    byte_perm(ws.w[b][c / 2], 0u, 0x4440u + 2 * (c & 1) + h), lo,
+                                    hi);
+                            e2m1x8_to_fp8x8(words[b][2 * (c & 1) + h], lo, hi, a[j][b][h],
+                                            a[j][b][h + 2]);
+                        }
                     } else {
                         const uint4 v = lds128(wd + c * 2048 + m.t * 16);
                         a[j][b][0] = v.x, a[j][b][1] = v.y, a[j][b][2] = v.z, a[j][b][3] = v.w;
@@ -231,8 +260,13 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
                 fence_frag(a[j][1]);
                 fence_desc(desc);
                 wgmma_fence();
-                WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][0], a[j][0], desc);
-                WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][1], a[j][1], desc);
+                if constexpr (C::kFold) {
+                    WgmmaRs<MmaE5M2, kN>::mma_fresh(p[j][0], a[j][0], desc);
+                    WgmmaRs<MmaE5M2, kN>::mma_fresh(p[j][1], a[j][1], desc);
+                } else {
+                    WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][0], a[j][0], desc);
+                    WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][1], a[j][1], desc);
+                }
                 wgmma_commit();
             }
             wgmma_wait<0>();

@@ -37,6 +37,16 @@
  * Every product stays exact: E2M1 x scale has at most 6 significant bits and
  * the loader keeps each row's MX exponents within 126 of each other.
  *
+ * FP8 kind, MXFP4 weights with folded scales (the default; MoeConfig::kFold):
+ * the K loop decodes each row's E2M1 codes through a table of E5M2 bytes of
+ * E2M1 x 2^d (decode.cuh), so the block scale is in the weights and the
+ * promotion multiplies by the token scale alone. byte = e - e_max + 140, so
+ * d = byte - 127 = e - e_max + 13 lies in -13..13 where the loader keeps each
+ * row's scale bytes within 26 of each other; the row scale is 2^(e_max -
+ * 140). Read as UE8M0 (the unfolded promotion's way), byte x row scale is the
+ * checkpoint's scale again, so every FP8-kind loop computes the same bits from
+ * one image (each partial sum is the true one times a power of two).
+ *
  * Host and device compile this file (tests/test_weight_image.cpp checks the
  * image against the decoders of decode.cuh); the kernel that writes images
  * from the checkpoint layout is at the end.
@@ -78,7 +88,7 @@ MJ_HD int e2m1_bf16_bit(int i, int h, int bit) {
     return p + 16 * h;
 }
 
-/* The row's reference for rebased scales (BF16 kind, E2M1): the largest MX
+/* The row's reference for rebased scales (see above): the largest MX
  * scale byte, or the fp32 exponent field of the largest UE4M3 scale (0 when
  * every scale of the row is 0). */
 template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int row) {
@@ -92,29 +102,36 @@ template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int ro
 }
 
 /* The image byte of scale byte b of a row with reference ref (see above). */
-template <int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
+template <int kKind, int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
+    if (kKind == MJ_MOE_KIND_FP8) return (unsigned char)(b - ref + 140);
     if (kFmt != MJ_FMT_NVFP4) return (unsigned char)(b - ref + 254);
     if (b == 0) return 0;
     const mj_u32 bits = f32_bits(f32_from_e4m3(b));
     return (unsigned char)((((int)(bits >> 23) - ref + 31) << 3) | (int)((bits >> 20) & 7u));
 }
 
-/* 2^r of a row with reference ref: what its accumulator is multiplied by. */
-template <int kFmt> MJ_HD float rebased_row_scale(int ref) {
+/* 2^r of a row with reference ref: what its accumulator is multiplied by
+ * (folded FP8 rows: 2^(ref - 140), an fp32 subnormal for ref < 14). */
+template <int kKind, int kFmt> MJ_HD float rebased_row_scale(int ref) {
+    if (kKind == MJ_MOE_KIND_FP8)
+        return f32_from_bits(ref >= 14 ? (mj_u32)(ref - 13) << 23 : 1u << (ref + 9));
     if (kFmt == MJ_FMT_NVFP4 && ref == 0) return 1.0f;
     return f32_from_bits((mj_u32)(ref - 1) << 23);
 }
 
-/* Whether a format row's images carry rebased scales. */
-template <int kKind, int kFmt> constexpr bool rebased_scales() {
-    return kKind == MJ_MOE_KIND_BF16 && (kFmt == MJ_FMT_MXFP4 || kFmt == MJ_FMT_NVFP4);
+/* Whether a format row's images carry rebased scales (and row scales that
+ * the epilogues apply): E2M1 weights on the BF16 kind, MXFP4 weights on the
+ * FP8 kind when their scales fold. */
+template <int kKind, int kFmt, bool kFold> constexpr bool rebased_scales() {
+    return kKind == MJ_MOE_KIND_BF16 ? kFmt == MJ_FMT_MXFP4 || kFmt == MJ_FMT_NVFP4
+                                     : kFold && kFmt == MJ_FMT_MXFP4;
 }
 
 /* E2M1 code of (row, k), zero where an NVFP4 group's scale is 0 and the
  * image's multiplier (rebased) would not make it 0. */
 template <int kKind, int kFmt> MJ_HD mj_u32 image_code(const CheckpointMatrix &m, int row, int k) {
     const mj_u32 code = ck_element<kFmt>(m, row, k);
-    if (rebased_scales<kKind, kFmt>() && kFmt == MJ_FMT_NVFP4 &&
+    if (kKind == MJ_MOE_KIND_BF16 && kFmt == MJ_FMT_NVFP4 &&
         m.sf[(mj_u64)row * (mj_u64)(m.k / 16) + (mj_u64)(k / 16)] == 0)
         return 0;
     return code;
@@ -159,7 +176,7 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
 /* Scale byte i of a block's stage scales (see the file comment); n scale
  * groups per row per stage; ref: the rebase references of the block's 64
  * rows (used when the row's images are rebased). */
-template <int kKind, int kFmt>
+template <int kKind, int kFmt, bool kFold>
 MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int n, int i,
                                 const int *ref) {
     constexpr int kGroup = mj_format_group(kFmt);
@@ -167,14 +184,14 @@ MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int
     const int r = 16 * (wg >> 3) + (wg & 7) + 8 * h;
     const unsigned char b =
         m.sf[(mj_u64)(row0 + r) * (mj_u64)(m.k / kGroup) + (mj_u64)(k0 / kGroup + group)];
-    return rebased_scales<kKind, kFmt>() ? rebased_scale<kFmt>(b, ref[r]) : b;
+    return rebased_scales<kKind, kFmt, kFold>() ? rebased_scale<kKind, kFmt>(b, ref[r]) : b;
 }
 
 /* Thread t's part of one block's stage: its 16-byte chunks and its share of
  * the scales. dst: the stage image of the block's task; j: the block's place
  * in the task; row0, k0: where the block's stage starts in the checkpoint
  * matrix; ref: the rebase references of the block's rows (rebase_reference). */
-template <int kKind, int kFmt>
+template <int kKind, int kFmt, bool kFold>
 MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi, int nblk,
                              unsigned char *dst, int j, int row0, int k0, int t, const int *ref) {
     unsigned char *data = dst + (mj_u64)j * wi.blk_data;
@@ -188,7 +205,7 @@ MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi,
     const int groups = wi.stage_k / mj_format_group(kFmt);
     unsigned char *sf = dst + (mj_u64)nblk * wi.blk_data + (mj_u64)j * wi.blk_sf;
     for (int i = t; i < (int)wi.blk_sf; i += 128)
-        sf[i] = image_scale<kKind, kFmt>(m, row0, k0, groups, i, ref);
+        sf[i] = image_scale<kKind, kFmt, kFold>(m, row0, k0, groups, i, ref);
 }
 
 /* Index of checkpoint row `row` of a projection in the expert's row scales. */
@@ -210,7 +227,7 @@ MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layo
 /* Writes one projection of one expert into its image: a CTA per (64-row
  * block of the projection, stage) of 128 threads; the stage-0 CTAs also
  * write the rows' scales. */
-template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK>
+template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK, int kFoldScales>
 __global__ void __launch_bounds__(128)
     mega_moe_image_kernel(const __grid_constant__ mj_moe_image_args args) {
     __shared__ int ref[MJ_MOE_BLOCK_ROWS];
@@ -220,17 +237,17 @@ __global__ void __launch_bounds__(128)
     const int b = down ? pb : 2 * pb + args.projection; // gate and up blocks interleave
     const int row0 = MJ_MOE_BLOCK_ROWS * pb;
     const CheckpointMatrix m = {args.data, args.sf, down ? kInter : kHidden};
-    constexpr bool kRebased = rebased_scales<kKind, kWeightFmt>();
+    constexpr bool kRebased = rebased_scales<kKind, kWeightFmt, kFoldScales != 0>();
     if (kRebased && t < MJ_MOE_BLOCK_ROWS) ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
     __syncthreads();
     int j, nblk;
     unsigned char *stage = image_stage(args.expert, l, down, b, s, j, nblk);
-    image_block_stage<kKind, kWeightFmt>(m, down ? l.w2 : l.w1, nblk, stage, j, row0, kStageK * s,
-                                         t, ref);
+    image_block_stage<kKind, kWeightFmt, kFoldScales != 0>(m, down ? l.w2 : l.w1, nblk, stage, j,
+                                                           row0, kStageK * s, t, ref);
     if (mj_format_bits(kWeightFmt) == 4 && s == 0 && t < MJ_MOE_BLOCK_ROWS)
         reinterpret_cast<float *>(
             args.expert + l.row_scale_offset)[row_scale_index(args.projection, kInter, row0 + t)] =
-            kRebased ? rebased_row_scale<kWeightFmt>(ref[t]) : 1.0f;
+            kRebased ? rebased_row_scale<kKind, kWeightFmt>(ref[t]) : 1.0f;
 }
 #endif
 

@@ -67,6 +67,7 @@ typedef struct scenario {
     int masked_rank; /* all top-k ids -1 on this rank; -1: none */
     int alphas;      /* 1: random alphas and l2_act_scale (NVFP4 has non-1 alphas anyway) */
     int block_m;     /* 0: the heuristic's */
+    int unfold;      /* mj_moe_config.unfold_mx_scales */
 } scenario;
 
 #define SWIGLU MJ_ACT_SWIGLU
@@ -221,7 +222,9 @@ int run_case_relaunched(ctx *c, int row_index, const scenario *sc, int ctl, int 
 /* tests/gpu/mega_moe/cases.c */
 void test_matrix(ctx *c);
 /* Output must not depend on BLOCK_M beyond fp32 accumulation order: each
- * forced size must pass against the reference; bitwise equality is reported. */
+ * forced size must pass against the reference; bitwise equality is reported.
+ * The mxfp4-a8 row runs every size again with unfolded MX scales, whose
+ * outputs must equal the folded ones bit for bit. */
 void test_block_m(ctx *c);
 void test_graphs(ctx *c);
 /* A control passes when the numeric check fails on it. */

@@ -114,6 +114,37 @@ void test_invalid(ctx *c) {
         record(ok);
     }
 
+    set_case("invalid: mxfp4-a8 weights with a row whose scale bytes span 27 (folded scales)");
+    {
+        scenario sc = kInvalid;
+        mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(row_index_by_name("mxfp4-a8")), &sc, 0);
+        size_t n = (size_t)sh->H * (size_t)sh->I;
+        uint8_t *d = xmalloc(n / 2), *s = xmalloc(n / 32);
+        for (size_t i = 0; i < n / 2; i++)
+            d[i] = (uint8_t)(i * 37u);
+        memset(s, 120, n / 32);
+        s[sh->H / 32 - 1] = 147; /* row 0 of gate: 120 .. 147 */
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+                 expect_refused(mj_weights_load(w, 0, MJ_PROJ_GATE, d, s, 0), "unfold_mx_scales");
+        if (w) mj_weights_destroy(w);
+        w = NULL;
+        /* Within 26 the folded weights take it; unfolded ones take any spread. */
+        s[sh->H / 32 - 1] = 146;
+        ok = ok && expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+             expect_ok(mj_weights_load(w, 0, MJ_PROJ_GATE, d, s, 0), "load, span 26");
+        if (w) mj_weights_destroy(w);
+        w = NULL;
+        s[sh->H / 32 - 1] = 147;
+        mc.unfold_mx_scales = 1;
+        ok = ok && expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+             expect_ok(mj_weights_load(w, 0, MJ_PROJ_GATE, d, s, 0), "load, unfolded, span 27");
+        if (w) mj_weights_destroy(w);
+        free(d);
+        free(s);
+        record(ok);
+    }
+
     int sms = sms_for(c->device_sms, 1), other = sms > 1 ? sms - 1 : 2;
     set_case("invalid: buffer sized for %d SMs, MegaMoE family set to %d afterwards", sms, other);
     int ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, other), "set num_sms");

@@ -48,6 +48,8 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
             scenario sc = kControlBase;
             sc.block_m = kBlockMs[b];
             plan_add(l, sh, i, &sc, ds, 0, arch);
+            sc.unfold = 1; /* a kernel of its own only where the row folds */
+            plan_add(l, sh, i, &sc, ds, 0, arch);
         }
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers2, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers4, ds, 0, arch);
