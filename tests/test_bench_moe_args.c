@@ -52,6 +52,7 @@ static void test_defaults(void **state) {
     assert_int_equal(a.iters, 0);
     assert_int_equal(a.ranks, 0);
     assert_int_equal(a.json, 0);
+    assert_int_equal(a.unfold_mx_scales, 0);
     assert_null(a.dump_dir);
 }
 
@@ -60,7 +61,7 @@ static void test_flags(void **state) {
     mj_moe_bench_args a;
     assert_int_equal(PARSE(&a, "--shape", "all", "--format", "nvfp4-a16", "--tokens", "64,8",
                            "--routing", "skewed", "--iters", "7", "--ranks", "8", "--json",
-                           "--dump-routing", "/tmp/r", "--cache", "/tmp/c"),
+                           "--dump-routing", "/tmp/r", "--cache", "/tmp/c", "--unfold-mx-scales"),
                      MJ_MOE_ARGS_OK);
     assert_int_equal(a.num_shapes, 4);
     const char *names[] = {"deepseek-v3", "kimi-k2", "qwen3-235b", "gpt-oss-120b"};
@@ -80,6 +81,7 @@ static void test_flags(void **state) {
     assert_int_equal(a.json, 1);
     assert_string_equal(a.dump_dir, "/tmp/r");
     assert_string_equal(a.cache_dir, "/tmp/c");
+    assert_int_equal(a.unfold_mx_scales, 1);
 
     assert_int_equal(PARSE(&a, "--tokens", "64", "--max-tokens", "4096"), MJ_MOE_ARGS_OK);
     assert_int_equal(a.max_tokens, 4096);

@@ -92,7 +92,7 @@ static mj_status upload(const mj_cuda *cu, CUdeviceptr *p, const void *h, size_t
 }
 
 mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
-                                 int ranks, int rank, int max_tokens) {
+                                 int unfold_mx_scales, int ranks, int rank, int max_tokens) {
     return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
                            .hidden = s->hidden,
                            .intermediate = s->intermediate,
@@ -103,11 +103,13 @@ mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_forma
                            .max_tokens_per_rank = max_tokens,
                            .weight_format = (mj_format)row->weight_fmt,
                            .dispatch_format = (mj_format)row->dispatch_fmt,
-                           .activation = MJ_ACTIVATION_SWIGLU};
+                           .activation = MJ_ACTIVATION_SWIGLU,
+                           .unfold_mx_scales = unfold_mx_scales};
 }
 
 static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
-    return mj_bench_moe_layer(o->shape, o->row, o->num_ranks, rank, o->max_tokens);
+    return mj_bench_moe_layer(o->shape, o->row, o->unfold_mx_scales, o->num_ranks, rank,
+                              o->max_tokens);
 }
 
 /* The seed of everything a configuration draws: the same on every rank and

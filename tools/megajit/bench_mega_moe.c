@@ -61,6 +61,8 @@ static const char kUsage[] =
     "  --ranks N           expert-parallel ranks (default 1, or the launcher's world)\n"
     "  --dump-routing DIR  write each configuration's top-k ids and weights there\n"
     "                      (bench/torch_moe_peer.py reads them)\n"
+    "  --unfold-mx-scales  the mxfp4-a8 kernels apply every MX weight scale in fp32 instead of\n"
+    "                      folding it into the decode (mj_moe_config.unfold_mx_scales)\n"
     "  --phases            one more launch per configuration (rank 0) stamps its phases:\n"
     "                      prologue, each GEMM's tasks (first-stage wait, K loop, epilogue),\n"
     "                      gaps, combine, tail; printed after the table and in the JSON\n"
@@ -135,8 +137,8 @@ static mj_status plan_specs(const mj_moe_bench_args *a, const config *cfgs, int 
     }
     for (int i = 0; i < n && st == MJ_OK; i++) {
         if (!runnable(&cfgs[i])) continue;
-        const mj_moe_config layer =
-            mj_bench_moe_layer(cfgs[i].shape, cfgs[i].row, ranks, 0, a->max_tokens);
+        const mj_moe_config layer = mj_bench_moe_layer(
+            cfgs[i].shape, cfgs[i].row, a->unfold_mx_scales, ranks, 0, a->max_tokens);
         const mj_symm_config buffer = mj_symm_config_of_moe(&layer);
         const mj_family_request req = {
             .buffer = &buffer, .layer = &layer, .num_sms = sms_per_rank, .sys_scope = sys_scope};
@@ -501,7 +503,8 @@ int cmd_bench_mega_moe(int argc, char **argv) {
                                              .dump_dir = dump ? a.dump_dir : NULL,
                                              .dump_configs = dump ? dumps : NULL,
                                              .host_cost = host_cost_done ? NULL : &host_cost,
-                                             .phases = a.phases};
+                                             .phases = a.phases,
+                                             .unfold_mx_scales = a.unfold_mx_scales};
         if (mj_bench_mega_moe(rt, &o, c->points, &c->num_sms) != MJ_OK) {
             snprintf(c->error, sizeof c->error, "%s", mj_last_error());
             if (print)

@@ -24,6 +24,7 @@ enum {
     OPT_JSON = 'J',
     OPT_DUMP = 'D',
     OPT_PHASES = 'P',
+    OPT_UNFOLD = 'U',
     OPT_CACHE = 'c',
     OPT_HELP = 'h',
 };
@@ -43,6 +44,7 @@ static const struct option kOptions[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"dump-routing", required_argument, NULL, OPT_DUMP},
     {"phases", no_argument, NULL, OPT_PHASES},
+    {"unfold-mx-scales", no_argument, NULL, OPT_UNFOLD},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -180,6 +182,9 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
             break;
         case OPT_PHASES:
             a->phases = 1;
+            break;
+        case OPT_UNFOLD:
+            a->unfold_mx_scales = 1;
             break;
         case OPT_CACHE:
             a->cache_dir = optarg;

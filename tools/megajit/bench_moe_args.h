@@ -23,6 +23,7 @@ typedef struct mj_moe_bench_args {
     int ranks;      /* --ranks; 0 = not given (the launcher's world, else 1) */
     int json;
     int phases;           /* --phases: one traced launch per point */
+    int unfold_mx_scales; /* --unfold-mx-scales: mj_moe_config.unfold_mx_scales */
     const char *dump_dir; /* --dump-routing; NULL = none */
     const char *cache_dir;
 } mj_moe_bench_args;
