@@ -47,10 +47,12 @@ MJ_HD mj_u64 swizzled_kmajor_desc(mj_u32 tile_addr, int step, int n_rows, int ro
 
 /* The descriptor of step `step` from that of step 0 (swizzled_kmajor_desc):
  * only the start address field moves, and a shared address (< 2^18) never
- * carries out of it, so one 32-bit add replaces rebuilding the descriptor. */
+ * carries out of it, so one add replaces rebuilding the descriptor. A 64-bit
+ * add: with the high word spliced back in, ptxas built each step's
+ * descriptor in a fresh uniform register and copied both halves into the
+ * wgmma's operand (two UMOV a wgmma step). */
 MJ_HD mj_u64 swizzled_desc_step(mj_u64 desc0, int step, int n_rows, int row_bytes) {
-    const mj_u32 lo = (mj_u32)desc0 + (swizzled_step_offset(step, n_rows, row_bytes) >> 4);
-    return ((desc0 >> 32) << 32) | lo;
+    return desc0 + (mj_u64)(swizzled_step_offset(step, n_rows, row_bytes) >> 4);
 }
 
 } // namespace mj
