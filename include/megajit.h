@@ -350,11 +350,12 @@ typedef struct mj_moe_config {
     /* The mxfp4/mxfp8 row only. 0 (the default): its kernels fold each weight
      * row's MXFP4 block scales into the decode of the row's E2M1 codes, which
      * saves an fp32 multiply per accumulator and K32 step (a third of the K
-     * loop's instructions in 64-token tiles) and changes no bit of the
-     * result; it needs each row's scale bytes within 26 of each other, and
-     * mj_weights_load rejects a row that spreads wider. 1: the scales are
-     * applied in fp32 at every step, for any spread. A struct that ends
-     * before this field (an older megajit.h) means 0. */
+     * loop's instructions in 64-token tiles) and gives the unfolded bits
+     * unless a partial sum is below 2^-126 or overflows once scaled by
+     * 2^(140 - the row's largest scale byte) (docs/mega-moe.md); it needs each row's scale bytes
+     * within 26 of each other, and mj_weights_load rejects a row that spreads wider. 1: the scales
+     * are applied in fp32 at every step, for any spread. A struct that ends before this field (an
+     * older megajit.h) means 0. */
     int unfold_mx_scales;
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )

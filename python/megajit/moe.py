@@ -41,7 +41,7 @@ class MoEConfig:
     block_m: 0 = the heuristics choose per token count; 8/16/32/64 forced, or 128
       for the bf16 row (include/megajit.h, mj_moe_config.block_m).
     unfold_mx_scales: mxfp4-a8 only. False (the default): the kernels fold each
-      weight row's MXFP4 scales into the decode (same bits, fewer instructions),
+      weight row's MXFP4 scales into the decode (same bits inside fp32's normal range, fewer instructions),
       which takes rows whose scale bytes lie within 26 of each other; True: they
       are applied in fp32 for any spread (mj_moe_config.unfold_mx_scales).
     """

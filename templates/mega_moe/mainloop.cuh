@@ -54,8 +54,8 @@ template <class C> struct Ring {
     // ptxas cannot tell that the slot is the same in every lane (it comes from
     // a loop whose trip count is read from shared memory), so it computed the
     // descriptors in ordinary registers and copied each into uniform ones
-    // before every wgmma: two R2UR a wgmma, 5-16% of the K loops'
-    // instructions. A warp-wide min (CREDUX) of the address puts it in a
+    // before every wgmma: two R2UR a wgmma, 2-16% of the K loops'
+    // instructions (bench/kloop_sass.py). A warp-wide min (CREDUX) of the address puts it in a
     // uniform register, and every step's descriptor derived from it stays
     // there. All 32 lanes of a math warp run the K loop.
     __device__ __forceinline__ mj_u64 token_desc(int slot) const {
@@ -114,7 +114,7 @@ template <class C> struct StageScales {
         if constexpr (kWords % 4 == 0) {
 #pragma unroll
             for (int i = 0; i < kWords; i += 4) {
-                const uint4 v = *reinterpret_cast<const uint4 *>(p + 4 * i);
+                const uint4 v = lds128(p + 4 * i);
                 out[i] = v.x, out[i + 1] = v.y, out[i + 2] = v.z, out[i + 3] = v.w;
             }
         } else if constexpr (kWords % 2 == 0) {
@@ -132,9 +132,9 @@ template <class C> struct StageScales {
 };
 
 /* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
- * blocks over the first kN token columns, or acc += p * token scale where the
- * weight scales are folded into the decode (C::kFold) (a missing block's product and
- * accumulator are garbage nobody reads: no branch). Token columns from `valid`
+ * blocks over the first kN token columns; acc += p * token scale where the
+ * decode carries the weight scales (C::kFold). A missing block's product and
+ * accumulator are garbage nobody reads: no branch. Token columns from `valid`
  * on are padding nobody reads: with E4M3 weights the promotion, the loop's
  * largest ALU cost, skips their groups of eight (a branch uniform over the
  * warpgroup, after the wait, with no wgmma in flight). With E2M1 weights the

@@ -44,8 +44,10 @@
  * d = byte - 127 = e - e_max + 13 lies in -13..13 where the loader keeps each
  * row's scale bytes within 26 of each other; the row scale is 2^(e_max -
  * 140). Read as UE8M0 (the unfolded promotion's way), byte x row scale is the
- * checkpoint's scale again, so every FP8-kind loop computes the same bits from
- * one image (each partial sum is the true one times a power of two).
+ * checkpoint's scale again, so every FP8-kind loop computes the same scaled
+ * sums from one image. Against a plain image (unfold_mx_scales) each partial
+ * sum is the true one times 2^(140 - e_max): the same bits while both stay
+ * normal fp32 numbers (docs/mega-moe.md says when they do not).
  *
  * Host and device compile this file (tests/test_weight_image.cpp checks the
  * image against the decoders of decode.cuh); the kernel that writes images

@@ -116,8 +116,8 @@ void test_invalid(ctx *c) {
 
     set_case("invalid: mxfp4-a8 weights with a row whose scale bytes span 27 (folded scales)");
     {
-        scenario sc = kInvalid;
-        mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(row_index_by_name("mxfp4-a8")), &sc, 0);
+        mj_moe_config mc =
+            moe_cfg(sh, mj_moe_format_at(row_index_by_name("mxfp4-a8")), &kInvalid, 0);
         size_t n = (size_t)sh->H * (size_t)sh->I;
         uint8_t *d = xmalloc(n / 2), *s = xmalloc(n / 32);
         for (size_t i = 0; i < n / 2; i++)
