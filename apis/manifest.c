@@ -21,8 +21,14 @@
  *         "dispatch_format": "mxfp8",            bf16 | mxfp8 | mxfp4 | nvfp4
  *         "activation": "swiglu",                swiglu | swigluoai | situ
  *         "clamp": 7.0,                          optional positive number (swiglu family)
+ *         "swiglu_alpha": 1.0,                   optional numbers: the activation's
+ *         "swiglu_beta": 0.0,                    parameters (mj_moe_config; 0 =
+ *         "situ_gate_beta": 4.0,                 standard; nonzero only with its
+ *         "situ_up_beta": 25.0,                  own activation)
  *         "unfold_mx_scales": false,             optional boolean (mxfp4/mxfp8 layers:
  *                                                mj_moe_config.unfold_mx_scales)
+ *         "expert_biases": false,                optional boolean
+ *                                                (mj_moe_config.expert_biases)
  *         "num_sms": 0                           optional, 0..MJ_LIMIT_NUM_SMS_MAX (0 = all
  *                                                SMs; MegaMoE kernels are then compiled
  *                                                for 132, the H100/H200 SM count, on sm_90a)
@@ -213,6 +219,28 @@ static mj_status get_activation(const cJSON *obj, size_t li, mj_activation *out)
                    name, known);
 }
 
+/* An optional boolean as 0 / 1; absent keeps *out. */
+static mj_status get_bool(const cJSON *obj, size_t li, const char *key, int *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return MJ_OK;
+    if (!cJSON_IsBool(v))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be true or false", li,
+                       key);
+    *out = cJSON_IsTrue(v);
+    return MJ_OK;
+}
+
+/* An optional number that must be a finite float; absent keeps *out. */
+static mj_status get_float(const cJSON *obj, size_t li, const char *key, float *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return MJ_OK;
+    if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= FLT_MAX))
+        return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be a finite number", li,
+                       key);
+    *out = (float)v->valuedouble;
+    return MJ_OK;
+}
+
 /* The activation and clamp rules of the API's mj_moe_config_check, named. */
 static mj_status check_activation(const mj_moe_config *c, size_t li) {
     const char *act = mj_moe_activation_name((int)c->activation);
@@ -227,25 +255,22 @@ static mj_status check_activation(const mj_moe_config *c, size_t li) {
                        "manifest: layers[%zu].clamp: only swiglu and swigluoai take a clamp "
                        "(activation is %s)",
                        li, act);
-    return MJ_OK;
+    char where[48];
+    snprintf(where, sizeof where, "manifest: layers[%zu].", li);
+    return mj_moe_activation_params_check(c, where);
 }
 
 static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
-    static const char *const keys[] = {"name",
-                                       "comment",
-                                       "hidden",
-                                       "intermediate",
-                                       "experts",
-                                       "topk",
-                                       "ranks",
-                                       "max_tokens_per_rank",
-                                       "weight_format",
-                                       "dispatch_format",
-                                       "activation",
-                                       "clamp",
-                                       "num_sms",
-                                       "unfold_mx_scales",
-                                       NULL};
+    static const char *const keys[] = {"name",           "comment",
+                                       "hidden",         "intermediate",
+                                       "experts",        "topk",
+                                       "ranks",          "max_tokens_per_rank",
+                                       "weight_format",  "dispatch_format",
+                                       "activation",     "clamp",
+                                       "swiglu_alpha",   "swiglu_beta",
+                                       "situ_gate_beta", "situ_up_beta",
+                                       "num_sms",        "unfold_mx_scales",
+                                       "expert_biases",  NULL};
     if (!cJSON_IsObject(obj))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu]: must be an object", li);
     char prefix[48];
@@ -295,14 +320,14 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
                            "manifest: layers[%zu].clamp: must be a positive number (a float)", li);
         c->clamp = (float)clamp->valuedouble;
     }
-    const cJSON *unfold = cJSON_GetObjectItemCaseSensitive(obj, "unfold_mx_scales");
-    if (unfold) {
-        if (!cJSON_IsBool(unfold))
-            return mj_fail(MJ_ERR_INVALID_ARG,
-                           "manifest: layers[%zu].unfold_mx_scales: must be true or false", li);
-        c->unfold_mx_scales = cJSON_IsTrue(unfold);
-    }
-    st = check_activation(c, li);
+    st = get_bool(obj, li, "unfold_mx_scales", &c->unfold_mx_scales);
+    if (st == MJ_OK) st = get_bool(obj, li, "expert_biases", &c->expert_biases);
+    if (st != MJ_OK) return st;
+    st = get_float(obj, li, "swiglu_alpha", &c->swiglu_alpha);
+    if (st == MJ_OK) st = get_float(obj, li, "swiglu_beta", &c->swiglu_beta);
+    if (st == MJ_OK) st = get_float(obj, li, "situ_gate_beta", &c->situ_gate_beta);
+    if (st == MJ_OK) st = get_float(obj, li, "situ_up_beta", &c->situ_up_beta);
+    if (st == MJ_OK) st = check_activation(c, li);
     if (st != MJ_OK) return st;
     char fallback[32];
     snprintf(fallback, sizeof fallback, "layers[%zu]", li);

@@ -145,6 +145,10 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
         .num_tokens = num_tokens,
         .timeout_ns = wait_timeout_ns(),
     };
+    if (weights->cfg.expert_biases) {
+        args->l1_bias = (const float *)(uintptr_t)weights->biases;
+        args->l2_bias = args->l1_bias + (size_t)local * 2 * (size_t)weights->cfg.intermediate;
+    }
     return MJ_OK;
 }
 

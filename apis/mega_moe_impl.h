@@ -28,6 +28,10 @@ struct mj_weights {
     /* One allocation of four fp32 [E_local] arrays, in mj_moe_args order:
      * l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale. */
     CUdeviceptr alphas;
+    /* With cfg.expert_biases: fp32 [E_local][2I] GEMM 1 biases (gate rows,
+     * then up rows), then [E_local][H] GEMM 2 biases, zero until loaded;
+     * else 0. */
+    CUdeviceptr biases;
     /* [E_local][MJ_MOE_NUM_PROJECTIONS]: 1 once that projection was loaded, so a
      * launch never reads weights nobody wrote. */
     unsigned char *loaded;

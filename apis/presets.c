@@ -36,12 +36,13 @@ static const char *const kJson[] = {
     " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
 
     "{\"comment\": \"gpt-oss-120b on one rank, W4A16, at the model's own hidden and"
-    " intermediate sizes (2880 = 45 x 64: nothing padded)\","
+    " intermediate sizes (2880 = 45 x 64: nothing padded), with its expert biases\","
     " \"archs\": [\"sm_90a\"],"
     " \"layers\": [{\"name\": \"moe\", \"hidden\": 2880, \"intermediate\": 2880,"
     " \"experts\": 128, \"topk\": 4, \"ranks\": 1, \"max_tokens_per_rank\": 8192,"
     " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\","
-    " \"activation\": \"swigluoai\", \"clamp\": 7.0, \"num_sms\": 0}]}",
+    " \"activation\": \"swigluoai\", \"clamp\": 7.0, \"expert_biases\": true,"
+    " \"num_sms\": 0}]}",
 };
 
 enum { NUM_PRESETS = sizeof kJson / sizeof kJson[0] };

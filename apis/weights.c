@@ -25,7 +25,17 @@ const char *const mj_moe_projection_names[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up
 static void free_device(mj_weights *w) {
     mj_device_free(w->rt, w->image);
     mj_device_free(w->rt, w->alphas);
+    mj_device_free(w->rt, w->biases);
     mj_stream_destroy(w->rt, w->stream);
+}
+
+/* Where local expert e's bias of proj starts in the biases array (struct
+ * mj_weights), in floats: [E][2I] gate and up rows, then [E][H] down rows.
+ * e = E gives the array's length. */
+static size_t bias_offset(const mj_weights *w, int e, mj_projection proj) {
+    size_t local = (size_t)w->local_experts, inter = (size_t)w->cfg.intermediate;
+    if (proj == MJ_PROJ_DOWN) return local * 2 * inter + (size_t)e * (size_t)w->cfg.hidden;
+    return (size_t)e * 2 * inter + (proj == MJ_PROJ_UP ? inter : 0);
 }
 
 static mj_status alloc_all(mj_weights *w) {
@@ -43,6 +53,14 @@ static mj_status alloc_all(mj_weights *w) {
             ones[i] = 1.0f;
         st = mj_device_upload(rt, w->alphas, ones, alpha_bytes, w->stream, what);
         free(ones);
+    }
+    if (st == MJ_OK && w->cfg.expert_biases) {
+        size_t bias_bytes = bias_offset(w, w->local_experts, MJ_PROJ_DOWN) * sizeof(float);
+        float *zeros = calloc(bias_bytes, 1);
+        if (!zeros) return mj_fail(MJ_ERR_NOMEM, "out of memory");
+        st = mj_device_alloc(rt, bias_bytes, what, &w->biases);
+        if (st == MJ_OK) st = mj_device_upload(rt, w->biases, zeros, bias_bytes, w->stream, what);
+        free(zeros);
     }
     return st;
 }
@@ -236,6 +254,48 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
     w->projections_missing -= !*loaded;
     *loaded = 1;
     return MJ_OK;
+}
+
+mj_status mj_weights_load_bias(mj_weights *w, int local_expert, mj_projection proj,
+                               const float *bias, int from_device) {
+    mj_clear_error();
+    if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: weights are NULL");
+    if (!w->cfg.expert_biases)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_weights_load_bias: these weights have no biases (create them with "
+                       "mj_moe_config.expert_biases = 1)");
+    int e = local_expert;
+    if (e < 0 || e >= w->local_experts)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: local expert %d outside 0..%d", e,
+                       w->local_experts - 1);
+    if ((unsigned)proj >= MJ_MOE_NUM_PROJECTIONS)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: unknown projection %d",
+                       (int)proj);
+    if (!bias) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: bias is NULL");
+    size_t n = (size_t)(proj == MJ_PROJ_DOWN ? w->cfg.hidden : w->cfg.intermediate);
+    mj_status st = mj_runtime_bind(w->rt);
+    if (st == MJ_OK && from_device)
+        st = mj_device_synchronize(w->rt, "mj_weights_load_bias: waiting for the source");
+    if (st != MJ_OK) return st;
+    /* Checked on the host before anything is written: a rejected load leaves
+     * the previous values. */
+    float *host = from_device ? malloc(n * sizeof *host) : (float *)bias;
+    if (!host) return mj_fail(MJ_ERR_NOMEM, "out of memory");
+    if (from_device)
+        st = mj_device_download(w->rt, host, (CUdeviceptr)(uintptr_t)bias, n * sizeof *host,
+                                w->stream, "mj_weights_load_bias: reading the bias");
+    for (size_t i = 0; st == MJ_OK && i < n; i++)
+        if (!isfinite(host[i]))
+            st = mj_fail(MJ_ERR_INVALID_ARG,
+                         "mj_weights_load_bias: local expert %d %s: element %zu is %g (biases "
+                         "must be finite)",
+                         e, mj_moe_projection_names[proj], i, (double)host[i]);
+    if (st == MJ_OK)
+        st = mj_device_upload(w->rt,
+                              w->biases + (CUdeviceptr)(bias_offset(w, e, proj) * sizeof(float)),
+                              host, n * sizeof *host, w->stream, "mj_weights_load_bias: copying");
+    if (from_device) free(host);
+    return st;
 }
 
 mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_gate,

@@ -96,8 +96,10 @@ def main():
             if not m:
                 continue
             p = [x.strip() for x in m.group(1).split(",")]
-            w, d, bm, stage_k = FMT[int(p[6])], FMT[int(p[7])], int(p[11]), int(p[12])
-            fold = int(p[16]) if len(p) > 16 else 0
+            # runtime/families/mega_moe.h's order: the activation's two constants
+            # follow the clamp (index 10), the fold and biases come last
+            w, d, bm, stage_k = FMT[int(p[6])], FMT[int(p[7])], int(p[13]), int(p[14])
+            fold = int(p[18])
             loops = k_loops(run("cache", "show", e["key"][:12], "--sass"))
             rows.append({"row": ROW_NAMES.get((w, d), w + "/" + d), "block_m": bm, "fold": fold,
                          "stage_k": stage_k, "kernel": e["kernel_name"],

@@ -316,10 +316,16 @@ MJ_API mj_status mj_pre_dispatch(mj_runtime *rt, mj_symm_buffer *buf, int rank, 
 
 /* ---------------------------------------------------------------- MegaMoE */
 
+/* The activation of NUMERICS.md step 4 on the BF16-rounded gate g and up u;
+ * its parameters are mj_moe_config fields (left 0, the standard values below). */
 typedef enum mj_activation {
-    MJ_ACTIVATION_SWIGLU = 0,    /* h = g * sigmoid(g), v = u */
-    MJ_ACTIVATION_SWIGLUOAI = 1, /* h = g * sigmoid(1.702 g), v = u + 1 */
-    MJ_ACTIVATION_SITU = 2,      /* h = 4 tanh(g / 4) sigmoid(g), v = 25 tanh(u / 25) */
+    /* h = g sigmoid(alpha g), v = u + beta (swiglu_alpha, swiglu_beta: 1, 0) */
+    MJ_ACTIVATION_SWIGLU = 0,
+    /* swiglu at alpha 1.702, beta 1: h = g sigmoid(1.702 g), v = u + 1 */
+    MJ_ACTIVATION_SWIGLUOAI = 1,
+    /* h = bg tanh(g / bg) sigmoid(g), v = bu tanh(u / bu) (situ_gate_beta,
+     * situ_up_beta: 4, 25) */
+    MJ_ACTIVATION_SITU = 2,
     MJ_ACTIVATION_COUNT_ = 3
 } mj_activation;
 
@@ -357,6 +363,25 @@ typedef struct mj_moe_config {
      * are applied in fp32 at every step, for any spread. A struct that ends before this field (an
      * older megajit.h) means 0. */
     int unfold_mx_scales;
+    /* Parameters of the activation (NUMERICS.md step 4; mj_activation), compiled
+     * into the kernels as constants (part of their cache keys); 0 in a field
+     * means its standard value. swiglu: swiglu_alpha (0 means 1; h = g
+     * sigmoid(alpha g), alpha g rounded to fp32) and swiglu_beta (0: v = u;
+     * else v = u + beta in fp32), finite. swigluoai is swiglu at 1.702 and 1,
+     * and swiglu given exactly those values runs swigluoai's kernels. situ:
+     * situ_gate_beta (0 means 4) and situ_up_beta (0 means 25), finite and >
+     * 0 when given; g / bg and u / bu are fp32 divisions. The fields of the
+     * other activations must be 0, so a parameter is never silently ignored.
+     * A struct that ends before these fields (an older megajit.h) means 0. */
+    float swiglu_alpha;
+    float swiglu_beta;
+    float situ_gate_beta;
+    float situ_up_beta;
+    /* 1: the layer's experts have biases (gpt-oss), loaded with
+     * mj_weights_load_bias and zero until then; the kernels are compiled with
+     * them (NUMERICS.md steps 2 and 7, as mj_weights_load_bias says). 0 (the
+     * default, and for a struct that ends before this field): none. */
+    int expert_biases;
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
@@ -398,6 +423,25 @@ typedef enum mj_projection {
  * it cannot run while a stream of the context captures a graph. */
 MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
                                  const void *data, const void *scales, int from_device);
+
+/* Loads the bias of one projection of local expert e (0 .. E/R - 1) of
+ * weights created with mj_moe_config.expert_biases = 1: fp32, finite, [I]
+ * for MJ_PROJ_GATE and MJ_PROJ_UP, [H] for MJ_PROJ_DOWN (host memory, or
+ * device memory with from_device = 1, read after the context's pending work
+ * as mj_weights_load reads). Until loaded a bias is 0. The values live in a
+ * device array of the weights, so a reload needs no recompile and no
+ * CUDA-graph recapture; like mj_weights_set_alphas the copy is not ordered
+ * against a MegaMoE launch in flight on a caller's stream. Synchronous.
+ * Where they enter, for a (token, slot) pair routed to the expert with
+ * routing weight w (the top-k weight times expert_scales, as pre-dispatched):
+ *   gate and up: g = BF16(fp32(acc1_gate * (xs * l1_alpha_gate)) + b_gate[n]),
+ *     u likewise, each an fp32 multiply then an fp32 add (no fused
+ *     multiply-add), before the clamp and the activation (step 2);
+ *   down: o[h] = BF16(fp32(acc2[h] * l2_alpha) + fp32(w * b_down[h])) (step
+ *     7). The layer computes sum_k w_k (W2 h_k + b_k) and megajit applies w_k
+ *     before GEMM 2 (step 5), so the bias takes it here. */
+MJ_API mj_status mj_weights_load_bias(mj_weights *w, int local_expert, mj_projection proj,
+                                      const float *bias, int from_device);
 
 /* Per-expert fp32 scalars (default 1), kept in device arrays so a reload needs
  * no recompile and no CUDA-graph recapture: GEMM 1 gate/up alphas (NVFP4 global

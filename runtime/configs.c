@@ -81,6 +81,42 @@ static mj_status unsupported_pair(const mj_moe_config *c) {
                    w ? w : "?", d ? d : "?", pairs);
 }
 
+/* A parameter the kernel would not read is a caller's mistake, not something
+ * to ignore: only the chosen activation's may be nonzero. */
+mj_status mj_moe_activation_params_check(const mj_moe_config *c, const char *where) {
+    const char *act = mj_moe_activation_name((int)c->activation);
+    const struct {
+        const char *name;
+        float value;
+        int owner; /* the MJ_ACT_* code whose parameter it is */
+        int positive;
+    } p[] = {
+        {"swiglu_alpha", c->swiglu_alpha, MJ_ACT_SWIGLU, 0},
+        {"swiglu_beta", c->swiglu_beta, MJ_ACT_SWIGLU, 0},
+        {"situ_gate_beta", c->situ_gate_beta, MJ_ACT_SITU, 1},
+        {"situ_up_beta", c->situ_up_beta, MJ_ACT_SITU, 1},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        if (p[i].value == 0) continue; /* -0 too: u + -0 is u */
+        if (!isfinite(p[i].value))
+            return mj_fail(MJ_ERR_INVALID_ARG, "%s%s: %g must be finite (0 = standard)", where,
+                           p[i].name, (double)p[i].value);
+        if ((int)c->activation != p[i].owner)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "%s%s: %g is a parameter of %s only (activation is %s; leave it 0)%s",
+                           where, p[i].name, (double)p[i].value, mj_moe_activation_name(p[i].owner),
+                           act ? act : "?",
+                           c->activation == MJ_ACTIVATION_SWIGLUOAI && p[i].owner == MJ_ACT_SWIGLU
+                               ? "; swigluoai is swiglu at alpha 1.702 and beta 1, other values "
+                                 "take activation swiglu"
+                               : "");
+        if (p[i].positive && p[i].value < 0)
+            return mj_fail(MJ_ERR_INVALID_ARG, "%s%s: %g must be > 0 (0 = standard)", where,
+                           p[i].name, (double)p[i].value);
+    }
+    return MJ_OK;
+}
+
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
     /* The shape rules of the symmetric buffer the layer runs in, intermediate
@@ -105,6 +141,9 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "clamp %g: only swiglu and swigluoai take a clamp (activation is %s)",
                        (double)c->clamp, act);
+    if ((st = mj_moe_activation_params_check(c, "")) != MJ_OK) return st;
+    if (c->expert_biases != 0 && c->expert_biases != 1)
+        return mj_fail(MJ_ERR_INVALID_ARG, "expert_biases %d must be 0 or 1", c->expert_biases);
     if (c->unfold_mx_scales != 0 && c->unfold_mx_scales != 1)
         return mj_fail(MJ_ERR_INVALID_ARG, "unfold_mx_scales %d must be 0 or 1",
                        c->unfold_mx_scales);

@@ -34,4 +34,9 @@ const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_confi
  * field), and returns its format row (row may be NULL). */
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row);
 
+/* The activation parameters of c (mj_moe_config, from swiglu_alpha on): the
+ * chosen activation's in range, every other one 0. where prefixes the field in the message ("" for
+ * the API, "manifest: layers[3]." for a manifest). */
+mj_status mj_moe_activation_params_check(const mj_moe_config *c, const char *where);
+
 #endif

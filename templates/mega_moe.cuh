@@ -166,12 +166,13 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
 
 template <int kHidden, int kInter, int kExperts, int kTopk, int kRanks, int kMaxTokens,
           int kWeightFmt, int kDispatchFmt, int kL2Fmt, int kActivation, unsigned kClampBits,
-          int kBlockM, int kStageK, int kStages, int kNumSMs, int kSysScope, int kFoldScales>
+          unsigned kActParam0Bits, unsigned kActParam1Bits, int kBlockM, int kStageK, int kStages,
+          int kNumSMs, int kSysScope, int kFoldScales, int kBiases>
 __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mega_moe_kernel(const __grid_constant__ mj_moe_args args) {
     typedef MoeConfig<kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kWeightFmt,
-                      kDispatchFmt, kL2Fmt, kActivation, kClampBits, kBlockM, kStageK, kStages,
-                      kNumSMs, kSysScope, kFoldScales>
+                      kDispatchFmt, kL2Fmt, kActivation, kClampBits, kActParam0Bits, kActParam1Bits,
+                      kBlockM, kStageK, kStages, kNumSMs, kSysScope, kFoldScales, kBiases>
         C;
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid & 31;

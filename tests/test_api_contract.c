@@ -180,6 +180,10 @@ static int weights_load(fixture *f) {
     (void)f;
     return mj_weights_load(NULL, 0, MJ_PROJ_GATE, NULL, NULL, 0);
 }
+static int weights_load_bias(fixture *f) {
+    (void)f;
+    return mj_weights_load_bias(NULL, 0, MJ_PROJ_GATE, NULL, 0);
+}
 static int weights_set_alphas(fixture *f) {
     (void)f;
     return mj_weights_set_alphas(NULL, 0, 1, 1, 1, 1);
@@ -318,6 +322,7 @@ static const api_case kCases[] = {
     {"mj_weights_create", weights_create, MJ_ERR_INVALID_ARG},
     {"mj_weights_destroy", weights_destroy, NO_STATUS},
     {"mj_weights_load", weights_load, MJ_ERR_INVALID_ARG},
+    {"mj_weights_load_bias", weights_load_bias, MJ_ERR_INVALID_ARG},
     {"mj_weights_set_alphas", weights_set_alphas, MJ_ERR_INVALID_ARG},
     {"mj_mega_moe_block_m", mega_moe_block_m, MJ_ERR_INVALID_ARG},
     {"mj_mega_moe_block_m", mega_moe_block_m_ok, MJ_OK},

@@ -130,10 +130,10 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 17);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 20);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
-                        "16, 256, 5, 132, 0, 1>");
+                        "0x3f800000u, 0x0u, 16, 256, 5, 132, 0, 1, 0>");
     for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
         assert_int_equal(s.params[i], 0);
     mj_kernel_spec other;
@@ -158,16 +158,24 @@ static void test_spec_and_name(void **state) {
         const char *name;
     } rows[] = {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 8, 64, 6, 66, 0, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 0x40800000u, "
+         "0x41c80000u, 8, 64, 6, "
+         "66, 0, 0, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 8, 128, 6, 66, "
-         "0, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 0x3fd9db23u, "
+         "0x3f800000u, 8, 128, 6, 66, 0, 0, 0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
+         "128, 8, "
+         "66, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 8, 128, 8, 66, 0, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
+         "128, 8, "
+         "66, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
-         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 8, 128, 8, 66, 0, 0>"},
+         "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
+         "128, 8, "
+         "66, 0, 0, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
@@ -351,19 +359,23 @@ static void test_manifest_presets(void **state) {
     } want[] = {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0> sm_90a",
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
+         "bias=0> sm_90a",
          4},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,bm=8,stage_k=256,stages=6,sms=132,sys=1,fold=1> sm_90a",
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=256,stages=6,sms=132,sys=1,fold=1,"
+         "bias=0> sm_90a",
          4},
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
-         "act=swiglu,clamp=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,fold=0> sm_90a",
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,fold=0,"
+         "bias=0> sm_90a",
          5},
         {"gpt-oss-120b-ep1",
          "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
-         "act=swigluoai,clamp=7,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold=0> sm_90a",
+         "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
+         "0,bias=1> sm_90a",
          5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -400,15 +412,16 @@ static void test_manifest_block_m_set(void **state) {
         " \"num_sms\": 66");
 #define BF16_LAYER                                                                                 \
     "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
-    "clamp=0,"
-    expect_kernels(m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0> sm_90a");
+    "clamp=0,act_p0=1,act_p1=0,"
+    expect_kernels(m, 6, 3,
+                   BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0,bias=0> sm_90a");
     /* the weight loader's image kernel comes first; rows of one kind share it */
     assert_string_equal(mj_manifest_kernel_describe(m, 2),
                         "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64,fold=0> sm_90a");
     assert_string_equal(mj_manifest_kernel_describe(m, 4),
-                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0> sm_90a");
+                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0,bias=0> sm_90a");
     assert_string_equal(mj_manifest_kernel_describe(m, 5),
-                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0> sm_90a");
+                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0,bias=0> sm_90a");
 #undef BF16_LAYER
     mj_manifest_destroy(m);
 
@@ -416,10 +429,10 @@ static void test_manifest_block_m_set(void **state) {
     m = parse_layer("\"experts\": 64, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
                     " \"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\","
                     " \"activation\": \"swigluoai\", \"clamp\": 0.5");
-    expect_kernels(
-        m, 4, 1,
-        "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
-        "act=swigluoai,clamp=0.5,bm=8,stage_k=128,stages=8,sms=132,sys=0,fold=0> sm_90a");
+    expect_kernels(m, 4, 1,
+                   "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
+                   "act=swigluoai,clamp=0.5,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms="
+                   "132,sys=0,fold=0,bias=0> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -617,6 +630,8 @@ static void test_weights_without_device(void **state) {
     expect_error(mj_weights_load(NULL, 0, MJ_PROJ_GATE, &c, &c, 0), MJ_ERR_INVALID_ARG,
                  "weights are NULL");
     expect_error(mj_weights_set_alphas(NULL, 0, 1, 1, 1, 1), MJ_ERR_INVALID_ARG,
+                 "weights are NULL");
+    expect_error(mj_weights_load_bias(NULL, 0, MJ_PROJ_DOWN, NULL, 0), MJ_ERR_INVALID_ARG,
                  "weights are NULL");
     int32_t y;
     expect_error(mj_mega_moe(rt, NULL, NULL, &y, 1, NULL, NULL), MJ_ERR_INVALID_ARG,
@@ -906,7 +921,7 @@ static void test_manifest_unfold_mx_scales(void **state) {
         snprintf(json, sizeof json, "%s%s", head, tails[t]);
         mj_manifest *m = NULL;
         assert_int_equal(mj_manifest_parse(json, &m), MJ_OK);
-        const char *want = t == 2 ? "fold=0>" : "fold=1>";
+        const char *want = t == 2 ? "fold=0" : "fold=1";
         int moe = 0;
         for (size_t i = 0; i < mj_manifest_kernel_count(m); i++) {
             const char *d = mj_manifest_kernel_describe(m, i);
@@ -925,8 +940,170 @@ static void test_manifest_unfold_mx_scales(void **state) {
     assert_null(m);
 }
 
+/* The activation's parameters (mj_moe_config, 0 = standard) are kernel
+ * constants: equal formulas share a spec, a parameter of another activation
+ * is refused, and a manifest takes them as the API does. */
+static void test_activation_params(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    mj_kernel_spec s, other;
+    c.swiglu_alpha = 1.5f;
+    c.swiglu_beta = 0.25f;
+    assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_ACTIVATION], MJ_ACT_SWIGLU);
+    assert_int_equal((uint32_t)s.params[MJ_MOE_PARAM_ACT_PARAM0_BITS], 0x3fc00000u);
+    assert_int_equal((uint32_t)s.params[MJ_MOE_PARAM_ACT_PARAM1_BITS], 0x3e800000u);
+
+    /* swiglu at exactly 1.702 and 1 is swigluoai's kernel */
+    c.swiglu_alpha = 1.702f;
+    c.swiglu_beta = 1.0f;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    mj_moe_config oai = good();
+    oai.activation = MJ_ACTIVATION_SWIGLUOAI;
+    assert_int_equal(spec_of(&oai, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    assert_int_equal(s.params[MJ_MOE_PARAM_ACTIVATION], MJ_ACT_SWIGLUOAI);
+
+    /* 0 is the standard value, and -0 is 0 */
+    c = good();
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    c.swiglu_alpha = 1.0f;
+    c.swiglu_beta = -0.0f;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    c = good();
+    c.activation = MJ_ACTIVATION_SITU;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    assert_int_equal((uint32_t)s.params[MJ_MOE_PARAM_ACT_PARAM0_BITS], 0x40800000u);
+    assert_int_equal((uint32_t)s.params[MJ_MOE_PARAM_ACT_PARAM1_BITS], 0x41c80000u);
+    c.situ_gate_beta = 4.0f;
+    c.situ_up_beta = 25.0f;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_memory_equal(&s, &other, sizeof s);
+    c.situ_up_beta = 20.0f;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_int_equal((uint32_t)other.params[MJ_MOE_PARAM_ACT_PARAM1_BITS], 0x41a00000u);
+
+    /* refused: another activation's parameter, a non-finite or non-positive one */
+    c = good();
+    c.activation = MJ_ACTIVATION_SWIGLUOAI;
+    c.swiglu_alpha = 2.0f;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "swiglu_alpha: 2 is a parameter of swiglu only (activation is swigluoai; leave it "
+                 "0); swigluoai is swiglu at alpha 1.702 and beta 1");
+    c = good();
+    c.situ_gate_beta = 4.0f;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "situ_gate_beta: 4 is a parameter of situ only (activation is swiglu");
+    c = good();
+    c.swiglu_beta = NAN;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "swiglu_beta: nan must be finite");
+    c = good();
+    c.activation = MJ_ACTIVATION_SITU;
+    c.situ_up_beta = -1.0f;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, "situ_up_beta: -1 must be > 0");
+
+    /* a struct from the header before the parameters reads them as 0 */
+    mj_moe_config ours;
+    c = good();
+    memset(&c.swiglu_alpha, 0x7f, 4 * sizeof(float)); /* past the caller's struct */
+    c.struct_size = offsetof(mj_moe_config, swiglu_alpha);
+    assert_int_equal(mj_moe_config_accept(&c, &ours, NULL), MJ_OK);
+    assert_true(ours.swiglu_alpha == 0 && ours.swiglu_beta == 0 && ours.situ_gate_beta == 0 &&
+                ours.situ_up_beta == 0);
+
+    /* the manifest: the same values, the same kernel; the same refusals, by path */
+    mj_manifest *m = parse_layer(
+        "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
+        " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\","
+        " \"swiglu_alpha\": 1.702, \"swiglu_beta\": 1, \"clamp\": 7");
+    expect_kernels(m, 4, 1,
+                   "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
+                   "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=6,sms=132,"
+                   "sys=0,fold=0,bias=0> sm_90a");
+    mj_manifest_destroy(m);
+    m = parse_layer("\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
+                    " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\","
+                    " \"activation\": \"situ\", \"situ_gate_beta\": 3, \"situ_up_beta\": 20");
+    expect_kernels(m, 4, 1,
+                   "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
+                   "act=situ,clamp=0,act_p0=3,act_p1=20,bm=8,stage_k=64,stages=6,sms=132,"
+                   "sys=0,fold=0,bias=0> sm_90a");
+    mj_manifest_destroy(m);
+    static const struct {
+        const char *tail, *needle;
+    } bad[] = {
+        {"\"swigluoai\", \"swiglu_beta\": 1",
+         "manifest: layers[0].swiglu_beta: 1 is a parameter of swiglu only"},
+        {"\"situ\", \"situ_gate_beta\": -4", "manifest: layers[0].situ_gate_beta: -4 must be > 0"},
+        {"\"swiglu\", \"swiglu_alpha\": \"1\"",
+         "manifest: layers[0].swiglu_alpha: must be a finite number"},
+        {"\"swiglu\", \"swiglu_alpha\": 1e300",
+         "manifest: layers[0].swiglu_alpha: must be a finite number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "%s\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1, "
+                 "\"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": "
+                 "%s}]}",
+                 kLayerHead, bad[i].tail);
+        m = NULL;
+        expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG, bad[i].needle);
+        assert_null(m);
+    }
+}
+
+/* Expert biases are a kernel parameter of the config (their values are
+ * device data): on, off, refused values, the older struct, the manifest. */
+static void test_expert_biases_config(void **state) {
+    (void)state;
+    mj_moe_config c = good();
+    mj_kernel_spec s, other;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_BIASES], 0);
+    c.expert_biases = 1;
+    assert_int_equal(spec_of(&c, &other), MJ_OK);
+    assert_int_equal(other.params[MJ_MOE_PARAM_BIASES], 1);
+    s.params[MJ_MOE_PARAM_BIASES] = 1; /* nothing else differs */
+    assert_memory_equal(&s, &other, sizeof s);
+    c.expert_biases = 2;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "expert_biases 2 must be 0 or 1");
+
+    mj_moe_config ours;
+    c = good();
+    c.expert_biases = 0x7f7f7f7f; /* past the caller's struct */
+    c.struct_size = offsetof(mj_moe_config, expert_biases);
+    assert_int_equal(mj_moe_config_accept(&c, &ours, NULL), MJ_OK);
+    assert_int_equal(ours.expert_biases, 0);
+
+    static const char layer[] =
+        "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
+        " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\", \"activation\": "
+        "\"swigluoai\", \"clamp\": 7, \"expert_biases\": ";
+    char rest[512];
+    snprintf(rest, sizeof rest, "%strue", layer);
+    mj_manifest *m = parse_layer(rest);
+    expect_kernels(m, 4, 1,
+                   "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=mxfp4,dispatch=bf16,l2=bf16,"
+                   "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms=132,"
+                   "sys=0,fold=0,bias=1> sm_90a");
+    mj_manifest_destroy(m);
+    char json[1024];
+    snprintf(json, sizeof json, "%s%s1}]}", kLayerHead, layer);
+    m = NULL;
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].expert_biases: must be true or false");
+    assert_null(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expert_biases_config),
+        cmocka_unit_test(test_activation_params),
         cmocka_unit_test(test_config_rejects_bad_values),
         cmocka_unit_test(test_spec_rejects_bad_launch_shape),
         cmocka_unit_test(test_manifest_unfold_mx_scales),

@@ -43,10 +43,13 @@ static const char kExtraLayers[] =
 
 /* gpt-oss-120b's shape (2880 = 45 x 64) in the format rows its preset does not
  * cover: stages of 64 (192 for mxfp4-a8, the one stage K that is no power of
- * two) and an odd count of GEMM 2 row blocks, which no other shape has. */
+ * two) and an odd count of GEMM 2 row blocks, which no other shape has; with
+ * the model's expert biases, so every row's kernels are checked with them
+ * here and without them above. */
 #define GPT_OSS                                                                                    \
     "\"hidden\": 2880, \"intermediate\": 2880, \"experts\": 128, \"topk\": 4, \"ranks\": 1, "      \
-    "\"max_tokens_per_rank\": 8192, \"activation\": \"swigluoai\", \"clamp\": 7.0"
+    "\"max_tokens_per_rank\": 8192, \"activation\": \"swigluoai\", \"clamp\": 7.0, "               \
+    "\"expert_biases\": true"
 static const char kGptOssLayers[] =
     "{\"archs\": [\"sm_90a\"], \"layers\": ["
     "{\"name\": \"gpt-oss-bf16\", \"weight_format\": \"bf16\", \"dispatch_format\": "

@@ -121,6 +121,64 @@ static void test_activations(void **state) {
     }
 }
 
+/* The activations' parameters on x = 2, -1, 0.5, 4 (values from an
+ * independent fp64 evaluation):
+ *   swiglu alpha 2, beta 0.5: x sigmoid(2x) (x + 0.5): 4.91007 0.0596015 0.365529 17.994
+ *   situ betas 2, 5: 2tanh(x/2)sigmoid(x)*5tanh(x/5): 2.54874 0.245303 0.151946 6.28636
+ * swiglu at 1.702 and 1 is swigluoai; 0 stands for the standard value. */
+static void test_activation_params(void **state) {
+    (void)state;
+    static bf16_expert ex;
+    make_expert(&ex, 1.0f);
+    mjr_expert_weights ew[1] = {weights_of(&ex)};
+    uint16_t y[H];
+    mjr_moe_shape s = bf16_shape(1, 1, 1, MJ_ACT_SWIGLU);
+    s.act_params[0] = 2.0f;
+    s.act_params[1] = 0.5f;
+    run_single(&s, ew, x_basic, 4, y);
+    check_row(y, (const uint16_t[4]){0x409d, 0x3d74, 0x3ebb, 0x4190});
+
+    s = bf16_shape(1, 1, 1, MJ_ACT_SITU);
+    s.act_params[0] = 2.0f;
+    s.act_params[1] = 5.0f;
+    run_single(&s, ew, x_basic, 4, y);
+    check_row(y, (const uint16_t[4]){0x4023, 0x3e7b, 0x3e1c, 0x40c9});
+
+    static const uint16_t oai[4] = {0x40ba, 0x0000, 0x3f07, 0x41a0}; /* test_activations */
+    s = bf16_shape(1, 1, 1, MJ_ACT_SWIGLU);
+    s.act_params[0] = 1.702f;
+    s.act_params[1] = 1.0f;
+    run_single(&s, ew, x_basic, 4, y);
+    check_row(y, oai);
+
+    /* 0 is the standard value: situ at (4, 0) is situ at (4, 25). */
+    static const uint16_t situ[4] = {0x4050, 0x3e87, 0x3e1f, 0x413e}; /* test_activations */
+    s = bf16_shape(1, 1, 1, MJ_ACT_SITU);
+    s.act_params[0] = 4.0f;
+    run_single(&s, ew, x_basic, 4, y);
+    check_row(y, situ);
+
+    /* Parameters the kernels refuse, the reference refuses. */
+    int32_t ids[1] = {0};
+    float tw[1] = {1.0f};
+    uint8_t xrow[H * 2];
+    make_x(xrow, x_basic, 4);
+    mjr_rank_input in = {1, xrow, NULL, NULL, ids, tw};
+    uint16_t *ys[1] = {y};
+    const struct {
+        int act;
+        float p[2];
+    } bad[] = {{MJ_ACT_SWIGLU, {NAN, 0.0f}},
+               {MJ_ACT_SWIGLU, {1.0f, INFINITY}},
+               {MJ_ACT_SWIGLUOAI, {1.702f, 0.0f}},
+               {MJ_ACT_SITU, {4.0f, -25.0f}}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s = bf16_shape(1, 1, 1, bad[i].act);
+        memcpy(s.act_params, bad[i].p, sizeof s.act_params);
+        assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), -1);
+    }
+}
+
 /* g = min(g, C), u = clamp(u, -C, C) on BF16 values, C itself rounded to BF16. */
 static void test_clamp(void **state) {
     (void)state;
@@ -177,6 +235,50 @@ static void test_alphas(void **state) {
     /* -1: g = -2, u = -0.5: 0.357609 -> 0.357421875 -> 0.0893554688;
      * 0.5: g = 1, u = 0.25: 0.548294 -> 0.546875 -> 0.13671875; 4: 47.9839 -> 48 -> 12 */
     check_row(y, (const uint16_t[4]){0x403d, 0x3db7, 0x3e0c, 0x4140});
+}
+
+/* Biases (gpt-oss): b1 joins the scaled GEMM 1 accumulator before step 2's
+ * rounding, b2 times the routing weight (0.5) joins GEMM 2's before step 7's.
+ * x = 2, -1, 0.5, 4 and zeros; gate/up bias 0.5/-1 on row 0 and 1/2 on row
+ * 5; down bias 3, 0.125, -1, 0.25 on rows 0, 3, 5, 10. Row 0: g = 2.5, u = 1,
+ * act = 0.5 * 2.5 sigmoid(2.5) = 1.15518 -> 1.15625, o = 1.15625 + 1.5 ->
+ * 2.65625 (0x402a); unweighted (the control) + 3 -> 4.15625 (0x4085). Row 10:
+ * act 0, o = 0.5 * 0.25. Values from an independent fp64 evaluation. */
+static void test_biases(void **state) {
+    (void)state;
+    static bf16_expert ex;
+    make_expert(&ex, 1.0f);
+    float b1[2 * I] = {0}, b2[H] = {0};
+    b1[0] = 0.5f, b1[I] = -1.0f, b1[5] = 1.0f, b1[I + 5] = 2.0f;
+    b2[0] = 3.0f, b2[3] = 0.125f, b2[5] = -1.0f, b2[10] = 0.25f;
+    mjr_expert_weights ew[1] = {weights_of(&ex)};
+    ew[0].b1 = b1;
+    ew[0].b2 = b2;
+    uint8_t xrow[H * 2];
+    make_x(xrow, x_basic, 4);
+    int32_t ids[1] = {0};
+    float tw[1] = {0.5f};
+    mjr_rank_input in = {1, xrow, NULL, NULL, ids, tw};
+    uint16_t y[H];
+    uint16_t *ys[1] = {y};
+    static const struct {
+        int col;
+        uint16_t weighted, unweighted;
+    } want[] = {{0, 0x402a, 0x4085}, {1, 0x3e0a, 0x3e0a}, {2, 0x3d9f, 0x3d9f},
+                {3, 0x40fd, 0x40ff}, {5, 0x3e6c, 0xbe8a}, {10, 0x3e00, 0x3e80}};
+    for (int unweighted = 0; unweighted < 2; unweighted++) {
+        mjr_moe_shape s = bf16_shape(1, 1, 1, MJ_ACT_SWIGLU);
+        s.down_bias_unweighted = unweighted;
+        poison(y, H);
+        assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), 0);
+        uint16_t expect[H] = {0};
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            expect[want[i].col] = unweighted ? want[i].unweighted : want[i].weighted;
+        for (int h = 0; h < H; h++)
+            if (y[h] != expect[h])
+                fail_msg("unweighted %d column %d: got %#06x, want %#06x", unweighted, h, y[h],
+                         expect[h]);
+    }
 }
 
 /* The routing weight scales act before the GEMM 2 input is rounded. */
@@ -725,6 +827,8 @@ static void test_rank_split_invariance(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_activation_params),
+        cmocka_unit_test(test_biases),
         cmocka_unit_test(test_clamp),
         cmocka_unit_test(test_alphas),
         cmocka_unit_test(test_routing_weight),

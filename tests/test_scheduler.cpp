@@ -27,8 +27,9 @@ extern "C" {
 namespace {
 
 template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK>
-using Cfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16,
-                          MJ_FMT_BF16, MJ_ACT_SWIGLU, 0u, kBlockM, kStageK, 2, 132, 0, 0>;
+using Cfg =
+    mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16,
+                  MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2, 132, 0, 0, 0>;
 
 /* A value below n from the benchmarks' generator. */
 mj_u32 below(uint64_t *rng, mj_u32 n) {

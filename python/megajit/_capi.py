@@ -216,6 +216,11 @@ class MoeConfig(_Versioned):
         ("clamp", c_float),
         ("block_m", c_int),
         ("unfold_mx_scales", c_int),
+        ("swiglu_alpha", c_float),
+        ("swiglu_beta", c_float),
+        ("situ_gate_beta", c_float),
+        ("situ_up_beta", c_float),
+        ("expert_biases", c_int),
     ]
 
 
@@ -384,6 +389,10 @@ FUNCTIONS = {
     "mj_weights_load": (
         "mj_status",
         ["mj_weights *", "int", "mj_projection", "const void *", "const void *", "int"],
+    ),
+    "mj_weights_load_bias": (
+        "mj_status",
+        ["mj_weights *", "int", "mj_projection", "const float *", "int"],
     ),
     "mj_weights_set_alphas": (
         "mj_status",

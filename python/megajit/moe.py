@@ -44,6 +44,14 @@ class MoEConfig:
       weight row's MXFP4 scales into the decode (same bits inside fp32's normal range, fewer instructions),
       which takes rows whose scale bytes lie within 26 of each other; True: they
       are applied in fp32 for any spread (mj_moe_config.unfold_mx_scales).
+    swiglu_alpha, swiglu_beta: swiglu's h = g * sigmoid(alpha * g), v = u + beta
+      (0 = standard: alpha 1, beta 0; swigluoai is swiglu at 1.702 and 1).
+      situ_gate_beta, situ_up_beta: situ's h = bg * tanh(g / bg) * sigmoid(g),
+      v = bu * tanh(u / bu) (0 = standard: 4 and 25). Kernel constants
+      (NUMERICS.md step 4); another activation's parameters must stay 0
+      (mj_moe_config).
+    expert_biases: the experts have biases (gpt-oss), loaded with
+      MegaMoE.load_bias (mj_moe_config.expert_biases; compiled into the kernels).
     """
 
     hidden: int
@@ -59,6 +67,11 @@ class MoEConfig:
     rank: int = 0
     block_m: int = 0
     unfold_mx_scales: bool = False
+    swiglu_alpha: float = 0.0
+    swiglu_beta: float = 0.0
+    situ_gate_beta: float = 0.0
+    situ_up_beta: float = 0.0
+    expert_biases: bool = False
 
     @classmethod
     def for_row(cls, row, **fields):
@@ -113,6 +126,8 @@ class MoEConfig:
             dispatch_format=int(parse_format(self.dispatch_format)),
             activation=int(enum_member(Activation, self.activation, "activation")),
             clamp=c_float(self.clamp, "clamp"),
+            **{name: c_float(getattr(self, name), name)
+               for name in ("swiglu_alpha", "swiglu_beta", "situ_gate_beta", "situ_up_beta")},
         )
 
 
@@ -240,6 +255,42 @@ class MegaMoE(Owner):
         check(_lib.load().mj_weights_load(self._handle(), e, int(proj), wp or None, sp or None, 1 if w_dev else 0))
         self._loaded.add((e, proj))
 
+    def load_bias(self, expert, projection, bias):
+        """Loads the bias of one projection of local expert `expert` (mj_weights_load_bias;
+        config.expert_biases): float32 [intermediate] for "gate" and "up", [hidden] for
+        "down", finite; a torch tensor on the CPU or the runtime's GPU, or a host buffer.
+        Where it enters: gate and up join the scaled GEMM 1 accumulator before its BF16
+        rounding; down, times each pair's routing weight, joins GEMM 2's before its rounding.
+        Zero until loaded; a reload needs no recompile. Not during graph capture."""
+        e = c_int(expert, "expert", 0, self.config.local_experts - 1)
+        proj = enum_member(Projection, projection, "projection (gate, up or down)")
+        n = self.config.hidden if proj == Projection.DOWN else self.config.intermediate
+        name = f"{proj.name.lower()} bias"
+        keep = []
+        torch = _torch.loaded()
+        if torch is not None and isinstance(bias, torch.Tensor):
+            if bias.dtype != torch.float32 or tuple(bias.shape) != (n,) or not bias.is_contiguous():
+                raise invalid(f"megajit: {name} must be a contiguous torch.float32 [{n}], got a "
+                              f"{_torch.describe(bias)}")
+            ptr, dev = self._source_device(bias, name, keep)
+        else:
+            if hasattr(bias, "__cuda_array_interface__"):
+                raise TypeError(f"megajit: {name}: pass device memory as a torch.Tensor")
+            ptr, dev = _host_pointer(bias, name, 4 * n, keep), False
+        check(_lib.load().mj_weights_load_bias(self._handle(), e, int(proj), ptr, 1 if dev else 0))
+
+    def _source_device(self, t, name, keep):
+        """(address, on_device) of a torch tensor on the CPU or the runtime's GPU."""
+        if t.is_cuda:
+            dev = self.runtime.device_index
+            if dev is not None and t.get_device() != dev:
+                raise invalid(f"megajit: {name} is on {t.device} but the runtime uses cuda:{dev}")
+            return t.data_ptr(), True
+        if t.device.type != "cpu":
+            raise invalid(f"megajit: {name} must be on the CPU or a CUDA device, got {t.device}")
+        keep.append(t)
+        return t.data_ptr(), False
+
     def _source(self, t, name, fmt, rows, cols, kind, keep):
         """(address, on_device) of a weight or scale source after checking it."""
         torch = _torch.loaded()
@@ -266,15 +317,7 @@ class MegaMoE(Owner):
             raise invalid(f"megajit: {name} must have shape {list(shape)}, got a {_torch.describe(t)}")
         if not t.is_contiguous():
             raise invalid(f"megajit: {name} must be contiguous, got strides {t.stride()}")
-        if t.is_cuda:
-            dev = self.runtime.device_index
-            if dev is not None and t.get_device() != dev:
-                raise invalid(f"megajit: {name} is on {t.device} but the runtime uses cuda:{dev}")
-            return t.data_ptr(), True
-        if t.device.type != "cpu":
-            raise invalid(f"megajit: {name} must be on the CPU or a CUDA device, got {t.device}")
-        keep.append(t)
-        return t.data_ptr(), False
+        return self._source_device(t, name, keep)
 
     def load_experts(self, w13, w2, w13_scales=None, w2_scales=None):
         """Loads every local expert from stacked tensors in vLLM's layout: w13

@@ -134,7 +134,8 @@ def test_moe_config_errors(rt):
     assert "bf16" in e.value.message and "nvfp4" in e.value.message
     for bad in (dict(hidden=500), dict(intermediate=100), dict(num_experts=15, num_ranks=2),
                 dict(num_topk=0), dict(max_tokens_per_rank=0), dict(rank=3), dict(block_m=24),
-                dict(clamp=-1.0), dict(unfold_mx_scales=2)):
+                dict(clamp=-1.0), dict(unfold_mx_scales=2), dict(swiglu_beta=float("nan")),
+                dict(situ_gate_beta=4.0), dict(activation="situ", situ_up_beta=-25.0)):
         with pytest.raises(megajit.InvalidArgument):
             megajit.MegaMoE(rt, megajit.MoEConfig(**{**GOOD_MOE, **bad}))
     with pytest.raises(megajit.InvalidArgument, match="activation"):
@@ -158,6 +159,13 @@ def test_block_m_needs_no_device():
     assert unfolded.block_m_for(1) == 8
     with pytest.raises(megajit.InvalidArgument, match="unfold_mx_scales"):
         megajit.MoEConfig.for_row("mxfp4-a8", **GOOD_MOE, unfold_mx_scales=2).block_m_for(1)
+    # the activation's parameters go through to the C config (0 = standard)
+    tuned = megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, swiglu_alpha=1.5, swiglu_beta=0.25)
+    assert tuned.block_m_for(1) == cfg.block_m_for(1)
+    with pytest.raises(megajit.InvalidArgument, match="swiglu_beta: 1 is a parameter of swiglu only"):
+        megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, activation="swigluoai", swiglu_beta=1).block_m_for(1)
+    with pytest.raises(TypeError, match="situ_gate_beta"):
+        megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, activation="situ", situ_gate_beta=[4.0])._c()
     with pytest.raises(megajit.InvalidArgument, match="num_tokens"):
         cfg.block_m_for(65)
     with pytest.raises(megajit.InvalidArgument):

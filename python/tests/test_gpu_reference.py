@@ -39,10 +39,10 @@ def read(path):
     return torch.tensor(list(path.read_bytes()), dtype=torch.uint8)
 
 
-@pytest.mark.parametrize("case", gpu.CASES, ids=lambda c: f"{c[0]}-{c[1]}{'-clamp' if c[2] else ''}")
+@pytest.mark.parametrize("case", gpu.CASES, ids=gpu.case_name)
 @pytest.mark.parametrize("T", [37, 1])
 def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
-    row, act, clamp = case
+    row, act, clamp, params = case
     H, I, E, K = gpu.H, gpu.I, gpu.E, gpu.K
     m = gpu.make_model(row)
     x, ids, tw = gpu.gen_inputs(T, seed=T)
@@ -54,7 +54,7 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     write(tmp_path / "tw.f32", tw)
     wf, df, lf = megajit.FORMAT_ROWS[row]
     p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), int(megajit.Activation[act.upper()]), clamp,
-                                                 H, I, E, K, T, gpu.TMAX, tmp_path))],
+                                                 *params, H, I, E, K, T, gpu.TMAX, tmp_path))],
                        capture_output=True, text=True, check=True)
     xo, so, io, wo, xso = map(int, p.stdout.split())
 
@@ -83,7 +83,7 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
 
     # the MegaMoE reference, from the same quantized inputs
     tokens = xq.view(torch.bfloat16) if df == Format.BF16 else xq
-    ref = nx.moe_reference(gpu.layer_of(m, act, clamp), gpu.dequant_tokens(df, tokens, sf), xs, vid, vtw)
+    ref = nx.moe_reference(gpu.layer_of(m, act, clamp, params), gpu.dequant_tokens(df, tokens, sf), xs, vid, vtw)
     c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
     assert nx.calc_diff(ref, c_y) < 1e-9
     assert torch.equal(read(tmp_path / "stats").view(torch.int32),

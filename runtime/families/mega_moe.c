@@ -41,6 +41,33 @@ int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
            !cfg->unfold_mx_scales;
 }
 
+static uint32_t bits_of(float x) {
+    uint32_t b;
+    x = x == 0.0f ? 0.0f : x; /* -0 is 0 (u + -0 is u): one spec for both */
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+/* The activation code and two constants cfg's kernels compile in (NUMERICS.md
+ * step 4), a field's 0 replaced by its standard value: the swiglu family as
+ * alpha and beta, under swigluoai's code whenever they are its 1.702 and 1
+ * (equal formulas share one spec); situ as its gate and up betas. */
+static void activation_constants(const mj_moe_config *cfg, int32_t *code, uint32_t bits[2]) {
+    static const float kOaiAlpha = 1.702f, kOaiBeta = 1.0f;
+    if (cfg->activation == MJ_ACTIVATION_SITU) {
+        *code = MJ_ACT_SITU;
+        bits[0] = bits_of(cfg->situ_gate_beta != 0 ? cfg->situ_gate_beta : 4.0f);
+        bits[1] = bits_of(cfg->situ_up_beta != 0 ? cfg->situ_up_beta : 25.0f);
+        return;
+    }
+    const float alpha = cfg->swiglu_alpha != 0 ? cfg->swiglu_alpha : 1.0f;
+    const int oai = cfg->activation == MJ_ACTIVATION_SWIGLUOAI ||
+                    (alpha == kOaiAlpha && cfg->swiglu_beta == kOaiBeta);
+    *code = oai ? MJ_ACT_SWIGLUOAI : MJ_ACT_SWIGLU;
+    bits[0] = bits_of(oai ? kOaiAlpha : alpha);
+    bits[1] = bits_of(oai ? kOaiBeta : cfg->swiglu_beta);
+}
+
 static mj_status check_arch(mj_arch arch) {
     return mj_family_require_sm90a("mega_moe", arch, "Hopper's wgmma");
 }
@@ -67,6 +94,9 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     /* -0 must give the same spec (and cache key) as 0: both mean no clamp. */
     uint32_t clamp_bits = 0;
     if (cfg->clamp > 0) memcpy(&clamp_bits, &cfg->clamp, sizeof clamp_bits);
+    int32_t act_code;
+    uint32_t act_bits[2];
+    activation_constants(cfg, &act_code, act_bits);
     mj_kernel_spec_init(out, MJ_FAMILY_MEGA_MOE, MJ_MOE_KERNEL_MAIN, arch);
     int32_t *p = out->params;
     out->num_params = MJ_MOE_NUM_PARAMS;
@@ -79,14 +109,17 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     p[MJ_MOE_PARAM_WEIGHT_FMT] = row->weight_fmt;
     p[MJ_MOE_PARAM_DISPATCH_FMT] = row->dispatch_fmt;
     p[MJ_MOE_PARAM_L2_FMT] = row->l2_input_fmt;
-    p[MJ_MOE_PARAM_ACTIVATION] = (int32_t)cfg->activation;
+    p[MJ_MOE_PARAM_ACTIVATION] = act_code;
     p[MJ_MOE_PARAM_CLAMP_BITS] = (int32_t)clamp_bits;
+    p[MJ_MOE_PARAM_ACT_PARAM0_BITS] = (int32_t)act_bits[0];
+    p[MJ_MOE_PARAM_ACT_PARAM1_BITS] = (int32_t)act_bits[1];
     p[MJ_MOE_PARAM_BLOCK_M] = kc.block_m;
     p[MJ_MOE_PARAM_STAGE_K] = kc.stage_k;
     p[MJ_MOE_PARAM_STAGES] = kc.stages;
     p[MJ_MOE_PARAM_NUM_SMS] = num_sms;
     p[MJ_MOE_PARAM_SYS_SCOPE] = cfg->num_ranks > 1 && sys_scope ? 1 : 0;
     p[MJ_MOE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
+    p[MJ_MOE_PARAM_BIASES] = cfg->expert_biases ? 1 : 0;
     return MJ_OK;
 }
 

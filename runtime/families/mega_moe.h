@@ -13,10 +13,14 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
 /* The main kernel's template parameters, in the template's order: (index,
  * template parameter, description label, kind). Formats are MJ_FMT_* codes,
  * the activation an MJ_ACT_* code, the clamp the bits of its float (0 = none);
+ * ACT_PARAM0/1 the bits of the activation's two constants: alpha and beta of
+ * the swiglu family (swiglu at 1.702 and 1 is swigluoai's spec), situ's gate
+ * and up betas;
  * BLOCK_M, STAGE_K and STAGES come from heuristics/mega_moe_config.h;
  * SYS_SCOPE is 1 for real peers on other GPUs; FOLD is 1 where MXFP4 weights
  * on the FP8 kind fold their block scales into the decode (mj_moe_config's
- * unfold_mx_scales unset), 0 in every other row. The name expression is
+ * unfold_mx_scales unset), 0 in every other row; BIASES is
+ * mj_moe_config.expert_biases. The name expression is
  * generated from this list and tests/test_families.c checks it against the
  * template. */
 #define MJ_MEGA_MOE_PARAMS(X)                                                                      \
@@ -31,12 +35,15 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
     X(L2_FMT, "kL2Fmt", "l2", MJ_PARAM_FORMAT)                                                     \
     X(ACTIVATION, "kActivation", "act", MJ_PARAM_ACTIVATION)                                       \
     X(CLAMP_BITS, "kClampBits", "clamp", MJ_PARAM_FLOAT_BITS)                                      \
+    X(ACT_PARAM0_BITS, "kActParam0Bits", "act_p0", MJ_PARAM_FLOAT_BITS)                            \
+    X(ACT_PARAM1_BITS, "kActParam1Bits", "act_p1", MJ_PARAM_FLOAT_BITS)                            \
     X(BLOCK_M, "kBlockM", "bm", MJ_PARAM_INT)                                                      \
     X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)                                                 \
     X(STAGES, "kStages", "stages", MJ_PARAM_INT)                                                   \
     X(NUM_SMS, "kNumSMs", "sms", MJ_PARAM_INT)                                                     \
     X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)                                                 \
-    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)
+    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)                                                   \
+    X(BIASES, "kBiases", "bias", MJ_PARAM_INT)
 
 /* The weight-image kernel's: it reads only the weight format, the kind
  * (MJ_MOE_KIND_*, so rows of one kind share the kernel), the shape, the

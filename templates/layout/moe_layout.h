@@ -309,6 +309,11 @@ typedef struct mj_moe_args {
     int num_tokens;
     mj_u64 timeout_ns; /* every wait on another CTA or rank gives up after this */
     mj_u64 *trace;     /* NULL, or [num_sms][MJ_MOE_TRACE_WORDS] phase stamps (below) */
+    /* Kernels with expert biases (kBiases) only: fp32 [E_local][2I] (gate
+     * rows, then up rows) and [E_local][H]. Last, so that kernels without
+     * them keep every other argument's offset. */
+    const float *l1_bias;
+    const float *l2_bias;
 } mj_moe_args;
 
 /* Phase stamps of one launch (`megajit bench mega-moe --phases`), %globaltimer

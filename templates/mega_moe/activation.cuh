@@ -25,18 +25,24 @@ __device__ __forceinline__ float sigmoid(float x) {
     return r;
 }
 
-/* Steps 3-4 on BF16-rounded g and u (as floats). */
-template <int kActivation, unsigned kClampBits>
-__device__ __forceinline__ float activate(float g, float u) {
-    if (kClampBits != 0u && kActivation != MJ_ACT_SITU) {
-        const float c = f32_from_bf16(bf16_from_f32(f32_from_bits(kClampBits)));
+/* Steps 3-4 on BF16-rounded g and u (as floats), with C's activation and
+ * constants (config.cuh). The swiglu family computes g sigmoid(alpha g) (u +
+ * beta): alpha 1 folds away and beta 0 is skipped, so plain swiglu costs what
+ * it did before it took parameters; situ divides by its betas in fp32, which
+ * for 4 is the exact multiply by 0.25. */
+template <class C> __device__ __forceinline__ float activate(float g, float u) {
+    const float p0 = f32_from_bits(C::kActParam0Bits), p1 = f32_from_bits(C::kActParam1Bits);
+    if (C::kClampBits != 0u && C::kActivation != MJ_ACT_SITU) {
+        const float c = f32_from_bf16(bf16_from_f32(f32_from_bits(C::kClampBits)));
         g = g < c ? g : c;
         u = u < -c ? -c : (u > c ? c : u);
     }
-    if (kActivation == MJ_ACT_SWIGLU) return g * sigmoid(g) * u;
-    if (kActivation == MJ_ACT_SWIGLUOAI) return g * sigmoid(1.702f * g) * (u + 1.0f);
-    const float h = 4.0f * tanhf(g * 0.25f) * sigmoid(g);
-    return h * (25.0f * tanhf(u / 25.0f));
+    if (C::kActivation != MJ_ACT_SITU) {
+        const float v = C::kActParam1Bits == 0u ? u : u + p1;
+        return g * sigmoid(p0 * g) * v;
+    }
+    const float h = p0 * tanhf(g / p0) * sigmoid(g);
+    return h * (p1 * tanhf(u / p1));
 }
 
 } // namespace moe

@@ -14,19 +14,25 @@ namespace mj {
 
 template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int kMaxTokens_,
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
-          int kBlockM_, int kStageK_, int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_>
+          unsigned kActParam0Bits_, unsigned kActParam1Bits_, int kBlockM_, int kStageK_,
+          int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_, int kBiases_>
 struct MoeConfig {
     static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
                          kRanks = kRanks_, kMaxTokens = kMaxTokens_;
     static constexpr int kWeightFmt = kWeightFmt_, kDispatchFmt = kDispatchFmt_, kL2Fmt = kL2Fmt_;
     static constexpr int kActivation = kActivation_;
     static constexpr unsigned kClampBits = kClampBits_;
+    /* The activation's constants as float bits: alpha and beta (swiglu,
+     * swigluoai), the gate and up betas (situ). */
+    static constexpr unsigned kActParam0Bits = kActParam0Bits_, kActParam1Bits = kActParam1Bits_;
     static constexpr int kBlockM = kBlockM_, kStageK = kStageK_, kStages = kStages_,
                          kNumSMs = kNumSMs_;
     static constexpr bool kSys = kSysScope_ != 0;
     /* MXFP4 weights on the FP8 kind: block scales folded into the decode
      * (weight_image.cuh); 0 in every other row. */
     static constexpr bool kFold = kFoldScales_ != 0;
+    /* Expert biases (mj_moe_args l1_bias, l2_bias) in both epilogues. */
+    static constexpr bool kBiases = kBiases_ != 0;
 
     static constexpr int kLocal = kExperts / kRanks;
     static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);

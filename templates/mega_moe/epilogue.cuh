@@ -8,6 +8,11 @@
  * 2 tile image; the task is then posted for the release of the tile's GEMM 1
  * count (release.cuh).
  *
+ * With expert biases (C::kBiases) the gate and up bias of each row is added
+ * to its scaled accumulator before step 2's rounding, and the down bias times
+ * the column's routing weight before step 7's (include/megajit.h,
+ * mj_weights_load_bias).
+ *
  * GEMM 2: o = BF16(acc * l2_alpha) goes through shared memory so that each
  * token's rows leave as 16-byte stores into its combine slot on its home rank;
  * the task is then posted for one arrival per token on the home rank's
@@ -65,10 +70,20 @@ __device__ __forceinline__ float2 row_scales(const Launch<C> &L, int local, int 
  * first stage has landed (its token rows and their meta are visible from
  * then) so that the loads complete under the K loop. */
 struct EpiInputs {
-    mj_u32 meta[3]; // token column m.t (< valid): GEMM 1 xs, w; GEMM 2 home, token, slot
+    mj_u32 meta[4]; // token column m.t (< valid): GEMM 1 xs, w; GEMM 2 home, token, slot, w
     float alpha[3]; // GEMM 1: gate alpha, up alpha, act scale; GEMM 2: alpha
     float2 rs[2];   // the thread's row scales: GEMM 1 gate, up; GEMM 2 both blocks
+    float2 bias[2]; // with biases, of the thread's rows as rs; else 0
 };
+
+/* The biases of a thread's two rows (16 m.w + m.g and 8 below) from row
+ * `first` of an fp32 array; 0 where the warpgroup owns no such block. */
+__device__ __forceinline__ float2 row_biases(const float *b, mj_u64 first, bool owned,
+                                             const MathThread &m) {
+    if (!owned) return make_float2(0.0f, 0.0f);
+    const float *r = b + first + 16 * m.w + m.g;
+    return make_float2(r[0], r[8]);
+}
 
 template <class C>
 __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &k,
@@ -76,7 +91,8 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
     const int nb = own_blocks(k, m);
     const float2 one = make_float2(1.0f, 1.0f);
     EpiInputs e;
-    e.meta[0] = e.meta[1] = e.meta[2] = 0u;
+    e.meta[0] = e.meta[1] = e.meta[2] = e.meta[3] = 0u;
+    e.bias[0] = e.bias[1] = make_float2(0.0f, 0.0f);
     const mj_moe_args &a = *L.args;
     if (k.gemm == 1) {
         if (m.t < k.valid) {
@@ -90,18 +106,29 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
         const int row = MJ_MOE_BLOCK_ROWS * l1_unit(k, m);
         e.rs[0] = nb == 2 ? row_scales(L, k.local, row_scale_index(0, C::kInter, row), m) : one;
         e.rs[1] = nb == 2 ? row_scales(L, k.local, row_scale_index(1, C::kInter, row), m) : one;
+        if (C::kBiases) {
+            const mj_u64 gate = (mj_u64)k.local * (2 * C::kInter) + (mj_u64)row;
+            e.bias[0] = row_biases(a.l1_bias, gate, nb == 2, m);
+            e.bias[1] = row_biases(a.l1_bias, gate + C::kInter, nb == 2, m);
+        }
     } else {
         if (m.t < k.valid) {
             const mj_u32 *meta = L.meta_row(k.tile, m.t);
             e.meta[0] = ld_cg(meta);
             e.meta[1] = ld_cg(meta + 1);
             e.meta[2] = ld_cg(meta + 2);
+            if (C::kBiases) e.meta[3] = ld_cg(meta + 4); // the routing weight
         }
         e.alpha[0] = a.l2_alpha[k.local];
         e.alpha[1] = e.alpha[2] = 1.0f;
         const int first = row_scale_index(2, C::kInter, l2_first_row(k, m));
         e.rs[0] = nb > 0 ? row_scales(L, k.local, first, m) : one;
         e.rs[1] = nb > 1 ? row_scales(L, k.local, first + MJ_MOE_BLOCK_ROWS, m) : one;
+        if (C::kBiases) {
+            const mj_u64 h = (mj_u64)k.local * C::kHidden + (mj_u64)l2_first_row(k, m);
+            e.bias[0] = row_biases(a.l2_bias, h, nb > 0, m);
+            e.bias[1] = row_biases(a.l2_bias, h + MJ_MOE_BLOCK_ROWS, nb > 1, m);
+        }
     }
     return e;
 }
@@ -118,7 +145,7 @@ __device__ __forceinline__ const mj_u32 *share_inputs(const EpiInputs &e, const 
     mj_u32 *table = epi_table<C>(scratch);
     if (m.t < k.valid)
         *reinterpret_cast<uint4 *>(table + 4 * m.t) =
-            make_uint4(e.meta[0], e.meta[1], e.meta[2], 0u);
+            make_uint4(e.meta[0], e.meta[1], e.meta[2], e.meta[3]);
     warpgroup_sync(1 + m.wg);
     return table;
 }
@@ -150,7 +177,13 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         const int row = frag_row(m, j), col = frag_col(m, j);
         if (col < k.valid) {
             const float xs = f32_from_bits(table[4 * col]);
-            words[col * C::kEpiStride + row] = bf16x2_rn(gate[j] * (xs * ag), up[j] * (xs * au));
+            float g = gate[j] * (xs * ag), u = up[j] * (xs * au);
+            if (C::kBiases) {
+                const bool below = (j >> 1) & 1; // row g + 8
+                g += below ? e.bias[0].y : e.bias[0].x;
+                u += below ? e.bias[1].y : e.bias[1].x;
+            }
+            words[col * C::kEpiStride + row] = bf16x2_rn(g, u);
         }
     }
     warpgroup_sync(1 + m.wg);
@@ -159,10 +192,9 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         const int col = el / MJ_MOE_BLOCK_ROWS, at = col * C::kEpiStride + el % MJ_MOE_BLOCK_ROWS;
         const mj_u32 gu = words[at];
         const float w = f32_from_bits(table[4 * col + 1]);
-        scratch[at] =
-            moe::activate<C::kActivation, C::kClampBits>(f32_from_bf16((bf16_bits)(gu & 0xffffu)),
-                                                         f32_from_bf16((bf16_bits)(gu >> 16))) *
-            (w * as);
+        scratch[at] = moe::activate<C>(f32_from_bf16((bf16_bits)(gu & 0xffffu)),
+                                       f32_from_bf16((bf16_bits)(gu >> 16))) *
+                      (w * as);
     }
     warpgroup_sync(1 + m.wg);
 
@@ -248,14 +280,26 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
     scale_rows(acc0, e.rs[0]);
     scale_rows(acc1, e.rs[1]);
     const float alpha = e.alpha[0];
+    // The down bias needs each column's routing weight: the table comes first.
+    const mj_u32 *table = C::kBiases ? share_inputs<C>(e, k, m, scratch_bytes) : nullptr;
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
-        const mj_u32 o = bf16x2_rn(acc0[j] * alpha, acc1[j] * alpha);
+        float o0 = acc0[j] * alpha, o1 = acc1[j] * alpha;
+        if (C::kBiases) {
+            const bool below = (j >> 1) & 1; // row g + 8
+            const float w = col < k.valid ? f32_from_bits(table[4 * col + 3]) : 0.0f;
+            o0 += w * (below ? e.bias[0].y : e.bias[0].x);
+            o1 += w * (below ? e.bias[1].y : e.bias[1].x);
+        }
+        const mj_u32 o = bf16x2_rn(o0, o1);
         scratch[col * kPitch + row] = (bf16_bits)(o & 0xffffu);
         scratch[col * kPitch + 64 + row] = (bf16_bits)(o >> 16);
     }
-    const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
+    if (C::kBiases)
+        warpgroup_sync(1 + m.wg);
+    else
+        table = share_inputs<C>(e, k, m, scratch_bytes);
     const int chunks = 8 * own_blocks(k, m);
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;

@@ -91,6 +91,13 @@ static void ctx_alloc(ctx *c) {
         c->master_w1[i] = rnd_sym() * a1;
     for (size_t i = 0; i < E * H * I; i++)
         c->master_w2[i] = rnd_sym() * a2;
+    /* about the size of the values they join (gate, up and GEMM 2 outputs) */
+    c->bias1 = xmalloc(E * 2 * I * sizeof(float));
+    c->bias2 = xmalloc(E * H * sizeof(float));
+    for (size_t i = 0; i < E * 2 * I; i++)
+        c->bias1[i] = rnd_sym();
+    for (size_t i = 0; i < E * H; i++)
+        c->bias2[i] = rnd_sym() * 0.5f;
     g_rng = saved;
 }
 
@@ -117,6 +124,8 @@ static void ctx_free(ctx *c) {
     free(c->stats_got);
     free(c->master_w1);
     free(c->master_w2);
+    free(c->bias1);
+    free(c->bias2);
 }
 
 /* gpt-oss-120b's sizes take buffers and weights of their own: the context is

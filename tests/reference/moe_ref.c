@@ -165,16 +165,20 @@ static double sigmoid(double z) {
     return 1.0 / (1.0 + exp(-z));
 }
 
-/* Step 4. swigluoai uses the kernel's fp32 constant 1.702f. */
-static double activate(int act, double g, double u) {
-    switch (act) {
-    case MJ_ACT_SWIGLU:
-        return g * sigmoid(g) * u;
-    case MJ_ACT_SWIGLUOAI:
-        return g * sigmoid((double)1.702f * g) * (u + 1.0);
-    default:
-        return 4.0 * tanh(g / 4.0) * sigmoid(g) * (25.0 * tanh(u / 25.0));
-    }
+/* The two constants of s's activation, as the kernels take them (floats). */
+static void act_constants(const mjr_moe_shape *s, double *a, double *b) {
+    static const float standard[MJ_ACT_COUNT][2] = {{1.0f, 0.0f}, {1.702f, 1.0f}, {4.0f, 25.0f}};
+    *a = s->act_params[0] != 0.0f ? s->act_params[0] : standard[s->activation][0];
+    *b = s->act_params[1] != 0.0f ? s->act_params[1] : standard[s->activation][1];
+}
+
+/* Step 4: swiglu family h = g sigmoid(alpha g), v = u + beta; situ h = bg
+ * tanh(g / bg) sigmoid(g), v = bu tanh(u / bu). */
+static double activate(const mjr_moe_shape *s, double g, double u) {
+    double a, b;
+    act_constants(s, &a, &b);
+    if (s->activation == MJ_ACT_SITU) return a * tanh(g / a) * sigmoid(g) * (b * tanh(u / b));
+    return g * sigmoid(a * g) * (u + b);
 }
 
 static double dot(const double *a, const double *b, int n) {
@@ -196,6 +200,12 @@ static int shape_ok(const mjr_moe_shape *s) {
     if (s->activation < 0 || s->activation >= MJ_ACT_COUNT) return 0;
     if (s->has_clamp && (s->activation == MJ_ACT_SITU || !isfinite(s->clamp) || s->clamp < 0.0f))
         return 0;
+    for (int i = 0; i < 2; i++) {
+        const float p = s->act_params[i];
+        if (!isfinite(p) || (p != 0.0f && s->activation == MJ_ACT_SWIGLUOAI) ||
+            (s->activation == MJ_ACT_SITU && p < 0.0f))
+            return 0;
+    }
     return 1;
 }
 
@@ -239,17 +249,27 @@ static void expert_pair(const mjr_moe_shape *s, const mjr_expert_weights *ew, co
     float mul_act = weight * ew->l2_act_scale;
     double c = s->has_clamp ? bf16_round(s->clamp) : 0.0;
     for (int j = 0; j < I; j++) {
-        double g = bf16_round(dot(wk->w1 + (size_t)j * H, wk->a, H) * mul_gate);
-        double u = bf16_round(dot(wk->w1 + (size_t)(I + j) * H, wk->a, H) * mul_up);
+        double g = dot(wk->w1 + (size_t)j * H, wk->a, H) * mul_gate;
+        double u = dot(wk->w1 + (size_t)(I + j) * H, wk->a, H) * mul_up;
+        if (ew->b1) {
+            g += ew->b1[j];
+            u += ew->b1[I + j];
+        }
+        g = bf16_round(g);
+        u = bf16_round(u);
         if (s->has_clamp) {
             g = g > c ? c : g;
             u = u > c ? c : u < -c ? -c : u;
         }
-        wk->act[j] = activate(s->activation, g, u) * mul_act;
+        wk->act[j] = activate(s, g, u) * mul_act;
     }
     quantize_act(s->l2_fmt, wk->act, wk->actf, I, wk->actq);
-    for (int h = 0; h < H; h++)
-        o[h] = (float)bf16_round(dot(wk->w2 + (size_t)h * I, wk->actq, I) * ew->l2_alpha);
+    double bias_weight = s->down_bias_unweighted ? 1.0 : (double)weight;
+    for (int h = 0; h < H; h++) {
+        double v = dot(wk->w2 + (size_t)h * I, wk->actq, I) * ew->l2_alpha;
+        if (ew->b2) v += bias_weight * ew->b2[h];
+        o[h] = (float)bf16_round(v);
+    }
 }
 
 static void dequant_matrix(int fmt, const uint8_t *data, const uint8_t *sf, int rows, int cols,

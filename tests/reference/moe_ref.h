@@ -31,16 +31,27 @@ typedef struct mjr_moe_shape {
     int activation;                       /* MJ_ACT_SWIGLU, _SWIGLUOAI or _SITU (0, 1, 2) */
     int has_clamp;                        /* swiglu family only; rejected with situ */
     float clamp;                          /* C, finite and >= 0, rounded to BF16 before use */
+    /* The activation's parameters as mj_moe_config gives them, 0 = standard:
+     * swiglu alpha (1) and beta (0), situ gate and up betas (4, 25; > 0);
+     * swigluoai takes none (both 0). */
+    float act_params[2];
+    /* Negative controls only: the down bias enters without the routing weight. */
+    int down_bias_unweighted;
 } mjr_moe_shape;
 
 /* One global expert in checkpoint layout. W1 [2I, H]: rows gate 0..I-1 then up
  * 0..I-1; W2 [H, I]. Data row-major [out][in] in the weight format (BF16 as
  * little-endian bit patterns, E4M3 bytes, E2M1 packed with the even element in
  * the low nibble); scales [out][in / group] (UE8M0 for MX, UE4M3 for NVFP4;
- * NULL for BF16). Alphas and l2_act_scale: 1 when unused. */
+ * NULL for BF16). Alphas and l2_act_scale: 1 when unused. Biases (NULL: none):
+ * b1 [2I] gate rows then up rows, added to the scaled GEMM 1 accumulator before
+ * step 2's BF16 rounding; b2 [H], times the pair's routing weight, added to the
+ * scaled GEMM 2 accumulator before step 7's (include/megajit.h,
+ * mj_weights_load_bias). */
 typedef struct mjr_expert_weights {
     const uint8_t *w1, *w1_sf, *w2, *w2_sf;
     float l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale;
+    const float *b1, *b2;
 } mjr_expert_weights;
 
 /* One rank's pre-dispatched inputs (as mjr_pre_dispatch writes them), rows

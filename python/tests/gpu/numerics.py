@@ -172,20 +172,26 @@ def quantize_act(fmt, act):
 
 # ------------------------------------------------------------ reference
 
-def activate(act, g, u):
-    """Step 4 (fp64; swigluoai with the kernel's fp32 constant 1.702f)."""
-    if act == "swiglu":
-        return g * torch.sigmoid(g) * u
-    if act == "swigluoai":
-        return g * torch.sigmoid(float(f32(1.702)) * g) * (u + 1.0)
-    return 4.0 * torch.tanh(g / 4.0) * torch.sigmoid(g) * (25.0 * torch.tanh(u / 25.0))
+STANDARD_ACT_PARAMS = {"swiglu": (1.0, 0.0), "swigluoai": (1.702, 1.0), "situ": (4.0, 25.0)}
+
+
+def activate(act, g, u, params=(0.0, 0.0)):
+    """Step 4 in fp64 with the kernel's fp32 constants: swiglu family g sigmoid(a g) (u + b),
+    situ a tanh(g / a) sigmoid(g) b tanh(u / b); params as MoEConfig gives them (0 = standard)."""
+    a, b = (float(f32(p if p else s)) for p, s in zip(params, STANDARD_ACT_PARAMS[act]))
+    if act == "situ":
+        return a * torch.tanh(g / a) * torch.sigmoid(g) * (b * torch.tanh(u / b))
+    return g * torch.sigmoid(a * g) * (u + b)
 
 
 def moe_reference(layer, a, xs, ids, tw):
     """Steps 1-8 for one rank's tokens.
 
     layer: dict with w1 [E, 2I, H] and w2 [E, H, I] (fp64, dequantized), alpha_gate,
-      alpha_up, alpha_down, act_scale (fp32 [E]), l2 (Format), act (str), clamp (float).
+      alpha_up, alpha_down, act_scale (fp32 [E]), l2 (Format), act (str), clamp (float),
+      act_params (the activation's two parameters, 0 = standard; optional), b1 [E, 2I]
+      and b2 [E, H] (fp32 expert biases; optional, include/megajit.h mj_weights_load_bias);
+      down_bias_unweighted (negative controls only: b2 without the routing weight).
     a: the rank's dequantized tokens [T, H] (fp64); xs: per-token scale [T] (fp32).
     ids, tw: the top-k ids [T, K] and weights [T, K] as pre-dispatch stored them.
     Returns y [T, H] as BF16. Experts are global ids (every expert's weights are given).
@@ -201,15 +207,23 @@ def moe_reference(layer, a, xs, ids, tw):
         w1, w2 = layer["w1"][e], layer["w2"][e]
         mul_g = (xs[t] * layer["alpha_gate"][e]).to(torch.float64)
         mul_u = (xs[t] * layer["alpha_up"][e]).to(torch.float64)
-        g = bf16_round((x @ w1[:I].T) * mul_g[:, None])
-        u = bf16_round((x @ w1[I:].T) * mul_u[:, None])
+        g = (x @ w1[:I].T) * mul_g[:, None]
+        u = (x @ w1[I:].T) * mul_u[:, None]
+        if layer.get("b1") is not None:
+            g = g + layer["b1"][e, :I].to(torch.float64)
+            u = u + layer["b1"][e, I:].to(torch.float64)
+        g, u = bf16_round(g), bf16_round(u)
         if c > 0:
             g = torch.clamp(g, max=c)
             u = torch.clamp(u, -c, c)
         mul_act = (tw[t, k] * layer["act_scale"][e]).to(torch.float64)
-        act = activate(layer["act"], g, u) * mul_act[:, None]
+        act = activate(layer["act"], g, u, layer.get("act_params", (0.0, 0.0))) * mul_act[:, None]
         actq = quantize_act(layer["l2"], act)
-        out = bf16_round((actq @ w2.T) * float(layer["alpha_down"][e]))
+        out = (actq @ w2.T) * float(layer["alpha_down"][e])
+        if layer.get("b2") is not None:
+            w = torch.ones_like(tw[t, k]) if layer.get("down_bias_unweighted") else tw[t, k]
+            out = out + w.to(torch.float64)[:, None] * layer["b2"][e].to(torch.float64)
+        out = bf16_round(out)
         o[t, k] = out.to(torch.float32)
     acc = torch.zeros(T, H, dtype=torch.float32)
     valid = ids >= 0

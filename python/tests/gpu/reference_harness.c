@@ -3,7 +3,9 @@
  * python/tests/test_gpu_reference.py can check the GPU test's PyTorch
  * quantizers and MegaMoE reference (numerics.py) against it on the CPU.
  *
- *   reference_harness WFMT DFMT L2FMT ACT CLAMP H I E K T TMAX DIR
+ *   reference_harness WFMT DFMT L2FMT ACT CLAMP P0 P1 H I E K T TMAX DIR
+ *
+ * P0 P1: the activation's two parameters (mjr_moe_shape.act_params; 0 = standard).
  *
  * DIR holds w1.f32 [E][2I][H] and w2.f32 [E][H][I] (master weights), alphas.f32
  * [4][E] (gate, up, down, act scale), x.bf16 [T][H], ids.i32 and tw.f32 [T][K].
@@ -54,12 +56,13 @@ static void quantize(int fmt, const float *w, int rows, int cols, float *tmp, ui
 }
 
 int main(int argc, char **argv) {
-    if (argc != 13) return 2;
+    if (argc != 15) return 2;
     int wf = atoi(argv[1]), df = atoi(argv[2]), lf = atoi(argv[3]), act = atoi(argv[4]);
     float clamp = (float)atof(argv[5]);
-    int H = atoi(argv[6]), I = atoi(argv[7]), E = atoi(argv[8]), K = atoi(argv[9]);
-    int T = atoi(argv[10]), TM = atoi(argv[11]);
-    const char *dir = argv[12];
+    float act_params[2] = {(float)atof(argv[6]), (float)atof(argv[7])};
+    int H = atoi(argv[8]), I = atoi(argv[9]), E = atoi(argv[10]), K = atoi(argv[11]);
+    int T = atoi(argv[12]), TM = atoi(argv[13]);
+    const char *dir = argv[14];
     float *w1 = slurp(dir, "w1.f32", (size_t)E * 2 * I * H * 4);
     float *w2 = slurp(dir, "w2.f32", (size_t)E * H * I * 4);
     float *alphas = slurp(dir, "alphas.f32", (size_t)4 * E * 4);
@@ -97,7 +100,8 @@ int main(int argc, char **argv) {
                          df == MJ_FMT_NVFP4 ? (const float *)(region + l.x_scales_offset) : NULL,
                          (const int32_t *)(region + l.topk_idx_offset),
                          (const float *)(region + l.topk_w_offset)};
-    mjr_moe_shape s = {H, I, E, K, 1, TM, wf, df, lf, act, clamp > 0, clamp};
+    mjr_moe_shape s = {
+        H, I, E, K, 1, TM, wf, df, lf, act, clamp > 0, clamp, {act_params[0], act_params[1]}};
     uint16_t *y = calloc((size_t)T * H + 1, 2);
     int32_t *stats = calloc(E, 4);
     uint16_t *ys[1] = {y};

@@ -50,12 +50,28 @@ H, I, E, K, TMAX = 512, 128, 16, 4, 64
 TOKENS = (64, 37, 1, 0)
 CLAMP = 7.0
 ROWS = list(megajit.FORMAT_ROWS)
-# (row, activation, clamp): every row with swiglu, plus the other activations and a clamp.
-CASES = [(row, "swiglu", 0.0) for row in ROWS] + [
-    ("mxfp8", "swigluoai", CLAMP),
-    ("nvfp4", "situ", 0.0),
-    ("mxfp4-a16", "swiglu", CLAMP),
+# (row, activation, clamp, parameters): every row with swiglu, plus the other
+# activations, a clamp and parameters of their own (MoEConfig: swiglu_alpha and
+# swiglu_beta, or situ_gate_beta and situ_up_beta; 0 = standard).
+NO_PARAMS = (0.0, 0.0)
+CASES = [(row, "swiglu", 0.0, NO_PARAMS) for row in ROWS] + [
+    ("mxfp8", "swigluoai", CLAMP, NO_PARAMS),
+    ("nvfp4", "situ", 0.0, NO_PARAMS),
+    ("mxfp4-a16", "swiglu", CLAMP, NO_PARAMS),
+    ("mxfp4-a8", "swiglu", CLAMP, (1.5, 0.25)),
+    ("bf16", "situ", 0.0, (3.0, 20.0)),
 ]
+
+
+def case_name(case):
+    row, act, clamp, params = case
+    return f"{row}-{act}{'-clamp' if clamp else ''}{'-%g,%g' % params if params != NO_PARAMS else ''}"
+
+
+def act_fields(act, params):
+    """The MoEConfig fields of an activation's parameters."""
+    names = ("situ_gate_beta", "situ_up_beta") if act == "situ" else ("swiglu_alpha", "swiglu_beta")
+    return {n: p for n, p in zip(names, params) if p} if act != "swigluoai" else {}
 BAR = 1e-3
 
 passed = failed = 0
@@ -149,9 +165,9 @@ def model(models, row):
     return models[row]
 
 
-def layer_of(m, act, clamp):
+def layer_of(m, act, clamp, params=NO_PARAMS):
     return {**{k: m[k] for k in ("w1", "w2", "alpha_gate", "alpha_up", "alpha_down", "act_scale", "l2")},
-            "act": act, "clamp": clamp}
+            "act": act, "clamp": clamp, "act_params": params}
 
 
 def load(moe, m, first=0, host=False):
@@ -192,10 +208,10 @@ def dequant_tokens(dfmt, x, sf):
     return nx.dequantize(dfmt, x.view(torch.uint8), sf, H)
 
 
-def reference(m, buf, rank, T, act="swiglu", clamp=0.0, views=None):
+def reference(m, buf, rank, T, act="swiglu", clamp=0.0, views=None, params=NO_PARAMS):
     """The reference y of `rank`'s T tokens, from what pre-dispatch left in buf."""
     x, sf, xs, ids, tw = views or read_views(buf, rank, T, m["dfmt"])
-    return nx.moe_reference(layer_of(m, act, clamp), dequant_tokens(m["dfmt"], x, sf), xs, ids[:T], tw[:T])
+    return nx.moe_reference(layer_of(m, act, clamp, params), dequant_tokens(m["dfmt"], x, sf), xs, ids[:T], tw[:T])
 
 
 def loaded(rt, m, cfg, buffer=None, max_tokens=None, host=False):
@@ -227,10 +243,10 @@ def check_views(name, buf, T, dfmt, x_in, ids_in, tw_in, views):
     record(ok and shape_ok, f"{name} T={T}: views = PyTorch pre-dispatch bit for bit, padding (-1, 0), zero-copy")
 
 
-def run_row(rt, row, act, clamp, models):
-    name = f"{row} {act}{' clamp' if clamp else ''}"
+def run_row(rt, row, act, clamp, params, models):
+    name = case_name((row, act, clamp, params))
     m = model(models, row)
-    cfg = config(row, activation=act, clamp=clamp)
+    cfg = config(row, activation=act, clamp=clamp, **act_fields(act, params))
     with loaded(rt, m, cfg, host=row == "bf16") as moe:  # the bf16 row loads from host memory
         dev = rt.device
         for i, T in enumerate(TOKENS):
@@ -243,7 +259,7 @@ def run_row(rt, row, act, clamp, models):
                 continue
             views = read_views(moe.buffer, 0, T, m["dfmt"])
             check_views(name, moe.buffer, T, m["dfmt"], x, ids, tw, views)
-            ref = reference(m, moe.buffer, 0, T, act, clamp, views)
+            ref = reference(m, moe.buffer, 0, T, act, clamp, views, params)
             got = y.cpu()
             cd = nx.calc_diff(got, ref)
             want_stats = torch.bincount(ids[ids >= 0].long(), minlength=E).int()
@@ -255,6 +271,46 @@ def run_row(rt, row, act, clamp, models):
                 again = moe.run(T)
                 record(torch.equal(again, y), f"{name}: run() again on the same pre-dispatched input = forward")
     return m
+
+
+# ----------------------------------------------------------------- biases
+
+def test_biases(rt, models):
+    """gpt-oss's layer kind: mxfp4 weights, bf16 tokens, swigluoai, clamp 7, expert biases
+    loaded from the GPU and the CPU; a reload changes y as the reference says, with no
+    recompile; a reference that drops the down bias's routing weight disagrees."""
+    row = "mxfp4-a16"
+    m = model(models, row)
+    cfg = config(row, activation="swigluoai", clamp=CLAMP, expert_biases=True)
+    gen = torch.Generator().manual_seed(7)
+    b1 = torch.rand(E, 2 * I, generator=gen) * 2 - 1
+    b2 = (torch.rand(E, H, generator=gen) * 2 - 1) * 0.5
+    with loaded(rt, m, cfg) as moe:
+        dev = rt.device
+        x, ids, tw = gen_inputs(37, seed=11)
+        for attempt, (g1, g2) in enumerate(((b1, b2), (-b1, 2 * b2))):
+            for e in range(E):
+                on = dev if attempt == 0 else "cpu"  # both sources
+                moe.load_bias(e, "gate", g1[e, :I].contiguous().to(on))
+                moe.load_bias(e, "up", g1[e, I:].contiguous().to(on))
+                moe.load_bias(e, "down", g2[e].contiguous().to(on))
+            compiles = rt.stats().compiles
+            y = moe.forward(x.to(dev), tw.to(dev), ids.to(dev)).cpu()
+            torch.cuda.synchronize()
+            views = read_views(moe.buffer, 0, 37, m["dfmt"])
+            xv, sf, xs, vid, vtw = views
+            layer = {**layer_of(m, "swigluoai", CLAMP), "b1": g1, "b2": g2}
+            ref = nx.moe_reference(layer, dequant_tokens(m["dfmt"], xv, sf), xs, vid[:37], vtw[:37])
+            cd = nx.calc_diff(y, ref)
+            record(cd < BAR and bool(torch.isfinite(y.float()).all()) and rt.stats().compiles == compiles,
+                   f"biases {row} swigluoai clamp, load {attempt + 1} ({'GPU' if attempt == 0 else 'CPU'} "
+                   f"sources, no recompile)", f"calc_diff {cd:.3g}")
+            if attempt == 0:
+                a = dequant_tokens(m["dfmt"], xv, sf)
+                for what, bad in (("without biases", layer_of(m, "swigluoai", CLAMP)),
+                                  ("with the down bias unweighted", {**layer, "down_bias_unweighted": True})):
+                    cd = nx.calc_diff(y, nx.moe_reference(bad, a, xs, vid[:37], vtw[:37]))
+                    record(cd >= BAR, f"control: the reference {what} disagrees", f"calc_diff {cd:.3g}")
 
 
 # ----------------------------------------------------------------- graphs
@@ -592,11 +648,12 @@ def test_readme_example(tmp):
 
 def manifest_for(cases, ranks, sms):
     layers = []
-    for row, act, clamp in cases:
+    for row, act, clamp, params in cases:
         w, d, _ = megajit.FORMAT_ROWS[row]
         layer = {"hidden": H, "intermediate": I, "experts": E, "topk": K, "ranks": ranks,
                  "max_tokens_per_rank": TMAX, "weight_format": megajit.format_name(w),
-                 "dispatch_format": megajit.format_name(d), "activation": act, "num_sms": sms}
+                 "dispatch_format": megajit.format_name(d), "activation": act, "num_sms": sms,
+                 **act_fields(act, params)}
         if clamp:
             layer["clamp"] = clamp
         layers.append(layer)
@@ -632,10 +689,12 @@ def main():
         rt = megajit.Runtime(cache_dir=cache)
         record(rt.has_device and rt.arch == "sm_90a" and rt.info().device_sms == sms, f"runtime on {rt.info().device_name}")
         models = {}
-        for row, act, clamp in cases:
-            guarded(f"row {row} {act}", run_row, rt, row, act, clamp, models)
+        for case in cases:
+            guarded(f"row {case_name(case)}", run_row, rt, *case, models)
         stats = rt.stats()
         record(stats.compiles == 0, "the rows compiled nothing (precompiled cache)", str(stats))
+        if "mxfp4-a16" in args.rows:
+            guarded("biases", test_biases, rt, models)
         for row in ("nvfp4", "mxfp4-a8"):
             if row in args.rows:
                 guarded(f"graph {row}", test_graph, rt, row, models)

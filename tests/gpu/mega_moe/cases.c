@@ -204,6 +204,10 @@ static const char *control_name(int ctl) {
         return "wrong-scale";
     case CTL_ALPHA:
         return "wrong-alpha";
+    case CTL_ACT_PARAM:
+        return "wrong-swiglu-alpha";
+    case CTL_BIAS_UNWEIGHTED:
+        return "down-bias-without-routing-weight";
     case CTL_PEERS:
         return "wrong-peer-offset";
     default:
@@ -216,7 +220,7 @@ static const char *control_name(int ctl) {
  * other controls share test_block_m's passing route). */
 void test_controls(ctx *c) {
     static const int ctls[] = {CTL_SWAP_GATE_UP, CTL_NO_ROUTING_WEIGHT, CTL_SCALE_EXPERT,
-                               CTL_ALPHA};
+                               CTL_ALPHA,        CTL_ACT_PARAM,         CTL_BIAS_UNWEIGHTED};
     scenario one_expert = kControlBase;
     one_expert.route = ROUTE_ONE_ONLY;
     for (int i = 0; i < mj_moe_format_count(); i++) {
@@ -235,7 +239,14 @@ void test_controls(ctx *c) {
                 continue;
             }
             if (out_of_time()) continue;
-            int result = run_case(c, i, &kControlBase, ctl, 0, &worst);
+            /* the bias control needs a layer with biases, whose unfaulted run must pass */
+            const scenario *base = ctl == CTL_BIAS_UNWEIGHTED ? &kBiasControl : &kControlBase;
+            if (base == &kBiasControl) {
+                set_case("control baseline biases %s", row->name);
+                record(run_case(c, i, base, CTL_NONE, 0, &worst) == CASE_PASSED);
+                set_case("control %s %s", control_name(ctl), row->name);
+            }
+            int result = run_case(c, i, base, ctl, 0, &worst);
             printf("  control %s %s: calc_diff=%.3g -> %s\n", control_name(ctl), row->name, worst,
                    result == CASE_FAILED   ? "detected"
                    : result == CASE_PASSED ? "NOT detected"

@@ -54,6 +54,8 @@ enum control {
     CTL_NO_ROUTING_WEIGHT,
     CTL_SCALE_EXPERT,
     CTL_ALPHA,
+    CTL_ACT_PARAM,       /* the kernel's swiglu alpha 1.25, the reference's 1 */
+    CTL_BIAS_UNWEIGHTED, /* the reference's down bias without the routing weight */
     CTL_PEERS,
     CTL_PREPARE, /* no fault: the prepare + mj_jit_launch path itself */
 };
@@ -68,6 +70,10 @@ typedef struct scenario {
     int alphas;      /* 1: random alphas and l2_act_scale (NVFP4 has non-1 alphas anyway) */
     int block_m;     /* 0: the heuristic's */
     int unfold;      /* mj_moe_config.unfold_mx_scales */
+    /* The activation's parameters, 0 = standard (mj_moe_config: swiglu_alpha
+     * and swiglu_beta, or situ_gate_beta and situ_up_beta). */
+    float act_params[2];
+    int biases; /* mj_moe_config.expert_biases, with ctx's random biases loaded */
 } scenario;
 
 #define SWIGLU MJ_ACT_SWIGLU
@@ -75,8 +81,9 @@ typedef struct scenario {
 #define SITU MJ_ACT_SITU
 
 /* Every row runs all of these: every activation (swiglu with and without
- * clamp) at R = 1, 2, 4 and 8; tokens 0, 1 and T_max on some ranks. Token counts are chosen so each
- * (row, scenario) needs at most two kernels (BLOCK_M follows the count). */
+ * clamp; swiglu and situ with parameters of their own too; expert biases on
+ * and off) at R = 1, 2, 4 and 8; tokens 0, 1 and T_max on some ranks. Token counts are chosen so
+ * each (row, scenario) needs at most two kernels (BLOCK_M follows the count). */
 static const scenario kMatrix[] = {
     {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0},
     {1, SWIGLU, CLAMP, {37}, ROUTE_ONE, -1, 1, 0},
@@ -94,13 +101,19 @@ static const scenario kMatrix[] = {
     {8, SWIGLU, CLAMP, {1, 64, 64, 0, 64, 1, 0, 64}, ROUTE_RANDOM, 3, 1, 0},
     {8, SWIGLUOAI, CLAMP, {64, 64, 1, 64, 0, 64, 1, 64}, ROUTE_DUP, -1, 0, 0},
     {8, SITU, 0, {0, 64, 64, 1, 64, 64, 1, 0}, ROUTE_ONE, 5, 1, 0},
+    {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {1.5f, 0.25f}},
+    {2, SITU, 0, {37, 64}, ROUTE_DUP, -1, 0, 0, 0, {3.0f, 20.0f}},
+    {1, SWIGLUOAI, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {0, 0}, 1},
+    {2, SWIGLU, 0, {1, 37}, ROUTE_DUP, 0, 0, 0, 0, {0, 0}, 1},
 };
 static const scenario kQuick[] = {
     {2, SWIGLU, CLAMP, {8, 0}, ROUTE_RANDOM, -1, 1, 0},
-    {2, SITU, 0, {1, 8}, ROUTE_DUP, 0, 0, 0},
+    {2, SITU, 0, {1, 8}, ROUTE_DUP, 0, 0, 0, 0, {3.0f, 20.0f}},
+    {1, SWIGLUOAI, CLAMP, {8}, ROUTE_RANDOM, -1, 1, 0, 0, {0, 0}, 1},
 };
 /* Controls, graphs and BLOCK_M sweeps reuse kernels of the matrix. */
 static const scenario kControlBase = {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0};
+static const scenario kBiasControl = {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 1};
 static const scenario kGraph1 = {1, SWIGLU, CLAMP, {37}, ROUTE_ONE, -1, 1, 0};
 static const scenario kGraph2 = {2, SWIGLU, CLAMP, {1, 64}, ROUTE_DUP, -1, 0, 0};
 static const scenario kPeers2 = {2, SWIGLU, 0, {64, 64}, ROUTE_RANDOM, -1, 0, 0};
@@ -142,6 +155,7 @@ typedef struct ctx {
     size_t img_bytes;
     int32_t *stats_ref, *stats_got;
     float *master_w1, *master_w2; /* fp32 [E][2I][H] and [E][H][I] */
+    float *bias1, *bias2;         /* fp32 [E][2I] and [E][H], for scenarios with biases */
     model models[NUM_ROWS_MAX][2];
     double ref_s, wait_timeout_s;
 } ctx;

@@ -145,6 +145,39 @@ void test_invalid(ctx *c) {
         record(ok);
     }
 
+    set_case("invalid: expert biases (no biases, expert, projection, NULL, NaN, device source)");
+    {
+        mj_moe_config mc = moe_cfg(sh, u.row, &kInvalid, 0);
+        float *b = xmalloc((size_t)sh->H * sizeof *b);
+        for (int i = 0; i < sh->H; i++)
+            b[i] = 0.25f * (float)(i % 7) - 0.5f;
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+                 expect_refused(mj_weights_load_bias(w, 0, MJ_PROJ_GATE, b, 0), "expert_biases");
+        if (w) mj_weights_destroy(w);
+        w = NULL;
+        mc.expert_biases = 1;
+        ok = ok && expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create(biases)");
+        ok = ok && expect_refused(mj_weights_load_bias(w, u.local, MJ_PROJ_GATE, b, 0), "outside");
+        ok = ok && expect_refused(mj_weights_load_bias(w, 0, (mj_projection)3, b, 0), "projection");
+        ok = ok && expect_refused(mj_weights_load_bias(w, 0, MJ_PROJ_UP, NULL, 0), "NULL");
+        b[5] = NAN;
+        ok = ok && expect_refused(mj_weights_load_bias(w, 0, MJ_PROJ_DOWN, b, 0), "element 5");
+        b[5] = 0.0f;
+        CUdeviceptr d;
+        CU(cuMemAlloc(&d, (size_t)sh->H * sizeof *b));
+        CU(cuMemcpyHtoD(d, b, (size_t)sh->H * sizeof *b));
+        ok = ok &&
+             expect_ok(mj_weights_load_bias(w, 0, MJ_PROJ_DOWN, (const float *)(uintptr_t)d, 1),
+                       "mj_weights_load_bias from the device") &&
+             expect_ok(mj_weights_load_bias(w, u.local - 1, MJ_PROJ_GATE, b, 0),
+                       "mj_weights_load_bias from the host");
+        CU(cuMemFree(d));
+        if (w) mj_weights_destroy(w);
+        free(b);
+        record(ok);
+    }
+
     int sms = sms_for(c->device_sms, 1), other = sms > 1 ? sms - 1 : 2;
     set_case("invalid: buffer sized for %d SMs, MegaMoE family set to %d afterwards", sms, other);
     int ok = expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, other), "set num_sms");

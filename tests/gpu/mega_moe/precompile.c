@@ -51,6 +51,12 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
             sc.unfold = 1; /* a kernel of its own only where the row folds */
             plan_add(l, sh, i, &sc, ds, 0, arch);
         }
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        scenario sc = kControlBase; /* the kernel of the wrong-swiglu-alpha control */
+        sc.act_params[0] = 1.25f;
+        plan_add(l, sh, i, &sc, ds, 0, arch);
+        plan_add(l, sh, i, &kBiasControl, ds, 0, arch);
+    }
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers2, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers4, ds, 0, arch);
     for (int i = 0; i < mj_moe_format_count(); i++)

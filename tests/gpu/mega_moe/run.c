@@ -188,7 +188,7 @@ static int bump_scales(run *u, const shape *sh, uint8_t *saved) {
     return changed;
 }
 
-static int load_weights(run *u, int r) {
+static int load_weights(const ctx *c, run *u, int r) {
     model *m = u->m;
     int group = mj_format_group(u->row->weight_fmt);
     for (int le = 0; le < u->local; le++) {
@@ -214,6 +214,16 @@ static int load_weights(run *u, int r) {
         float a2 = u->ctl == CTL_ALPHA ? 2.0f * m->a2[e] : m->a2[e];
         if (!expect_ok(mj_weights_set_alphas(u->w[r], le, m->ag[e], m->au[e], a2, m->as[e]),
                        "mj_weights_set_alphas"))
+            return 0;
+        if (!u->sc.biases) continue;
+        const int I = c->sh.I, H = c->sh.H;
+        const float *b1 = c->bias1 + e * 2 * (size_t)I;
+        if (!expect_ok(mj_weights_load_bias(u->w[r], le, MJ_PROJ_GATE, b1, 0),
+                       "mj_weights_load_bias(gate)") ||
+            !expect_ok(mj_weights_load_bias(u->w[r], le, MJ_PROJ_UP, b1 + I, 0),
+                       "mj_weights_load_bias(up)") ||
+            !expect_ok(mj_weights_load_bias(u->w[r], le, MJ_PROJ_DOWN, c->bias2 + e * (size_t)H, 0),
+                       "mj_weights_load_bias(down)"))
             return 0;
     }
     return 1;
@@ -250,8 +260,9 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
     for (int r = 0; r < R && ok; r++) {
         if (!mine(r)) continue;
         mj_moe_config mc = moe_cfg(sh, u->row, sc, r);
+        if (ctl == CTL_ACT_PARAM) mc.swiglu_alpha = 1.25f; /* precompile.c plans it */
         ok = expect_ok(mj_weights_create(c->rt, &mc, &u->w[r]), "mj_weights_create") &&
-             load_weights(u, r);
+             load_weights(c, u, r);
     }
     if (bumped) {
         memcpy(u->m->w1_sf + (size_t)u->hot * u->m->w1sfb, saved, u->m->w1sfb / 2);
@@ -317,6 +328,8 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
             m->au[e],
             m->a2[e],
             m->as[e],
+            sc->biases ? c->bias1 + (size_t)e * 2 * (size_t)sh->I : NULL,
+            sc->biases ? c->bias2 + (size_t)e * (size_t)sh->H : NULL,
         };
     }
     mjr_moe_shape s = {sh->H,
@@ -330,7 +343,9 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
                        u->row->l2_input_fmt,
                        sc->act,
                        sc->clamp > 0,
-                       sc->clamp};
+                       sc->clamp,
+                       {sc->act_params[0], sc->act_params[1]},
+                       u->ctl == CTL_BIAS_UNWEIGHTED};
     int rc = mjr_moe_forward(&s, ew, in, y, c->stats_ref);
     free(ew);
     c->ref_s += now_s() - t0;
@@ -506,14 +521,18 @@ int run_check(ctx *c, const run *u, int stats_mult, int verbose, double *worst_o
 }
 
 void describe(const run *u, char *out, size_t cap) {
-    int n = snprintf(out, cap, "%s R=%d %s%s T=[", u->row->name, u->sc.ranks,
+    int n = snprintf(out, cap, "%s R=%d %s%s", u->row->name, u->sc.ranks,
                      mj_moe_activation_name(u->sc.act), u->sc.clamp > 0 ? "+clamp7" : "");
+    if (n > 0 && (size_t)n < cap && (u->sc.act_params[0] != 0 || u->sc.act_params[1] != 0))
+        n += snprintf(out + n, cap - (size_t)n, "(%g,%g)", (double)u->sc.act_params[0],
+                      (double)u->sc.act_params[1]);
+    if (n > 0 && (size_t)n < cap) n += snprintf(out + n, cap - (size_t)n, " T=[");
     for (int r = 0; r < u->sc.ranks && n > 0 && (size_t)n < cap; r++)
         n += snprintf(out + n, cap - (size_t)n, "%s%d", r ? "," : "", u->sc.tokens[r]);
     if (n > 0 && (size_t)n < cap)
-        snprintf(out + n, cap - (size_t)n, "] route=%s%s%s bm=%s", route_names[u->route],
+        snprintf(out + n, cap - (size_t)n, "] route=%s%s%s%s bm=%s", route_names[u->route],
                  u->sc.masked_rank >= 0 ? " masked-rank" : "", u->sc.alphas ? " alphas" : "",
-                 u->sc.block_m ? "forced" : "auto");
+                 u->sc.biases ? " biases" : "", u->sc.block_m ? "forced" : "auto");
 }
 
 /* Whether rank r's output of this launch repeats `first` (the first launch's,

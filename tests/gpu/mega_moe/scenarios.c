@@ -55,6 +55,14 @@ mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scena
         .clamp = sc->clamp,
         .block_m = sc->block_m,
         .unfold_mx_scales = sc->unfold,
+        .expert_biases = sc->biases,
     };
+    if (sc->act == MJ_ACT_SITU) {
+        mc.situ_gate_beta = sc->act_params[0];
+        mc.situ_up_beta = sc->act_params[1];
+    } else if (sc->act == MJ_ACT_SWIGLU) {
+        mc.swiglu_alpha = sc->act_params[0];
+        mc.swiglu_beta = sc->act_params[1];
+    }
     return mc;
 }
