@@ -281,6 +281,64 @@ static void test_biases(void **state) {
     }
 }
 
+/* A fused shared expert (I_s = 2I, BF16): gate and up rows j read x[j % 32],
+ * W2s row h takes column h with 1 and column h + 32 with 0.5, so o_s[h] =
+ * BF16(1.5 a_h) where a_h = BF16(swiglu(x_h)). The routed identity expert
+ * (weight 1) gives a_h; y = BF16(fp32(a_h + o_s[h])): 3.515625 + 5.28125 ->
+ * 8.8125 (0x410d), ... With every routed slot masked y = BF16(o_s). Values
+ * from an independent fp64 evaluation. */
+static void test_shared_expert(void **state) {
+    (void)state;
+    enum { IS = 2 * I };
+    static bf16_expert ex;
+    make_expert(&ex, 1.0f);
+    static float m1[2 * IS * H], m2[H * IS];
+    static uint8_t q1[2 * IS * H * 2], q2[H * IS * 2];
+    memset(m1, 0, sizeof m1);
+    memset(m2, 0, sizeof m2);
+    for (int j = 0; j < IS; j++) {
+        m1[j * H + j % H] = 1.0f;
+        m1[(IS + j) * H + j % H] = 1.0f;
+    }
+    for (int h = 0; h < H; h++) {
+        m2[h * IS + h] = 1.0f;
+        m2[h * IS + h + 32] = 0.5f;
+    }
+    assert_int_equal(mjr_quantize_weights(MJ_FMT_BF16, m1, 2 * IS, H, q1, NULL), 0);
+    assert_int_equal(mjr_quantize_weights(MJ_FMT_BF16, m2, H, IS, q2, NULL), 0);
+    mjr_expert_weights ew[2] = {weights_of(&ex), {q1, NULL, q2, NULL, 1.0f, 1.0f, 1.0f, 1.0f}};
+    mjr_moe_shape s = bf16_shape(1, 1, 1, MJ_ACT_SWIGLU);
+    s.shared_inter = IS;
+    s.shared_fmt = MJ_FMT_BF16;
+    uint8_t xrow[H * 2];
+    make_x(xrow, x_basic, 4);
+    uint16_t y[H];
+    uint16_t *ys[1] = {y};
+    static const uint16_t want[2][4] = {{0x410d, 0x3f2c, 0x3ec6, 0x421d},
+                                        {0x40a9, 0x3ecf, 0x3e6e, 0x41bc}};
+    for (int masked = 0; masked < 2; masked++) {
+        int32_t ids[1] = {masked ? -1 : 0};
+        float tw[1] = {1.0f};
+        mjr_rank_input in = {1, xrow, NULL, NULL, ids, tw};
+        poison(y, H);
+        assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), 0);
+        check_row(y, want[masked]);
+    }
+
+    /* refused: a size that is no multiple of I, alphas or biases on it */
+    int32_t ids[1] = {0};
+    float tw[1] = {1.0f}, bias[2 * IS] = {0};
+    mjr_rank_input in = {1, xrow, NULL, NULL, ids, tw};
+    s.shared_inter = I + I / 2;
+    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), -1);
+    s.shared_inter = IS;
+    ew[1].l1_alpha_up = 2.0f;
+    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), -1);
+    ew[1].l1_alpha_up = 1.0f;
+    ew[1].b1 = bias;
+    assert_int_equal(mjr_moe_forward(&s, ew, &in, ys, NULL), -1);
+}
+
 /* The routing weight scales act before the GEMM 2 input is rounded. */
 static void test_routing_weight(void **state) {
     (void)state;
@@ -829,6 +887,7 @@ int main(void) {
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_activation_params),
         cmocka_unit_test(test_biases),
+        cmocka_unit_test(test_shared_expert),
         cmocka_unit_test(test_clamp),
         cmocka_unit_test(test_alphas),
         cmocka_unit_test(test_routing_weight),

@@ -200,6 +200,9 @@ static int shape_ok(const mjr_moe_shape *s) {
     if (s->activation < 0 || s->activation >= MJ_ACT_COUNT) return 0;
     if (s->has_clamp && (s->activation == MJ_ACT_SITU || !isfinite(s->clamp) || s->clamp < 0.0f))
         return 0;
+    if (s->shared_inter < 0 || s->shared_inter % s->inter ||
+        (s->shared_inter && !fmt_ok(s->shared_fmt)))
+        return 0;
     for (int i = 0; i < 2; i++) {
         const float p = s->act_params[i];
         if (!isfinite(p) || (p != 0.0f && s->activation == MJ_ACT_SWIGLUOAI) ||
@@ -215,6 +218,14 @@ static int inputs_ok(const mjr_moe_shape *s, const mjr_expert_weights *experts,
     for (int e = 0; e < s->experts; e++) {
         const mjr_expert_weights *w = &experts[e];
         if (!w->w1 || !w->w2 || (wgroup && (!w->w1_sf || !w->w2_sf))) return 0;
+    }
+    if (s->shared_inter) {
+        const mjr_expert_weights *w = &experts[s->experts];
+        int sgroup = mj_format_group(s->shared_fmt);
+        if (!w->w1 || !w->w2 || (sgroup && (!w->w1_sf || !w->w2_sf)) || w->b1 || w->b2 ||
+            w->l1_alpha_gate != 1.0f || w->l1_alpha_up != 1.0f || w->l2_alpha != 1.0f ||
+            w->l2_act_scale != 1.0f)
+            return 0;
     }
     for (int r = 0; r < s->ranks; r++) {
         const mjr_rank_input *ri = &in[r];
@@ -234,10 +245,11 @@ typedef struct work {
     float *actf;
 } work;
 
-/* Steps 1-7 for one pair; o receives H BF16 values (as floats). */
+/* Steps 1-7 for one pair of an expert with intermediate size I (the routed
+ * one's, or the shared expert's); o receives H BF16 values (as floats). */
 static void expert_pair(const mjr_moe_shape *s, const mjr_expert_weights *ew, const work *wk,
-                        const mjr_rank_input *ri, int t, float weight, float *o) {
-    int H = s->hidden, I = s->inter;
+                        const mjr_rank_input *ri, int t, float weight, int I, float *o) {
+    int H = s->hidden;
     size_t xrb = row_bytes(s->dispatch_fmt, H);
     size_t xsfb =
         mj_format_group(s->dispatch_fmt) ? (size_t)(H / mj_format_group(s->dispatch_fmt)) : 0u;
@@ -291,21 +303,26 @@ static int expert_used(const mjr_moe_shape *s, const mjr_rank_input *in, int e) 
 int mjr_moe_forward(const mjr_moe_shape *s, const mjr_expert_weights *experts,
                     const mjr_rank_input *in, uint16_t *const *y, int32_t *recv_stats) {
     if (!s || !experts || !in || !y || !shape_ok(s) || !inputs_ok(s, experts, in, y)) return -1;
-    int H = s->hidden, I = s->inter, K = s->topk, R = s->ranks;
+    int H = s->hidden, I = s->inter, K = s->topk, R = s->ranks, IS = s->shared_inter;
     int local = s->experts / R;
+    size_t wide = (size_t)(IS > I ? IS : I); /* the work buffers serve both experts */
 
     int rc = -2;
-    float **o = calloc((size_t)R, sizeof *o);
+    float **o = calloc((size_t)R, sizeof *o), **shared = calloc((size_t)R, sizeof *shared);
     work wk = {
-        malloc((size_t)2 * I * H * sizeof(double)), malloc((size_t)H * I * sizeof(double)),
-        malloc((size_t)H * sizeof(double)),         malloc((size_t)I * sizeof(double)),
-        malloc((size_t)I * sizeof(double)),         malloc((size_t)I * sizeof(float)),
+        malloc(2 * wide * (size_t)H * sizeof(double)),
+        malloc((size_t)H * wide * sizeof(double)),
+        malloc((size_t)H * sizeof(double)),
+        malloc(wide * sizeof(double)),
+        malloc(wide * sizeof(double)),
+        malloc(wide * sizeof(float)),
     };
-    if (!o || !wk.w1 || !wk.w2 || !wk.a || !wk.act || !wk.actq || !wk.actf) goto out;
+    if (!o || !shared || !wk.w1 || !wk.w2 || !wk.a || !wk.act || !wk.actq || !wk.actf) goto out;
     for (int r = 0; r < R; r++) {
         /* one extra float keeps the allocation non-empty for ranks without tokens */
         o[r] = malloc(((size_t)in[r].num_tokens * (size_t)K * (size_t)H + 1u) * sizeof(float));
-        if (!o[r]) goto out;
+        shared[r] = IS ? malloc(((size_t)in[r].num_tokens * (size_t)H + 1u) * sizeof(float)) : NULL;
+        if (!o[r] || (IS && !shared[r])) goto out;
     }
 
     for (int e = 0; e < s->experts; e++) {
@@ -318,9 +335,17 @@ int mjr_moe_forward(const mjr_moe_shape *s, const mjr_expert_weights *experts,
                 for (int k = 0; k < K; k++) {
                     size_t i = (size_t)t * (size_t)K + (size_t)k;
                     if (in[r].topk_ids[i] == e)
-                        expert_pair(s, ew, &wk, &in[r], t, in[r].topk_weights[i],
+                        expert_pair(s, ew, &wk, &in[r], t, in[r].topk_weights[i], I,
                                     o[r] + i * (size_t)H);
                 }
+    }
+    if (IS) {
+        const mjr_expert_weights *ew = &experts[s->experts];
+        dequant_matrix(s->shared_fmt, ew->w1, ew->w1_sf, 2 * IS, H, wk.w1);
+        dequant_matrix(s->shared_fmt, ew->w2, ew->w2_sf, H, IS, wk.w2);
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < in[r].num_tokens; t++)
+                expert_pair(s, ew, &wk, &in[r], t, 1.0f, IS, shared[r] + (size_t)t * (size_t)H);
     }
 
     /* Step 8 on each home rank: fp32 sum over valid slots in increasing k. */
@@ -333,6 +358,10 @@ int mjr_moe_forward(const mjr_moe_shape *s, const mjr_expert_weights *experts,
                 for (int k = 0; k < K; k++) {
                     if (ids[k] < 0) continue;
                     acc += o[r][((size_t)t * (size_t)K + (size_t)k) * (size_t)H + (size_t)h];
+                    any = 1;
+                }
+                if (IS) { /* slot K */
+                    acc += shared[r][(size_t)t * (size_t)H + (size_t)h];
                     any = 1;
                 }
                 y[r][(size_t)t * (size_t)H + (size_t)h] = any ? mjr_bf16_from_f32(acc) : 0;
@@ -348,10 +377,12 @@ int mjr_moe_forward(const mjr_moe_shape *s, const mjr_expert_weights *experts,
     }
     rc = 0;
 out:
-    if (o)
-        for (int r = 0; r < R; r++)
-            free(o[r]);
+    for (int r = 0; r < R; r++) {
+        if (o) free(o[r]);
+        if (shared) free(shared[r]);
+    }
     free(o);
+    free(shared);
     free(wk.w1);
     free(wk.w2);
     free(wk.a);

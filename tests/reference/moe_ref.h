@@ -37,6 +37,16 @@ typedef struct mjr_moe_shape {
     float act_params[2];
     /* Negative controls only: the down bias enters without the routing weight. */
     int down_bias_unweighted;
+    /* A shared expert fused into the layer (0: none): its intermediate size,
+     * a positive multiple of inter, and its weight format (any; the API will
+     * restrict the pairs). Every rank runs it on each of its own tokens, from
+     * the token's dispatch-format row (GEMM 1 scaled by the NVFP4 per-token
+     * scale, alphas 1), with routing weight 1 and l2_act_scale 1, the layer's
+     * activation, clamp and GEMM 2 input format; its output joins the combine
+     * as slot K, after the routed slots, in the same fp32 sum, so a token
+     * whose routed slots are all masked gets y = BF16(its shared output). */
+    int shared_inter;
+    int shared_fmt;
 } mjr_moe_shape;
 
 /* One global expert in checkpoint layout. W1 [2I, H]: rows gate 0..I-1 then up
@@ -67,7 +77,10 @@ typedef struct mjr_rank_input {
     const float *topk_weights;
 } mjr_rank_input;
 
-/* experts[E], in[R], y[R] (each num_tokens[r] x H BF16 bits). recv_stats, when
+/* experts[E], plus experts[E] = the shared expert when s->shared_inter > 0
+ * (w1 [2 shared_inter][H], w2 [H][shared_inter] in s->shared_fmt; alphas and
+ * l2_act_scale 1, no biases: anything else is refused), in[R], y[R] (each
+ * num_tokens[r] x H BF16 bits). recv_stats, when
  * not NULL, is overwritten with [R][E/R] counts of valid (token, slot) pairs
  * each local expert receives from all ranks.
  * Returns 0; -1 for invalid arguments (bad shape, a missing pointer, a top-k id

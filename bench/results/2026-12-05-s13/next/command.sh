@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Thirteenth session (2026-12-05, no device lent): the device calls of the
+# next session, after bench/results/2026-12-04-s12/next/prepare.sh (which
+# builds main, the base 1bc72dc into build/alt/base and the hold variants),
+# each with carry ["build/lib","build/bin","build/tests/gpu","build/bench",
+# "build/alt","build/tv"]:
+#   bash bench/results/2026-12-05-s13/next/command.sh N > $OUT/summary.txt 2>&1; cat $OUT/summary.txt
+# N = 1, 2: the twelfth session's parts (its command.sh): the quick test and
+#   the BLOCK_M sweep, then A/B timings of base / main / unfolded (1); the full
+#   test, racecheck and the remaining A/B (2). The quick and full tests now
+#   also run this session's activation parameters and expert biases (matrix,
+#   quick set, the wrong-swiglu-alpha and down-bias-without-routing-weight
+#   controls, the bias argument checks).
+# N = 3: tests/gpu/run.sh: memcheck and racecheck of the quick sets, the
+#   Python GPU test (MegaMoE.load_bias, parameters through MoEConfig) and the
+#   benches.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+case ${1:-1} in
+1 | 2) bash "$here/../../2026-12-04-s12/next/command.sh" "$1" ;;
+3) MJ_GPU_BUDGET_S=560 bash tests/gpu/run.sh; cat "${OUT:-/tmp/mj-gpu-out}/summary.txt" ;;
+esac
