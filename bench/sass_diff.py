@@ -11,6 +11,12 @@ instruction count beside the base kernel whose template arguments are nearest.
 No pairing by template arguments is needed, so a change that adds a template
 parameter can be checked to leave the existing configurations' code alone.
 
+NVRTC is not always deterministic: the same build compiling the same
+52-kernel manifest twice gave one kernel (nvfp4-a16, BLOCK_M 64) with two of
+its shared-memory loads in the other order in 2 of 5 such pairs (thirteenth
+session; with or without PCH, with one or two workers it came out the same in
+every smaller run). Run a DIFF again before reading anything into it.
+
     python3 bench/sass_diff.py --base OLD/build/bin/megajit --new build/bin/megajit \\
         --manifest FILE [--json]
 
