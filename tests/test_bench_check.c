@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +55,10 @@ static void test_scan(void **state) {
  * class count, and the ring's extra projection repeats the first. */
 static void test_weight_classes(void **state) {
     (void)state;
-    mj_bench_weights *w = mj_bench_weights_new(MJ_FMT_MXFP4, H, I, 3, 5);
+    mj_bench_weights *w = mj_bench_weights_new(MJ_FMT_MXFP4, H, I, 3, 0, 5);
     assert_non_null(w);
+    assert_null(w->bias);
+    assert_null(mj_bench_weights_bias(w, 1, 0));
     assert_int_equal(w->data_bytes, (size_t)H * I / 2);
     assert_int_equal(w->sf_bytes, (size_t)H * I / 32);
     assert_memory_equal(w->data + 3 * w->data_bytes, w->data, w->data_bytes);
@@ -68,13 +71,30 @@ static void test_weight_classes(void **state) {
         assert_int_equal(s.down, (e % 3 + 2) % 3);
     }
     mj_bench_weights_release(w);
+
+    /* biases: per class, gate then up then down, shared by the class's experts */
+    w = mj_bench_weights_new(MJ_FMT_MXFP4, H, I, 3, 1, 5);
+    assert_non_null(w);
+    assert_ptr_equal(mj_bench_weights_bias(w, 4, 0), w->bias + (2 * I + H));
+    assert_ptr_equal(mj_bench_weights_bias(w, 4, 1), w->bias + (2 * I + H) + I);
+    assert_ptr_equal(mj_bench_weights_bias(w, 2, 2), w->bias + 2 * (2 * I + H) + 2 * I);
+    const mjr_expert_weights c1 = mj_bench_weights_class(w, 1);
+    assert_ptr_equal(c1.b1, mj_bench_weights_bias(w, 1, 0));
+    assert_ptr_equal(c1.b2, mj_bench_weights_bias(w, 1, 2));
+    int nonzero = 0;
+    for (int i = 0; i < 3 * (2 * I + H); i++) {
+        assert_true(fabsf(w->bias[i]) < 0.0625f);
+        nonzero += w->bias[i] != 0.0f;
+    }
+    assert_true(nonzero > 3 * (2 * I + H) * 9 / 10);
+    mj_bench_weights_release(w);
 }
 
 /* The reference over all E experts, each assembled from its projections
  * independently of the ring: what the device's weights compute. */
 static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format_row *row,
-                                  const uint16_t *x, const int32_t *ids, const float *tw,
-                                  uint16_t *y) {
+                                  const mj_bench_moe_variant *v, const uint16_t *x,
+                                  const int32_t *ids, const float *tw, uint16_t *y) {
     const size_t pb = w->data_bytes, sb = w->sf_bytes;
     uint8_t *w1 = malloc(E * 2 * pb), *w1sf = malloc(E * 2 * sb + 1);
     assert_true(w1 && w1sf);
@@ -95,7 +115,9 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
                                      1.0f,
                                      1.0f,
                                      1.0f,
-                                     1.0f};
+                                     1.0f,
+                                     mj_bench_weights_bias(w, e, 0),
+                                     mj_bench_weights_bias(w, e, 2)};
     }
     const int fmt = row->dispatch_fmt, group = mj_format_group(fmt);
     const size_t xb = (size_t)H * (size_t)mj_format_bits(fmt) / 8, xsb = group ? H / group : 0;
@@ -104,7 +126,18 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
     float xs[N];
     for (int t = 0; t < N; t++)
         mjr_quantize_row(fmt, x + t * H, H, xq + t * xb, xsf + t * xsb, &xs[t]);
-    const mjr_moe_shape s = {H, I, E, K, 1, N, row->weight_fmt, fmt, row->l2_input_fmt, 0, 0, 0};
+    const mjr_moe_shape s = {H,
+                             I,
+                             E,
+                             K,
+                             1,
+                             N,
+                             row->weight_fmt,
+                             fmt,
+                             row->l2_input_fmt,
+                             v->activation,
+                             v->clamp > 0,
+                             v->clamp};
     const mjr_rank_input in = {N, xq, group ? xsf : NULL, fmt == MJ_FMT_NVFP4 ? xs : NULL, ids, tw};
     uint16_t *const ys[1] = {y};
     assert_int_equal(mjr_moe_forward(&s, ex, &in, ys, NULL), 0);
@@ -128,11 +161,15 @@ static void test_jobs(void **state) {
     for (int i = 0; i < N * H; i++)
         x[i] = mjr_bf16_from_f32((float)(int64_t)(mj_bench_rng(&rng) % 2001 - 1000) / 500.0f);
     assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_UNIFORM, E, K, N, 3, 0, ids, tw), 0);
+    /* every other row runs gpt-oss's kind of layer: swigluoai, a clamp, biases */
+    const mj_bench_moe_variant plain = {0}, oss = {MJ_ACT_SWIGLUOAI, 1.5f, 1, 0};
     for (int r = 0; r < rows; r++) {
         const mj_moe_format_row *row = mj_moe_format_at(r);
-        mj_bench_weights *w = mj_bench_weights_new(row->weight_fmt, H, I, 3, 17 + (uint64_t)r);
+        const mj_bench_moe_variant *var = r % 2 ? &oss : &plain;
+        mj_bench_weights *w =
+            mj_bench_weights_new(row->weight_fmt, H, I, 3, var->biases, 17 + (uint64_t)r);
         assert_non_null(w);
-        reference_all_experts(w, row, x, ids, tw, y);
+        reference_all_experts(w, row, var, x, ids, tw, y);
         /* right; rows of tokens 0 and 1 swapped; one element counted
          * unwritten by the scan; and that element still poison */
         memcpy(bad, y, sizeof bad);
@@ -145,7 +182,7 @@ static void test_jobs(void **state) {
             mj_bench_check_result *out = &res[r * 4 + v];
             if (v >= 2) out->unwritten = 1;
             mj_bench_check_job *j =
-                mj_bench_check_job_new(w, row, H, I, K, N, x, ids, tw, outs[v], out);
+                mj_bench_check_job_new(w, row, var, H, I, K, N, x, ids, tw, outs[v], out);
             assert_non_null(j);
             mj_bench_checker_submit(ck, j);
         }

@@ -52,7 +52,10 @@ static void test_defaults(void **state) {
     assert_int_equal(a.iters, 0);
     assert_int_equal(a.ranks, 0);
     assert_int_equal(a.json, 0);
-    assert_int_equal(a.unfold_mx_scales, 0);
+    assert_int_equal(a.variant.unfold_mx_scales, 0);
+    assert_int_equal(a.variant.activation, MJ_ACT_SWIGLU);
+    assert_true(a.variant.clamp == 0.0f);
+    assert_int_equal(a.variant.biases, 0);
     assert_null(a.dump_dir);
 }
 
@@ -81,7 +84,13 @@ static void test_flags(void **state) {
     assert_int_equal(a.json, 1);
     assert_string_equal(a.dump_dir, "/tmp/r");
     assert_string_equal(a.cache_dir, "/tmp/c");
-    assert_int_equal(a.unfold_mx_scales, 1);
+    assert_int_equal(a.variant.unfold_mx_scales, 1);
+
+    assert_int_equal(PARSE(&a, "--activation", "swigluoai", "--clamp", "7", "--biases"),
+                     MJ_MOE_ARGS_OK);
+    assert_int_equal(a.variant.activation, MJ_ACT_SWIGLUOAI);
+    assert_true(a.variant.clamp == 7.0f);
+    assert_int_equal(a.variant.biases, 1);
 
     assert_int_equal(PARSE(&a, "--tokens", "64", "--max-tokens", "4096"), MJ_MOE_ARGS_OK);
     assert_int_equal(a.max_tokens, 4096);
@@ -138,6 +147,12 @@ static void test_errors(void **state) {
         {{"--iters", "0"}, "--iters: expected 1..100000, got '0'"},
         {{"--ranks", "73"}, "--ranks: expected 1..72, got '73'"},
         {{"--ranks", "3"}, "--ranks 3 does not divide the 256 experts of deepseek-v3"},
+        {{"--activation", "relu"}, "--activation: expected swiglu, swigluoai or situ, got 'relu'"},
+        {{"--clamp", "0"}, "--clamp: expected a positive finite number, got '0'"},
+        {{"--clamp", "7x"}, "--clamp: expected a positive finite number, got '7x'"},
+        {{"--clamp", "inf"}, "--clamp: expected a positive finite number, got 'inf'"},
+        {{"--activation", "situ", "--clamp", "7"},
+         "--clamp: only swiglu and swigluoai take a clamp (--activation situ)"},
         {{"--shape", "all", "--ranks", "256"}, "--ranks: expected 1..72, got '256'"},
         {{"--shape", "kimi-k2", "--ranks", "5"},
          "--ranks 5 does not divide the 384 experts of "

@@ -92,7 +92,8 @@ static mj_status upload(const mj_cuda *cu, CUdeviceptr *p, const void *h, size_t
 }
 
 mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
-                                 int unfold_mx_scales, int ranks, int rank, int max_tokens) {
+                                 const mj_bench_moe_variant *v, int ranks, int rank,
+                                 int max_tokens) {
     return (mj_moe_config){.struct_size = sizeof(mj_moe_config),
                            .hidden = s->hidden,
                            .intermediate = s->intermediate,
@@ -103,13 +104,14 @@ mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_forma
                            .max_tokens_per_rank = max_tokens,
                            .weight_format = (mj_format)row->weight_fmt,
                            .dispatch_format = (mj_format)row->dispatch_fmt,
-                           .activation = MJ_ACTIVATION_SWIGLU,
-                           .unfold_mx_scales = unfold_mx_scales};
+                           .activation = (mj_activation)v->activation,
+                           .clamp = v->clamp,
+                           .unfold_mx_scales = v->unfold_mx_scales,
+                           .expert_biases = v->biases};
 }
 
 static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
-    return mj_bench_moe_layer(o->shape, o->row, o->unfold_mx_scales, o->num_ranks, rank,
-                              o->max_tokens);
+    return mj_bench_moe_layer(o->shape, o->row, &o->variant, o->num_ranks, rank, o->max_tokens);
 }
 
 /* The seed of everything a configuration draws: the same on every rank and
@@ -164,6 +166,9 @@ static mj_status load_weights(moe_run *b, int lr) {
                 b->wsf ? (const void *)(uintptr_t)(b->wsf + (size_t)proj[p] * sb) : NULL;
             st = mj_weights_load(b->w[lr], le, (mj_projection)p, data, sf, 1);
         }
+        for (int p = MJ_PROJ_GATE; st == MJ_OK && o->variant.biases && p <= MJ_PROJ_DOWN; p++)
+            st = mj_weights_load_bias(b->w[lr], le, (mj_projection)p,
+                                      mj_bench_weights_bias(b->hw, e, p), 0);
     }
     return st;
 }
@@ -198,7 +203,7 @@ static mj_status run_setup(moe_run *b) {
 
     const mj_bench_moe_shape *sh = o->shape;
     b->hw = mj_bench_weights_new(o->row->weight_fmt, sh->hidden, sh->intermediate,
-                                 MJ_BENCH_WEIGHT_CLASSES,
+                                 MJ_BENCH_WEIGHT_CLASSES, o->variant.biases,
                                  mj_bench_seed(config_seed(o, 0), SEED_WEIGHTS));
     if (!b->hw) return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (weights)");
     const size_t ring = (size_t)(b->hw->classes + 1);
@@ -494,8 +499,8 @@ static mj_status check_point(moe_run *b, const moe_sets *s, mj_bench_moe_point *
         }
     }
     mj_bench_check_job *job =
-        st == MJ_OK ? mj_bench_check_job_new(b->hw, o->row, sh->hidden, sh->intermediate, sh->topk,
-                                             n, x, ids, tw, y, out)
+        st == MJ_OK ? mj_bench_check_job_new(b->hw, o->row, &o->variant, sh->hidden,
+                                             sh->intermediate, sh->topk, n, x, ids, tw, y, out)
                     : NULL;
     if (st == MJ_OK && !job) st = mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory");
     if (job) mj_bench_checker_submit(o->checker, job);

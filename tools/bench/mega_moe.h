@@ -60,14 +60,14 @@ typedef struct mj_bench_mega_moe_options {
     /* Nonzero: after the timed passes, one more launch of rank 0 on set 0
      * writes phase stamps (mj_moe_args.trace) into point.phases. */
     int phases;
-    int unfold_mx_scales; /* the layers' mj_moe_config.unfold_mx_scales */
+    mj_bench_moe_variant variant; /* activation, clamp, biases, MX scales unfolded */
 } mj_bench_mega_moe_options;
 
-/* The layer the benchmark runs for shape s in format row `row` (its MX scales
- * unfolded when asked) as rank `rank` of `ranks`, on buffers of max_tokens
- * per rank (swiglu, no clamp). */
+/* The layer the benchmark runs for shape s in format row `row` and variant v
+ * as rank `rank` of `ranks`, on buffers of max_tokens per rank. */
 mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
-                                 int unfold_mx_scales, int ranks, int rank, int max_tokens);
+                                 const mj_bench_moe_variant *v, int ranks, int rank,
+                                 int max_tokens);
 
 /* Fills points[0..num_tokens) (their checks complete when the checker
  * finishes) and *num_sms, the SM count each rank ran on. The weights are

@@ -64,9 +64,10 @@ static void job_free(mj_bench_check_job *j) {
 }
 
 mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_format_row *row,
-                                           int hidden, int intermediate, int topk, int n,
-                                           const uint16_t *x, const int32_t *ids, const float *tw,
-                                           const uint16_t *y, mj_bench_check_result *out) {
+                                           const mj_bench_moe_variant *v, int hidden,
+                                           int intermediate, int topk, int n, const uint16_t *x,
+                                           const int32_t *ids, const float *tw, const uint16_t *y,
+                                           mj_bench_check_result *out) {
     mj_bench_check_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     j->w = mj_bench_weights_retain(w);
@@ -83,7 +84,9 @@ mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_for
                                .weight_fmt = row->weight_fmt,
                                .dispatch_fmt = fmt,
                                .l2_fmt = row->l2_input_fmt,
-                               .activation = MJ_ACT_SWIGLU};
+                               .activation = v->activation,
+                               .has_clamp = v->clamp > 0,
+                               .clamp = v->clamp};
     j->n = n;
     j->x = malloc(rows * x_row);
     j->x_sf = group ? malloc(rows * sf_row) : NULL;

@@ -12,6 +12,17 @@
 #include "heuristics/moe_formats.h"
 #include "tools/bench/moe_weights.h"
 
+/* What the benchmark's layers compute besides their shape and format row
+ * (`megajit bench mega-moe` --activation, --clamp, --biases,
+ * --unfold-mx-scales). All zero: swiglu, no clamp, no biases, folded MX
+ * scales. */
+typedef struct mj_bench_moe_variant {
+    int activation; /* MJ_ACT_* */
+    float clamp;    /* > 0: the swiglu family's clamp; 0: none */
+    int biases;     /* random expert biases, per weight class (moe_weights.h) */
+    int unfold_mx_scales;
+} mj_bench_moe_variant;
+
 /* The output is poisoned with this before the checked launch (a BF16 NaN). */
 #define MJ_BENCH_POISON 0xFFFFu
 /* Every token is checked up to this many; beyond, MJ_BENCH_CHECK_SAMPLE
@@ -46,15 +57,17 @@ void mj_bench_scan_output(const uint16_t *y, size_t written, size_t total, size_
 
 typedef struct mj_bench_check_job mj_bench_check_job;
 
-/* A check of n tokens of one configuration: their BF16 rows x (n x H, before
- * pre-dispatch, which the job applies with the reference quantizer), their
- * global top-k ids and weights (n x K), and the rows y the kernel wrote (n x
- * H). Copies everything; holds a reference to w. out->unwritten, nonfinite
- * and past must already hold the scan. NULL when out of memory. */
+/* A check of n tokens of one configuration of variant v (its activation and
+ * clamp; the biases are w's): their BF16 rows x (n x H, before pre-dispatch,
+ * which the job applies with the reference quantizer), their global top-k ids
+ * and weights (n x K), and the rows y the kernel wrote (n x H). Copies
+ * everything; holds a reference to w. out->unwritten, nonfinite and past must
+ * already hold the scan. NULL when out of memory. */
 mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_format_row *row,
-                                           int hidden, int intermediate, int topk, int n,
-                                           const uint16_t *x, const int32_t *ids, const float *tw,
-                                           const uint16_t *y, mj_bench_check_result *out);
+                                           const mj_bench_moe_variant *v, int hidden,
+                                           int intermediate, int topk, int n, const uint16_t *x,
+                                           const int32_t *ids, const float *tw, const uint16_t *y,
+                                           mj_bench_check_result *out);
 
 typedef struct mj_bench_checker mj_bench_checker;
 /* A pool of `threads` host threads (>= 1); NULL when none could start. */

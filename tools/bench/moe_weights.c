@@ -29,18 +29,22 @@ static void fill_projection(int fmt, uint64_t *rng, uint8_t *data, size_t n, uin
 }
 
 mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, int classes,
-                                       uint64_t seed) {
+                                       int biases, uint64_t seed) {
     mj_bench_weights *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     const size_t elems = (size_t)hidden * (size_t)intermediate;
+    const size_t per_class = 2 * (size_t)intermediate + (size_t)hidden;
     const int group = mj_format_group(fmt);
     w->refs = 1;
     w->classes = classes;
+    w->hidden = hidden;
+    w->intermediate = intermediate;
     w->data_bytes = elems * (size_t)mj_format_bits(fmt) / 8;
     w->sf_bytes = group ? elems / (size_t)group : 0;
     w->data = malloc((size_t)(classes + 1) * w->data_bytes);
     w->sf = group ? malloc((size_t)(classes + 1) * w->sf_bytes) : NULL;
-    if (!w->data || (group && !w->sf)) {
+    w->bias = biases ? malloc((size_t)classes * per_class * sizeof(float)) : NULL;
+    if (!w->data || (group && !w->sf) || (biases && !w->bias)) {
         mj_bench_weights_release(w);
         return NULL;
     }
@@ -50,6 +54,8 @@ mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, in
                         w->sf ? w->sf + (size_t)c * w->sf_bytes : NULL, w->sf_bytes);
     memcpy(w->data + (size_t)classes * w->data_bytes, w->data, w->data_bytes);
     if (w->sf) memcpy(w->sf + (size_t)classes * w->sf_bytes, w->sf, w->sf_bytes);
+    for (size_t i = 0; w->bias && i < (size_t)classes * per_class; i++)
+        w->bias[i] = (float)((int)(mj_bench_rng(&rng) >> 40) - (1 << 23)) * 0x1p-27f;
     return w;
 }
 
@@ -62,6 +68,7 @@ void mj_bench_weights_release(mj_bench_weights *w) {
     if (!w || __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     free(w->data);
     free(w->sf);
+    free(w->bias);
     free(w);
 }
 
@@ -81,5 +88,14 @@ mjr_expert_weights mj_bench_weights_class(const mj_bench_weights *w, int c) {
         .l1_alpha_up = 1.0f,
         .l2_alpha = 1.0f,
         .l2_act_scale = 1.0f,
+        .b1 = mj_bench_weights_bias(w, c, 0),
+        .b2 = mj_bench_weights_bias(w, c, 2),
     };
+}
+
+const float *mj_bench_weights_bias(const mj_bench_weights *w, int expert, int proj) {
+    if (!w->bias) return NULL;
+    const size_t inter = (size_t)w->intermediate;
+    return w->bias + (size_t)(expert % w->classes) * (2 * inter + (size_t)w->hidden) +
+           (size_t)proj * inter;
 }

@@ -31,15 +31,19 @@ typedef struct mj_bench_weights {
     size_t sf_bytes;   /* one projection's block scales; 0 for BF16 */
     uint8_t *data;     /* (classes + 1) x data_bytes */
     uint8_t *sf;       /* (classes + 1) x sf_bytes, NULL for BF16 */
+    /* With biases: classes x (2I + H) fp32, class c's gate, up and down
+     * biases, which every expert of the class loads; else NULL. */
+    float *bias;
+    int hidden, intermediate;
 } mj_bench_weights;
 
 /* Random projections of weight format fmt: BF16 of magnitude 2^-9..2^-4,
  * E4M3 of magnitude <= 1.875 (never NaN), E2M1 any code; UE8M0 scales
  * 120..130 and UE4M3 scales 0x30..0x40, inside what mj_weights_load accepts
- * for every row (MX bytes within 126 of each other). NULL when out of memory.
- * One reference held. */
+ * for every row (MX bytes within 126 of each other); with biases, fp32
+ * biases of magnitude below 2^-4. NULL when out of memory. One reference held. */
 mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, int classes,
-                                       uint64_t seed);
+                                       int biases, uint64_t seed);
 mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w);
 void mj_bench_weights_release(mj_bench_weights *w);
 
@@ -50,7 +54,12 @@ typedef struct mj_bench_expert_sources {
 } mj_bench_expert_sources;
 mj_bench_expert_sources mj_bench_weights_sources(const mj_bench_weights *w, int expert);
 
-/* The fp64 reference's view of class c (its W1 = gate and up, adjacent). */
+/* The fp64 reference's view of class c (its W1 = gate and up, adjacent; its
+ * biases when there are). */
 mjr_expert_weights mj_bench_weights_class(const mj_bench_weights *w, int c);
+
+/* Expert e's bias of projection proj (0 gate, 1 up, 2 down: I, I or H
+ * floats); NULL without biases. */
+const float *mj_bench_weights_bias(const mj_bench_weights *w, int expert, int proj);
 
 #endif

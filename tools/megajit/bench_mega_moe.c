@@ -63,6 +63,9 @@ static const char kUsage[] =
     "                      (bench/torch_moe_peer.py reads them)\n"
     "  --unfold-mx-scales  the mxfp4-a8 kernels apply every MX weight scale in fp32 instead of\n"
     "                      folding it into the decode (mj_moe_config.unfold_mx_scales)\n"
+    "  --activation NAME   swiglu (default), swigluoai or situ\n"
+    "  --clamp C           the swiglu family's clamp (gpt-oss: 7)\n"
+    "  --biases            random expert biases (mj_moe_config.expert_biases), in the check too\n"
     "  --phases            one more launch per configuration (rank 0) stamps its phases:\n"
     "                      prologue, each GEMM's tasks (first-stage wait, K loop, epilogue),\n"
     "                      gaps, combine, tail; printed after the table and in the JSON\n"
@@ -137,8 +140,8 @@ static mj_status plan_specs(const mj_moe_bench_args *a, const config *cfgs, int 
     }
     for (int i = 0; i < n && st == MJ_OK; i++) {
         if (!runnable(&cfgs[i])) continue;
-        const mj_moe_config layer = mj_bench_moe_layer(
-            cfgs[i].shape, cfgs[i].row, a->unfold_mx_scales, ranks, 0, a->max_tokens);
+        const mj_moe_config layer =
+            mj_bench_moe_layer(cfgs[i].shape, cfgs[i].row, &a->variant, ranks, 0, a->max_tokens);
         const mj_symm_config buffer = mj_symm_config_of_moe(&layer);
         const mj_family_request req = {
             .buffer = &buffer, .layer = &layer, .num_sms = sms_per_rank, .sys_scope = sys_scope};
@@ -348,6 +351,11 @@ static void print_header(FILE *f, const mj_info *info, const mj_moe_bench_args *
     fprintf(f, "device: %s, %d SMs; %s routing, %d rank%s (%s), max_tokens_per_rank %d\n",
             info->device_name, info->device_sms, mj_bench_routing_name(a->routing), ranks,
             ranks == 1 ? "" : "s", mode, a->max_tokens);
+    const mj_bench_moe_variant *v = &a->variant;
+    char clamp[32] = "";
+    if (v->clamp > 0) snprintf(clamp, sizeof clamp, ", clamp %g", (double)v->clamp);
+    fprintf(f, "layer: %s%s%s%s\n", mj_moe_activation_name(v->activation), clamp,
+            v->biases ? ", expert biases" : "", v->unfold_mx_scales ? ", MX scales unfolded" : "");
     fprintf(f,
             "ceilings (measured now): bulk-copy read %.0f GB/s (%.1f GB read), device copy %.0f "
             "GB/s (read + write), BF16 wgmma %.0f TFLOP/s (%d SMs)\n",
@@ -369,6 +377,10 @@ static cJSON *header_json(const mj_info *info, const mj_moe_bench_args *a, int r
     cJSON_AddStringToObject(j, "routing", mj_bench_routing_name(a->routing));
     cJSON_AddNumberToObject(j, "ranks", ranks);
     cJSON_AddStringToObject(j, "mode", mode);
+    cJSON_AddStringToObject(j, "activation", mj_moe_activation_name(a->variant.activation));
+    cJSON_AddNumberToObject(j, "clamp", a->variant.clamp);
+    cJSON_AddBoolToObject(j, "expert_biases", a->variant.biases);
+    cJSON_AddBoolToObject(j, "unfold_mx_scales", a->variant.unfold_mx_scales);
     cJSON_AddNumberToObject(j, "max_tokens", a->max_tokens);
     cJSON *c = cJSON_AddObjectToObject(j, "ceilings");
     cJSON_AddNumberToObject(c, "read_gbps", ceil->read_gbps);
@@ -504,7 +516,7 @@ int cmd_bench_mega_moe(int argc, char **argv) {
                                              .dump_configs = dump ? dumps : NULL,
                                              .host_cost = host_cost_done ? NULL : &host_cost,
                                              .phases = a.phases,
-                                             .unfold_mx_scales = a.unfold_mx_scales};
+                                             .variant = a.variant};
         if (mj_bench_mega_moe(rt, &o, c->points, &c->num_sms) != MJ_OK) {
             snprintf(c->error, sizeof c->error, "%s", mj_last_error());
             if (print)

@@ -1,7 +1,9 @@
 #include "tools/megajit/bench_moe_args.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "heuristics/moe_formats.h"
@@ -25,6 +27,9 @@ enum {
     OPT_DUMP = 'D',
     OPT_PHASES = 'P',
     OPT_UNFOLD = 'U',
+    OPT_ACTIVATION = 'a',
+    OPT_CLAMP = 'C',
+    OPT_BIASES = 'b',
     OPT_CACHE = 'c',
     OPT_HELP = 'h',
 };
@@ -45,6 +50,9 @@ static const struct option kOptions[] = {
     {"dump-routing", required_argument, NULL, OPT_DUMP},
     {"phases", no_argument, NULL, OPT_PHASES},
     {"unfold-mx-scales", no_argument, NULL, OPT_UNFOLD},
+    {"activation", required_argument, NULL, OPT_ACTIVATION},
+    {"clamp", required_argument, NULL, OPT_CLAMP},
+    {"biases", no_argument, NULL, OPT_BIASES},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -184,7 +192,29 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
             a->phases = 1;
             break;
         case OPT_UNFOLD:
-            a->unfold_mx_scales = 1;
+            a->variant.unfold_mx_scales = 1;
+            break;
+        case OPT_ACTIVATION: {
+            int act = 0;
+            while (act < MJ_ACT_COUNT && strcmp(optarg, mj_moe_activation_name(act)) != 0)
+                act++;
+            if (act == MJ_ACT_COUNT)
+                return bad(err, cap, "--activation: expected swiglu, swigluoai or situ, got '%s'",
+                           optarg);
+            a->variant.activation = act;
+            break;
+        }
+        case OPT_CLAMP: {
+            char *end;
+            const float c = strtof(optarg, &end);
+            if (end == optarg || *end || !(c > 0) || !isfinite(c))
+                return bad(err, cap, "--clamp: expected a positive finite number, got '%s'",
+                           optarg);
+            a->variant.clamp = c;
+            break;
+        }
+        case OPT_BIASES:
+            a->variant.biases = 1;
             break;
         case OPT_CACHE:
             a->cache_dir = optarg;
@@ -198,6 +228,9 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
     }
     if (optind < argc) return bad(err, cap, "unexpected argument '%s'", argv[optind]);
 
+    if (a->variant.clamp > 0 && !mj_moe_activation_has_clamp(a->variant.activation))
+        return bad(err, cap, "--clamp: only swiglu and swigluoai take a clamp (--activation %s)",
+                   mj_moe_activation_name(a->variant.activation));
     if (override && all_shapes)
         return bad(err, cap, "--%s changes one shape: name it with --shape (not all)", override);
     mj_bench_moe_shape *s = &a->shapes[0];

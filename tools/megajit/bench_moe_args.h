@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "tools/bench/moe_check.h"
 #include "tools/bench/moe_routing.h"
 #include "tools/bench/moe_shapes.h"
 
@@ -22,8 +23,9 @@ typedef struct mj_moe_bench_args {
     int iters;      /* timed steps per pass; 0 = as many as fit the time budget */
     int ranks;      /* --ranks; 0 = not given (the launcher's world, else 1) */
     int json;
-    int phases;           /* --phases: one traced launch per point */
-    int unfold_mx_scales; /* --unfold-mx-scales: mj_moe_config.unfold_mx_scales */
+    int phases; /* --phases: one traced launch per point */
+    /* --activation, --clamp, --biases, --unfold-mx-scales */
+    mj_bench_moe_variant variant;
     const char *dump_dir; /* --dump-routing; NULL = none */
     const char *cache_dir;
 } mj_moe_bench_args;
