@@ -14,9 +14,21 @@
 # N = 3: tests/gpu/run.sh: memcheck and racecheck of the quick sets, the
 #   Python GPU test (MegaMoE.load_bias, parameters through MoEConfig) and the
 #   benches.
+# N = 4: what expert biases cost: gpt-oss-120b mxfp4-a16 swigluoai + clamp 7
+#   with and without them (the activation parameters are compile-time
+#   constants: at their standard values the SASS is unchanged,
+#   bench/sass_diff.py).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 case ${1:-1} in
 1 | 2) bash "$here/../../2026-12-04-s12/next/command.sh" "$1" ;;
 3) MJ_GPU_BUDGET_S=560 bash tests/gpu/run.sh; cat "${OUT:-/tmp/mj-gpu-out}/summary.txt" ;;
+4)
+  export MEGAJIT_CACHE_DIR=/tmp/mjcache
+  for b in "" --biases; do
+    timeout -k 5 200 build/bin/megajit bench mega-moe --shape gpt-oss-120b --format mxfp4-a16 \
+      --tokens 1,64,1024 --activation swigluoai --clamp 7 $b > "$OUT/oss${b}.log" 2>&1
+    echo "== gpt-oss mxfp4-a16 swigluoai clamp 7 ${b:-(no biases)} rc=$?"
+    grep -E "^gpt-oss|layer:|FAILED" "$OUT/oss${b}.log" | head -8
+  done ;;
 esac
