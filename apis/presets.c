@@ -10,8 +10,8 @@
 #include "runtime/error.h"
 
 /* kNames[i] names kJson[i]; kNames is NULL-terminated for mj_manifest_preset_names. */
-static const char *const kNames[] = {"deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4",
-                                     "gpt-oss-120b-ep1", NULL};
+static const char *const kNames[] = {"deepseek-v3-ep8",  "kimi-k2-ep8",     "qwen3-235b-ep4",
+                                     "gpt-oss-120b-ep1", "gpt-oss-20b-ep1", NULL};
 
 static const char *const kJson[] = {
     "{\"comment\": \"DeepSeek-V3 MoE layers, expert parallel over 8 ranks\","
@@ -40,6 +40,14 @@ static const char *const kJson[] = {
     " \"archs\": [\"sm_90a\"],"
     " \"layers\": [{\"name\": \"moe\", \"hidden\": 2880, \"intermediate\": 2880,"
     " \"experts\": 128, \"topk\": 4, \"ranks\": 1, \"max_tokens_per_rank\": 8192,"
+    " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\","
+    " \"activation\": \"swigluoai\", \"clamp\": 7.0, \"expert_biases\": true,"
+    " \"num_sms\": 0}]}",
+
+    "{\"comment\": \"gpt-oss-20b on one rank, W4A16: gpt-oss-120b's layer with 32 experts\","
+    " \"archs\": [\"sm_90a\"],"
+    " \"layers\": [{\"name\": \"moe\", \"hidden\": 2880, \"intermediate\": 2880,"
+    " \"experts\": 32, \"topk\": 4, \"ranks\": 1, \"max_tokens_per_rank\": 8192,"
     " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\","
     " \"activation\": \"swigluoai\", \"clamp\": 7.0, \"expert_biases\": true,"
     " \"num_sms\": 0}]}",

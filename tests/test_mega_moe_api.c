@@ -377,6 +377,11 @@ static void test_manifest_presets(void **state) {
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
          "0,bias=1> sm_90a",
          5},
+        {"gpt-oss-20b-ep1",
+         "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
+         "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
+         "0,bias=1> sm_90a",
+         5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;

@@ -10,7 +10,7 @@ from conftest import TINY_MANIFEST, cli, cli_json, same_nvrtc_as_cli
 
 import megajit
 
-PRESETS = ["deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4", "gpt-oss-120b-ep1"]
+PRESETS = ["deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4", "gpt-oss-120b-ep1", "gpt-oss-20b-ep1"]
 
 BAD_MANIFESTS = [
     ('{"archs": ["sm_90a"], "layers": [{"hidden": 100}]}', "layers[0]"),

@@ -22,7 +22,7 @@ static const char kUsage[] =
     "\n"
     "options:\n"
     "  --preset NAME      an embedded manifest: deepseek-v3-ep8, kimi-k2-ep8,\n"
-    "                     qwen3-235b-ep4, gpt-oss-120b-ep1\n"
+    "                     qwen3-235b-ep4, gpt-oss-120b-ep1, gpt-oss-20b-ep1\n"
     "  --manifest FILE    a manifest JSON file (docs/manifest.md); '-' reads stdin\n"
     "  --arch LIST        replace the manifest's architectures (sm_90a,sm_100a)\n"
     "  --jobs N           worker processes (default: available CPUs)\n"
