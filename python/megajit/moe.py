@@ -319,21 +319,32 @@ class MegaMoE(Owner):
             raise invalid(f"megajit: {name} must be contiguous, got strides {t.stride()}")
         return self._source_device(t, name, keep)
 
-    def load_experts(self, w13, w2, w13_scales=None, w2_scales=None):
+    def load_experts(self, w13, w2, w13_scales=None, w2_scales=None, w13_bias=None, w2_bias=None):
         """Loads every local expert from stacked tensors in vLLM's layout: w13
         [E/R, 2I, H...] (gate rows 0..I-1, then up), w2 [E/R, H, I...], and their
-        scales stacked the same way (None for bf16); element layouts as load()."""
+        scales stacked the same way (None for bf16); element layouts as load().
+        With config.expert_biases, w13_bias float32 [E/R, 2I] and w2_bias [E/R, H]
+        (load_bias); both or neither."""
         n, i = self.config.local_experts, self.config.intermediate
         for name, t in (("w13", w13), ("w2", w2), ("w13_scales", w13_scales), ("w2_scales", w2_scales)):
             if t is not None and (not hasattr(t, "shape") or len(t.shape) != 3 or t.shape[0] != n):
                 raise invalid(f"megajit: {name} must be stacked [{n}, ...] (local experts first)")
             if t is not None and 2 * i != t.shape[1] and name.startswith("w13"):
                 raise invalid(f"megajit: {name} must have 2 * intermediate = {2 * i} rows per expert")
+        if (w13_bias is None) != (w2_bias is None):
+            raise invalid("megajit: pass both w13_bias and w2_bias, or neither")
+        for name, t, width in (("w13_bias", w13_bias, 2 * i), ("w2_bias", w2_bias, self.config.hidden)):
+            if t is not None and tuple(getattr(t, "shape", ())) != (n, width):
+                raise invalid(f"megajit: {name} must have shape [{n}, {width}]")
         for e in range(n):
             s13 = None if w13_scales is None else w13_scales[e]
             self.load(e, "gate", w13[e, :i], None if s13 is None else s13[:i])
             self.load(e, "up", w13[e, i:], None if s13 is None else s13[i:])
             self.load(e, "down", w2[e], None if w2_scales is None else w2_scales[e])
+            if w13_bias is not None:
+                self.load_bias(e, "gate", w13_bias[e, :i].contiguous())
+                self.load_bias(e, "up", w13_bias[e, i:].contiguous())
+                self.load_bias(e, "down", w2_bias[e].contiguous())
 
     def set_alphas(self, expert, l1_alpha_gate=1.0, l1_alpha_up=1.0, l2_alpha=1.0, l2_act_scale=1.0):
         """Per-expert fp32 scalars (default 1), kept on the device so changing them needs

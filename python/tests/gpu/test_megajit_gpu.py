@@ -170,8 +170,9 @@ def layer_of(m, act, clamp, params=NO_PARAMS):
             "act": act, "clamp": clamp, "act_params": params}
 
 
-def load(moe, m, first=0, host=False):
-    """Loads experts first .. first + local - 1 of model m (from the CPU with host=True)."""
+def load(moe, m, first=0, host=False, biases=None):
+    """Loads experts first .. first + local - 1 of model m (from the CPU with host=True),
+    with biases = (b1 [E, 2I], b2 [E, H]) through load_experts when given."""
     n = moe.config.local_experts
     dev = "cpu" if host else moe.runtime.device
     w13 = m["w13"][first:first + n]
@@ -185,6 +186,7 @@ def load(moe, m, first=0, host=False):
         m["w2q"][first:first + n].to(dev),
         None if s13 is None else s13[first:first + n].to(dev),
         None if m["s2"] is None else m["s2"][first:first + n].to(dev),
+        *(() if biases is None else (biases[0][first:first + n].to(dev), biases[1][first:first + n].to(dev))),
     )
     for e in range(n):
         g = first + e
@@ -289,11 +291,14 @@ def test_biases(rt, models):
         dev = rt.device
         x, ids, tw = gen_inputs(37, seed=11)
         for attempt, (g1, g2) in enumerate(((b1, b2), (-b1, 2 * b2))):
-            for e in range(E):
-                on = dev if attempt == 0 else "cpu"  # both sources
-                moe.load_bias(e, "gate", g1[e, :I].contiguous().to(on))
-                moe.load_bias(e, "up", g1[e, I:].contiguous().to(on))
-                moe.load_bias(e, "down", g2[e].contiguous().to(on))
+            if attempt == 0:  # one by one from the GPU, then stacked from the CPU
+                for e in range(E):
+                    moe.load_bias(e, "gate", g1[e, :I].contiguous().to(dev))
+                    moe.load_bias(e, "up", g1[e, I:].contiguous().to(dev))
+                    moe.load_bias(e, "down", g2[e].contiguous().to(dev))
+            else:
+                load(moe, m, host=True, biases=(g1, g2))
+            how = "load_bias, GPU" if attempt == 0 else "load_experts, CPU"
             compiles = rt.stats().compiles
             y = moe.forward(x.to(dev), tw.to(dev), ids.to(dev)).cpu()
             torch.cuda.synchronize()
@@ -303,8 +308,8 @@ def test_biases(rt, models):
             ref = nx.moe_reference(layer, dequant_tokens(m["dfmt"], xv, sf), xs, vid[:37], vtw[:37])
             cd = nx.calc_diff(y, ref)
             record(cd < BAR and bool(torch.isfinite(y.float()).all()) and rt.stats().compiles == compiles,
-                   f"biases {row} swigluoai clamp, load {attempt + 1} ({'GPU' if attempt == 0 else 'CPU'} "
-                   f"sources, no recompile)", f"calc_diff {cd:.3g}")
+                   f"biases {row} swigluoai clamp, load {attempt + 1} ({how} sources, no recompile)",
+                   f"calc_diff {cd:.3g}")
             if attempt == 0:
                 a = dequant_tokens(m["dfmt"], xv, sf)
                 for what, bad in (("without biases", layer_of(m, "swigluoai", CLAMP)),
