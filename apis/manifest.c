@@ -230,13 +230,19 @@ static mj_status get_bool(const cJSON *obj, size_t li, const char *key, int *out
     return MJ_OK;
 }
 
-/* An optional number that must be a finite float; absent keeps *out. */
+/* An optional number that must be a finite float, and not one that rounds
+ * to 0 (which would mean the standard value); absent keeps *out. */
 static mj_status get_float(const cJSON *obj, size_t li, const char *key, float *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) return MJ_OK;
     if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= FLT_MAX))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu].%s: must be a finite number", li,
                        key);
+    if (v->valuedouble != 0 && (float)v->valuedouble == 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].%s: %g rounds to 0 as a float (0 means the standard "
+                       "value)",
+                       li, key, v->valuedouble);
     *out = (float)v->valuedouble;
     return MJ_OK;
 }

@@ -56,11 +56,8 @@ static mj_status alloc_all(mj_weights *w) {
     }
     if (st == MJ_OK && w->cfg.expert_biases) {
         size_t bias_bytes = bias_offset(w, w->local_experts, MJ_PROJ_DOWN) * sizeof(float);
-        float *zeros = calloc(bias_bytes, 1);
-        if (!zeros) return mj_fail(MJ_ERR_NOMEM, "out of memory");
         st = mj_device_alloc(rt, bias_bytes, what, &w->biases);
-        if (st == MJ_OK) st = mj_device_upload(rt, w->biases, zeros, bias_bytes, w->stream, what);
-        free(zeros);
+        if (st == MJ_OK) st = mj_device_zero_private(rt, w->biases, bias_bytes, what);
     }
     return st;
 }

@@ -170,11 +170,27 @@ mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ou
     return st != MJ_OK ? st : mj_symm_config_check(ours);
 }
 
+/* mj_moe_config's second version ended with unfold_mx_scales, 4 bytes before
+ * its size: its callers pass that size with whatever their padding held, where
+ * swiglu_alpha now lies. The current version ends without padding, so the
+ * next field added cannot begin inside a caller's padding again. */
+#define MOE_CONFIG_V2_FIELDS_END (offsetof(mj_moe_config, unfold_mx_scales) + sizeof(int))
+#define MOE_CONFIG_V2_SIZE                                                                         \
+    ((MOE_CONFIG_V2_FIELDS_END + _Alignof(mj_moe_config) - 1) / _Alignof(mj_moe_config) *          \
+     _Alignof(mj_moe_config))
+_Static_assert(offsetof(mj_moe_config, expert_biases) + sizeof(int) == sizeof(mj_moe_config),
+               "mj_moe_config ends in padding: a later field would begin inside it");
+
 mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
                                const mj_moe_format_row **row) {
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
     *ours = (mj_moe_config)MJ_MOE_CONFIG_INIT;
+    const mj_moe_config defaults = *ours;
     mj_status st = mj_struct_read(theirs, ours, sizeof *ours,
                                   offsetof(mj_moe_config, unfold_mx_scales), "mj_moe_config");
+    if (st == MJ_OK && theirs->struct_size == MOE_CONFIG_V2_SIZE)
+        memcpy((char *)ours + MOE_CONFIG_V2_FIELDS_END,
+               (const char *)&defaults + MOE_CONFIG_V2_FIELDS_END,
+               MOE_CONFIG_V2_SIZE - MOE_CONFIG_V2_FIELDS_END);
     return st != MJ_OK ? st : mj_moe_config_check(ours, row);
 }

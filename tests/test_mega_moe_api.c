@@ -1010,14 +1010,23 @@ static void test_activation_params(void **state) {
     c.situ_up_beta = -1.0f;
     expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, "situ_up_beta: -1 must be > 0");
 
-    /* a struct from the header before the parameters reads them as 0 */
+    /* A struct from the header before the parameters reads them as 0. That
+     * header's struct ended with 4 bytes of padding, which hold anything and
+     * now are swiglu_alpha. */
     mj_moe_config ours;
-    c = good();
-    memset(&c.swiglu_alpha, 0x7f, 4 * sizeof(float)); /* past the caller's struct */
-    c.struct_size = offsetof(mj_moe_config, swiglu_alpha);
-    assert_int_equal(mj_moe_config_accept(&c, &ours, NULL), MJ_OK);
-    assert_true(ours.swiglu_alpha == 0 && ours.swiglu_beta == 0 && ours.situ_gate_beta == 0 &&
-                ours.situ_up_beta == 0);
+    const size_t v2_end = offsetof(mj_moe_config, unfold_mx_scales) + sizeof(int);
+    const size_t v2_size =
+        (v2_end + _Alignof(mj_moe_config) - 1) / _Alignof(mj_moe_config) * _Alignof(mj_moe_config);
+    assert_true(v2_size > v2_end); /* the case this guards */
+    for (int act = 0; act < MJ_ACTIVATION_COUNT_; act++) {
+        c = good();
+        c.activation = (mj_activation)act;
+        memset((char *)&c + v2_end, 0x7f, sizeof c - v2_end); /* padding and past the struct */
+        c.struct_size = v2_size;
+        assert_int_equal(mj_moe_config_accept(&c, &ours, NULL), MJ_OK);
+        assert_true(ours.swiglu_alpha == 0 && ours.swiglu_beta == 0 && ours.situ_gate_beta == 0 &&
+                    ours.situ_up_beta == 0 && !ours.expert_biases);
+    }
 
     /* the manifest: the same values, the same kernel; the same refusals, by path */
     mj_manifest *m = parse_layer(
@@ -1047,6 +1056,9 @@ static void test_activation_params(void **state) {
          "manifest: layers[0].swiglu_alpha: must be a finite number"},
         {"\"swiglu\", \"swiglu_alpha\": 1e300",
          "manifest: layers[0].swiglu_alpha: must be a finite number"},
+        {"\"situ\", \"situ_up_beta\": 1e-50",
+         "manifest: layers[0].situ_up_beta: 1e-50 rounds to 0 as a float (0 means the standard "
+         "value)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char json[1024];

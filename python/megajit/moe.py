@@ -119,6 +119,10 @@ class MoEConfig:
         return out.value
 
     def _c(self):
+        for name in ("swiglu_alpha", "swiglu_beta", "situ_gate_beta", "situ_up_beta"):
+            value = c_float(getattr(self, name), name)
+            if value != 0 and ctypes.c_float(value).value == 0:
+                raise invalid(f"megajit: {name} {value} rounds to 0 as a float (0 means the standard value)")
         return c_struct(
             _capi.MoeConfig,
             self,
@@ -276,6 +280,12 @@ class MegaMoE(Owner):
         else:
             if hasattr(bias, "__cuda_array_interface__"):
                 raise TypeError(f"megajit: {name}: pass device memory as a torch.Tensor")
+            try:
+                fmt = memoryview(bias).format
+            except TypeError:
+                fmt = None  # _host_pointer says what it takes
+            if fmt is not None and fmt != "f":
+                raise invalid(f"megajit: {name} must hold float32 values, got buffer format {fmt!r}")
             ptr, dev = _host_pointer(bias, name, 4 * n, keep), False
         check(_lib.load().mj_weights_load_bias(self._handle(), e, int(proj), ptr, 1 if dev else 0))
 

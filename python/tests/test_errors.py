@@ -164,6 +164,8 @@ def test_block_m_needs_no_device():
     assert tuned.block_m_for(1) == cfg.block_m_for(1)
     with pytest.raises(megajit.InvalidArgument, match="swiglu_beta: 1 is a parameter of swiglu only"):
         megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, activation="swigluoai", swiglu_beta=1).block_m_for(1)
+    with pytest.raises(megajit.InvalidArgument, match="rounds to 0"):
+        megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, swiglu_alpha=1e-50).block_m_for(1)
     with pytest.raises(TypeError, match="situ_gate_beta"):
         megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, activation="situ", situ_gate_beta=[4.0])._c()
     with pytest.raises(megajit.InvalidArgument, match="num_tokens"):

@@ -54,7 +54,7 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     write(tmp_path / "tw.f32", tw)
     wf, df, lf = megajit.FORMAT_ROWS[row]
     p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), int(megajit.Activation[act.upper()]), clamp,
-                                                 *params, H, I, E, K, T, gpu.TMAX, tmp_path))],
+                                                 *params, 0, H, I, E, K, T, gpu.TMAX, tmp_path))],
                        capture_output=True, text=True, check=True)
     xo, so, io, wo, xso = map(int, p.stdout.split())
 
@@ -88,3 +88,45 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     assert nx.calc_diff(ref, c_y) < 1e-9
     assert torch.equal(read(tmp_path / "stats").view(torch.int32),
                        torch.bincount(ids[ids >= 0].long(), minlength=E).int())
+
+
+@pytest.mark.parametrize("row", ["mxfp4-a16", "nvfp4"])
+@pytest.mark.parametrize("unweighted", [False, True])
+def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
+    """numerics.moe_reference with expert biases = the C reference's (its down bias times the
+    routing weight); the negative control drops that weight on the PyTorch side only and must
+    disagree."""
+    H, I, E, K, T = gpu.H, gpu.I, gpu.E, gpu.K, 37
+    m = gpu.make_model(row)
+    x, ids, tw = gpu.gen_inputs(T, seed=5)
+    gen = torch.Generator().manual_seed(3)
+    b1 = torch.rand(E, 2 * I, generator=gen) * 2 - 1
+    b2 = (torch.rand(E, H, generator=gen) * 2 - 1) * 0.5
+    write(tmp_path / "w1.f32", m["master_w1"])
+    write(tmp_path / "w2.f32", m["master_w2"])
+    write(tmp_path / "alphas.f32", torch.stack([m["alpha_gate"], m["alpha_up"], m["alpha_down"], m["act_scale"]]))
+    write(tmp_path / "x.bf16", x)
+    write(tmp_path / "ids.i32", ids)
+    write(tmp_path / "tw.f32", tw)
+    write(tmp_path / "b1.f32", b1)
+    write(tmp_path / "b2.f32", b2)
+    wf, df, lf = megajit.FORMAT_ROWS[row]
+    act = int(megajit.Activation.SWIGLUOAI)
+    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), act, gpu.CLAMP, 0.0, 0.0, 1,
+                                                 H, I, E, K, T, gpu.TMAX, tmp_path))],
+                       capture_output=True, text=True, check=True)
+    xo, so, io, wo, xso = map(int, p.stdout.split())
+    region = read(tmp_path / "region")
+    qx, qsf, _ = nx.quantize_tokens(df, x)
+    xq = region[xo:xo + qx.numel() * qx.element_size()].view(T, -1)
+    sf = region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None
+    xs = region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T)
+    vid = region[io:io + 4 * T * K].view(torch.int32).view(T, K)
+    vtw = region[wo:wo + 4 * T * K].view(torch.float32).view(T, K)
+    tokens = xq.view(torch.bfloat16) if df == Format.BF16 else xq
+    layer = {**gpu.layer_of(m, "swigluoai", gpu.CLAMP), "b1": b1, "b2": b2,
+             "down_bias_unweighted": unweighted}
+    ref = nx.moe_reference(layer, gpu.dequant_tokens(df, tokens, sf), xs, vid, vtw)
+    c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
+    cd = nx.calc_diff(ref, c_y)
+    assert (cd >= 1e-3) if unweighted else (cd < 1e-9), cd

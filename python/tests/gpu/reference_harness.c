@@ -3,9 +3,11 @@
  * python/tests/test_gpu_reference.py can check the GPU test's PyTorch
  * quantizers and MegaMoE reference (numerics.py) against it on the CPU.
  *
- *   reference_harness WFMT DFMT L2FMT ACT CLAMP P0 P1 H I E K T TMAX DIR
+ *   reference_harness WFMT DFMT L2FMT ACT CLAMP P0 P1 BIASES H I E K T TMAX DIR
  *
- * P0 P1: the activation's two parameters (mjr_moe_shape.act_params; 0 = standard).
+ * P0 P1: the activation's two parameters (mjr_moe_shape.act_params; 0 =
+ * standard). BIASES 1: DIR also holds b1.f32 [E][2I] and b2.f32 [E][H], the
+ * experts' biases (mjr_expert_weights.b1, b2).
  *
  * DIR holds w1.f32 [E][2I][H] and w2.f32 [E][H][I] (master weights), alphas.f32
  * [4][E] (gate, up, down, act scale), x.bf16 [T][H], ids.i32 and tw.f32 [T][K].
@@ -56,19 +58,22 @@ static void quantize(int fmt, const float *w, int rows, int cols, float *tmp, ui
 }
 
 int main(int argc, char **argv) {
-    if (argc != 15) return 2;
+    if (argc != 16) return 2;
     int wf = atoi(argv[1]), df = atoi(argv[2]), lf = atoi(argv[3]), act = atoi(argv[4]);
     float clamp = (float)atof(argv[5]);
     float act_params[2] = {(float)atof(argv[6]), (float)atof(argv[7])};
-    int H = atoi(argv[8]), I = atoi(argv[9]), E = atoi(argv[10]), K = atoi(argv[11]);
-    int T = atoi(argv[12]), TM = atoi(argv[13]);
-    const char *dir = argv[14];
+    int biases = atoi(argv[8]);
+    int H = atoi(argv[9]), I = atoi(argv[10]), E = atoi(argv[11]), K = atoi(argv[12]);
+    int T = atoi(argv[13]), TM = atoi(argv[14]);
+    const char *dir = argv[15];
     float *w1 = slurp(dir, "w1.f32", (size_t)E * 2 * I * H * 4);
     float *w2 = slurp(dir, "w2.f32", (size_t)E * H * I * 4);
     float *alphas = slurp(dir, "alphas.f32", (size_t)4 * E * 4);
     uint16_t *x = slurp(dir, "x.bf16", (size_t)T * H * 2);
     int32_t *ids = slurp(dir, "ids.i32", (size_t)T * K * 4);
     float *tw = slurp(dir, "tw.f32", (size_t)T * K * 4);
+    float *b1 = biases ? slurp(dir, "b1.f32", (size_t)E * 2 * I * 4) : NULL;
+    float *b2 = biases ? slurp(dir, "b2.f32", (size_t)E * H * 4) : NULL;
     int bits = mj_format_bits(wf), group = mj_format_group(wf);
     size_t w1b = (size_t)2 * I * H * bits / 8, w2b = (size_t)H * I * bits / 8;
     size_t w1s = group ? (size_t)2 * I * (H / group) : 0, w2s = group ? (size_t)H * (I / group) : 0;
@@ -81,10 +86,16 @@ int main(int argc, char **argv) {
         quantize(wf, g, I, H, tmp, q1 + e * w1b, s1 + e * w1s);
         quantize(wf, g + (size_t)I * H, I, H, tmp, q1 + e * w1b + w1b / 2, s1 + e * w1s + w1s / 2);
         quantize(wf, w2 + (size_t)e * H * I, H, I, tmp, q2 + e * w2b, s2 + e * w2s);
-        ew[e] = (mjr_expert_weights){q1 + e * w1b,      group ? s1 + e * w1s : NULL,
-                                     q2 + e * w2b,      group ? s2 + e * w2s : NULL,
-                                     alphas[e],         alphas[E + e],
-                                     alphas[2 * E + e], alphas[3 * E + e]};
+        ew[e] = (mjr_expert_weights){q1 + e * w1b,
+                                     group ? s1 + e * w1s : NULL,
+                                     q2 + e * w2b,
+                                     group ? s2 + e * w2s : NULL,
+                                     alphas[e],
+                                     alphas[E + e],
+                                     alphas[2 * E + e],
+                                     alphas[3 * E + e],
+                                     b1 ? b1 + (size_t)e * 2 * I : NULL,
+                                     b2 ? b2 + (size_t)e * H : NULL};
     }
     spill(dir, "q1", q1, E * w1b);
     spill(dir, "s1", s1, E * w1s);
