@@ -5,6 +5,9 @@
  * added at the end, so a caller built against an older header passes a
  * smaller struct: the library reads the fields it has and keeps its defaults
  * for the rest. A larger struct comes from a newer header than this library.
+ * A version whose size ends in padding hands over its caller's padding bytes
+ * too, where a later field would begin: keep each struct free of tail padding
+ * (runtime/configs.c asserts it, and mends mj_moe_config's second version).
  */
 #ifndef MJ_STRUCT_SIZE_H
 #define MJ_STRUCT_SIZE_H
