@@ -12,12 +12,12 @@ bench/RESULTS.md, eleventh session).
 
     python3 bench/kloop_sass.py [--templates DIR] [--manifest FILE] [--json]
 
---templates sets MEGAJIT_TEMPLATE_DIR (a variant of templates/). nvdisasm comes
-from $NVDISASM, PATH or $CUDA_HOME/bin; a CUDA toolkit without it can borrow
-Triton's: pip download --no-deps triton, then unzip its
-triton/backends/nvidia/bin/nvdisasm.
+--templates sets MEGAJIT_TEMPLATE_DIR (a variant of templates/). nvdisasm: as
+bench/nvdisasm_env.py says.
 """
-import argparse, collections, json, os, re, shutil, subprocess, sys, tempfile
+import argparse, collections, json, os, re, subprocess, tempfile
+
+from nvdisasm_env import nvdisasm_env
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 # DeepSeek-V3 on one rank, every format row, every BLOCK_M up to 4096 tokens.
@@ -73,12 +73,7 @@ def main():
     ap.add_argument("--cli", default=os.path.join(ROOT, "build/bin/megajit"))
     ap.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     a = ap.parse_args()
-    env = dict(os.environ)
-    nvdisasm = env.get("NVDISASM") or shutil.which("nvdisasm") or os.path.join(
-        env.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvdisasm")
-    if not os.path.exists(nvdisasm):
-        sys.exit("kloop_sass: no nvdisasm (set NVDISASM; the docstring says where to get one)")
-    env["PATH"] = os.path.dirname(nvdisasm) + os.pathsep + env.get("PATH", "")
+    env = nvdisasm_env("kloop_sass")
     if a.templates:
         env["MEGAJIT_TEMPLATE_DIR"] = os.path.abspath(a.templates)
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,9 +20,11 @@ every smaller run). Run a DIFF again before reading anything into it.
     python3 bench/sass_diff.py --base OLD/build/bin/megajit --new build/bin/megajit \\
         --manifest FILE [--json]
 
-nvdisasm: as bench/kloop_sass.py says.
+nvdisasm: as bench/nvdisasm_env.py says.
 """
-import argparse, difflib, hashlib, json, os, re, shutil, subprocess, sys, tempfile
+import argparse, difflib, hashlib, json, os, re, subprocess, sys, tempfile
+
+from nvdisasm_env import nvdisasm_env
 
 
 def commuted(ins):
@@ -85,12 +87,7 @@ def main():
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    env = dict(os.environ)
-    nvdisasm = env.get("NVDISASM") or shutil.which("nvdisasm") or os.path.join(
-        env.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvdisasm")
-    if not os.path.exists(nvdisasm):
-        sys.exit("sass_diff: no nvdisasm (set NVDISASM; bench/kloop_sass.py says where to get one)")
-    env["PATH"] = os.path.dirname(nvdisasm) + os.pathsep + env.get("PATH", "")
+    env = nvdisasm_env("sass_diff")
     with tempfile.TemporaryDirectory() as tmp:
         base = kernels(a.base, a.manifest, env, tmp, "base")
         new = kernels(a.new, a.manifest, env, tmp, "new")

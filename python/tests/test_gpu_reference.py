@@ -35,6 +35,16 @@ def write(path, t):
     path.write_bytes(bytes(t.contiguous().view(-1).view(torch.uint8).tolist()))
 
 
+def write_inputs(d, m, x, ids, tw):
+    """The harness's input files in d: model m's master weights and alphas, the tokens and routing."""
+    write(d / "w1.f32", m["master_w1"])
+    write(d / "w2.f32", m["master_w2"])
+    write(d / "alphas.f32", torch.stack([m["alpha_gate"], m["alpha_up"], m["alpha_down"], m["act_scale"]]))
+    write(d / "x.bf16", x)
+    write(d / "ids.i32", ids)
+    write(d / "tw.f32", tw)
+
+
 def read(path):
     return torch.tensor(list(path.read_bytes()), dtype=torch.uint8)
 
@@ -46,12 +56,7 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     H, I, E, K = gpu.H, gpu.I, gpu.E, gpu.K
     m = gpu.make_model(row)
     x, ids, tw = gpu.gen_inputs(T, seed=T)
-    write(tmp_path / "w1.f32", m["master_w1"])
-    write(tmp_path / "w2.f32", m["master_w2"])
-    write(tmp_path / "alphas.f32", torch.stack([m["alpha_gate"], m["alpha_up"], m["alpha_down"], m["act_scale"]]))
-    write(tmp_path / "x.bf16", x)
-    write(tmp_path / "ids.i32", ids)
-    write(tmp_path / "tw.f32", tw)
+    write_inputs(tmp_path, m, x, ids, tw)
     wf, df, lf = megajit.FORMAT_ROWS[row]
     p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), int(megajit.Activation[act.upper()]), clamp,
                                                  *params, 0, H, I, E, K, T, gpu.TMAX, tmp_path))],
@@ -102,12 +107,7 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     gen = torch.Generator().manual_seed(3)
     b1 = torch.rand(E, 2 * I, generator=gen) * 2 - 1
     b2 = (torch.rand(E, H, generator=gen) * 2 - 1) * 0.5
-    write(tmp_path / "w1.f32", m["master_w1"])
-    write(tmp_path / "w2.f32", m["master_w2"])
-    write(tmp_path / "alphas.f32", torch.stack([m["alpha_gate"], m["alpha_up"], m["alpha_down"], m["act_scale"]]))
-    write(tmp_path / "x.bf16", x)
-    write(tmp_path / "ids.i32", ids)
-    write(tmp_path / "tw.f32", tw)
+    write_inputs(tmp_path, m, x, ids, tw)
     write(tmp_path / "b1.f32", b1)
     write(tmp_path / "b2.f32", b2)
     wf, df, lf = megajit.FORMAT_ROWS[row]
