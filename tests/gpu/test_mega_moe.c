@@ -91,13 +91,16 @@ static void ctx_alloc(ctx *c) {
         c->master_w1[i] = rnd_sym() * a1;
     for (size_t i = 0; i < E * H * I; i++)
         c->master_w2[i] = rnd_sym() * a2;
-    /* about the size of the values they join (gate, up and GEMM 2 outputs) */
+    /* About the size of the values they join: gate and up are about the token
+     * amplitude (1..16) over 1.7, GEMM 2 outputs far larger; a down bias that
+     * small next to them would let the control that drops its routing weight
+     * pass (calc_diff below 1e-3). */
     c->bias1 = xmalloc(E * 2 * I * sizeof(float));
     c->bias2 = xmalloc(E * H * sizeof(float));
     for (size_t i = 0; i < E * 2 * I; i++)
-        c->bias1[i] = rnd_sym();
+        c->bias1[i] = rnd_sym() * 4.0f;
     for (size_t i = 0; i < E * H; i++)
-        c->bias2[i] = rnd_sym() * 0.5f;
+        c->bias2[i] = rnd_sym() * 16.0f;
     g_rng = saved;
 }
 

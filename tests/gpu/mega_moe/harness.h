@@ -54,7 +54,7 @@ enum control {
     CTL_NO_ROUTING_WEIGHT,
     CTL_SCALE_EXPERT,
     CTL_ALPHA,
-    CTL_ACT_PARAM,       /* the kernel's swiglu alpha 1.25, the reference's 1 */
+    CTL_ACT_PARAM,       /* the kernel's swiglu alpha -1 (the gate mirrored), the reference's 1 */
     CTL_BIAS_UNWEIGHTED, /* the reference's down bias without the routing weight */
     CTL_PEERS,
     CTL_PREPARE, /* no fault: the prepare + mj_jit_launch path itself */

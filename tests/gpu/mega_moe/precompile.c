@@ -53,7 +53,7 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
         }
     for (int i = 0; i < mj_moe_format_count(); i++) {
         scenario sc = kControlBase; /* the kernel of the wrong-swiglu-alpha control */
-        sc.act_params[0] = 1.25f;
+        sc.act_params[0] = -1.0f;
         plan_add(l, sh, i, &sc, ds, 0, arch);
         plan_add(l, sh, i, &kBiasControl, ds, 0, arch);
     }

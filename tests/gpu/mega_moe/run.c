@@ -260,7 +260,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
     for (int r = 0; r < R && ok; r++) {
         if (!mine(r)) continue;
         mj_moe_config mc = moe_cfg(sh, u->row, sc, r);
-        if (ctl == CTL_ACT_PARAM) mc.swiglu_alpha = 1.25f; /* precompile.c plans it */
+        if (ctl == CTL_ACT_PARAM) mc.swiglu_alpha = -1.0f; /* precompile.c plans it */
         ok = expect_ok(mj_weights_create(c->rt, &mc, &u->w[r]), "mj_weights_create") &&
              load_weights(c, u, r);
     }
