@@ -180,6 +180,11 @@ mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ou
      _Alignof(mj_moe_config))
 _Static_assert(offsetof(mj_moe_config, expert_biases) + sizeof(int) == sizeof(mj_moe_config),
                "mj_moe_config ends in padding: a later field would begin inside it");
+/* mj_symm_config's first (and only) version ends in 4 bytes of padding: the
+ * field added after intermediate will begin inside its callers' padding and
+ * needs mj_moe_config_accept's mend; this fails when that field comes. */
+_Static_assert(sizeof(mj_symm_config) == offsetof(mj_symm_config, intermediate) + 2 * sizeof(int),
+               "mj_symm_config grew: mend its first version's tail padding (mj_moe_config_accept)");
 
 mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
                                const mj_moe_format_row **row) {

@@ -2,6 +2,7 @@
 MegaMoE kernel behind one forward() call with PyTorch tensors."""
 
 import ctypes
+import sys
 import dataclasses
 
 from . import _capi, _lib, _torch
@@ -151,6 +152,19 @@ def first_token_counts(block_m, top):
     return first
 
 
+def _require_float32(obj, name):
+    """InvalidArgument unless host buffer obj holds float32 values in this machine's
+    byte order (numpy float32, array('f'), ctypes c_float arrays); other objects are
+    left to _host_pointer, which says what it takes."""
+    try:
+        fmt = memoryview(obj).format
+    except TypeError:
+        return
+    native = "<" if sys.byteorder == "little" else ">"
+    if fmt.lstrip("@=" + native) != "f":
+        raise invalid(f"megajit: {name} must hold float32 values, got buffer format {fmt!r}")
+
+
 def _host_pointer(obj, name, nbytes, keep):
     """Address of a host buffer-protocol object of exactly nbytes (copied when read-only)."""
     try:
@@ -280,12 +294,7 @@ class MegaMoE(Owner):
         else:
             if hasattr(bias, "__cuda_array_interface__"):
                 raise TypeError(f"megajit: {name}: pass device memory as a torch.Tensor")
-            try:
-                fmt = memoryview(bias).format
-            except TypeError:
-                fmt = None  # _host_pointer says what it takes
-            if fmt is not None and fmt != "f":
-                raise invalid(f"megajit: {name} must hold float32 values, got buffer format {fmt!r}")
+            _require_float32(bias, name)
             ptr, dev = _host_pointer(bias, name, 4 * n, keep), False
         check(_lib.load().mj_weights_load_bias(self._handle(), e, int(proj), ptr, 1 if dev else 0))
 
@@ -343,18 +352,28 @@ class MegaMoE(Owner):
                 raise invalid(f"megajit: {name} must have 2 * intermediate = {2 * i} rows per expert")
         if (w13_bias is None) != (w2_bias is None):
             raise invalid("megajit: pass both w13_bias and w2_bias, or neither")
+        if w13_bias is not None and not self.config.expert_biases:
+            raise invalid("megajit: these weights have no biases (MoEConfig(expert_biases=True))")
+        torch = _torch.loaded()
         for name, t, width in (("w13_bias", w13_bias, 2 * i), ("w2_bias", w2_bias, self.config.hidden)):
-            if t is not None and tuple(getattr(t, "shape", ())) != (n, width):
+            if t is None:
+                continue
+            if tuple(getattr(t, "shape", ())) != (n, width):
                 raise invalid(f"megajit: {name} must have shape [{n}, {width}]")
+            if torch is not None and isinstance(t, torch.Tensor):
+                if t.dtype != torch.float32:
+                    raise invalid(f"megajit: {name} must be torch.float32, got a {_torch.describe(t)}")
+            else:
+                _require_float32(t, name)
         for e in range(n):
             s13 = None if w13_scales is None else w13_scales[e]
             self.load(e, "gate", w13[e, :i], None if s13 is None else s13[:i])
             self.load(e, "up", w13[e, i:], None if s13 is None else s13[i:])
             self.load(e, "down", w2[e], None if w2_scales is None else w2_scales[e])
-            if w13_bias is not None:
-                self.load_bias(e, "gate", w13_bias[e, :i].contiguous())
-                self.load_bias(e, "up", w13_bias[e, i:].contiguous())
-                self.load_bias(e, "down", w2_bias[e].contiguous())
+            if w13_bias is not None:  # numpy rows of a C-contiguous array are contiguous already
+                rows = (w13_bias[e, :i], w13_bias[e, i:], w2_bias[e])
+                for proj, b in zip(("gate", "up", "down"), rows):
+                    self.load_bias(e, proj, b.contiguous() if hasattr(b, "contiguous") else b)
 
     def set_alphas(self, expert, l1_alpha_gate=1.0, l1_alpha_up=1.0, l2_alpha=1.0, l2_act_scale=1.0):
         """Per-expert fp32 scalars (default 1), kept on the device so changing them needs

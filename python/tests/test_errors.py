@@ -315,3 +315,19 @@ def test_tensor_checks():
     meta = torch.empty(4, 8, dtype=torch.bfloat16, device="meta")
     with pytest.raises(megajit.InvalidArgument, match="CUDA"):
         _torch.check_cuda(torch, meta, "x", torch.bfloat16, (None, 8), 0)
+
+
+def test_bias_buffers_must_hold_float32():
+    """MegaMoE.load_bias takes host buffers of float32 in native byte order (any prefix
+    that says so), and refuses other element types before anything is copied."""
+    import array
+    import ctypes
+
+    from megajit.moe import _require_float32
+
+    for ok in (array.array("f", [0.5, 1.0]), (ctypes.c_float * 2)(), memoryview(array.array("f", [1.0]))):
+        _require_float32(ok, "gate bias")
+    for bad in (b"\0" * 8, array.array("d", [1.0]), array.array("i", [1]), (ctypes.c_double * 2)()):
+        with pytest.raises(megajit.InvalidArgument, match="gate bias must hold float32"):
+            _require_float32(bad, "gate bias")
+    _require_float32(object(), "gate bias")  # not a buffer: _host_pointer says what it takes

@@ -41,7 +41,8 @@ typedef struct mj_bench_weights {
  * E4M3 of magnitude <= 1.875 (never NaN), E2M1 any code; UE8M0 scales
  * 120..130 and UE4M3 scales 0x30..0x40, inside what mj_weights_load accepts
  * for every row (MX bytes within 126 of each other); with biases, fp32
- * biases of magnitude below 2^-4. NULL when out of memory. One reference held. */
+ * biases of magnitude at most 2^-4. NULL when out of memory. One reference
+ * held. */
 mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, int classes,
                                        int biases, uint64_t seed);
 mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w);
