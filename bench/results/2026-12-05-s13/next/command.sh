@@ -18,6 +18,9 @@
 #   with and without them (the activation parameters are compile-time
 #   constants: at their standard values the SASS is unchanged,
 #   bench/sass_diff.py).
+# N = 5: should the full test of N = 2 run out of its budget before the new
+#   cases (they come last in the matrix, and the controls section comes
+#   after it): the matrix and the negative controls on their own.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 case ${1:-1} in
@@ -31,4 +34,11 @@ case ${1:-1} in
     echo "== gpt-oss mxfp4-a16 swigluoai clamp 7 ${b:-(no biases)} rc=$?"
     grep -E "^gpt-oss|layer:|FAILED" "$OUT/oss${b}.log" | head -8
   done ;;
+5)
+  export MEGAJIT_CACHE_DIR=/tmp/mjcache MEGAJIT_MOE_TIMEOUT_MS=3000
+  timeout -k 5 280 build/tests/gpu/test_mega_moe --section "negative controls" > "$OUT/controls.log" 2>&1
+  echo "controls rc=$?"; grep -E "control|^FAIL|FATAL|passed, " "$OUT/controls.log" | tail -40
+  timeout -k 5 280 build/tests/gpu/test_mega_moe --section "format x activation" --no-precompile \
+    > "$OUT/matrix.log" 2>&1
+  echo "matrix rc=$?"; grep -E "^FAIL|FATAL|skipped|passed, " "$OUT/matrix.log" | tail -20 ;;
 esac
