@@ -8,13 +8,19 @@ const char *mj_version_string(void) {
     return MJ_VERSION_STRING;
 }
 
+/* mj_runtime_options has one version. */
+static const mj_struct_version kOptionVersions[] = {
+    MJ_STRUCT_VERSION(mj_runtime_options, allow_compile)};
+_Static_assert(MJ_STRUCT_SIZE_TO(mj_runtime_options, allow_compile) == sizeof(mj_runtime_options),
+               "kOptionVersions must end with the current version");
+
 mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts) {
     mj_clear_error();
     if (!out) return mj_fail(MJ_ERR_INVALID_ARG, "mj_runtime_create: out is NULL");
     *out = NULL;
     mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
     mj_status st =
-        opts ? mj_struct_read(opts, &o, sizeof o, sizeof o, "mj_runtime_options") : MJ_OK;
+        opts ? mj_struct_read(opts, &o, kOptionVersions, 1, "mj_runtime_options") : MJ_OK;
     return st != MJ_OK ? st : mj_runtime_new(&o, out);
 }
 

@@ -161,41 +161,34 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
     return MJ_OK;
 }
 
-/* mj_symm_config is at its first version, the smallest a caller passes;
- * mj_moe_config's first version ended before unfold_mx_scales. */
+/* Every version of the two config structs, oldest first. mj_moe_config's
+ * second ended with unfold_mx_scales 4 bytes before its size: those callers'
+ * padding lies where swiglu_alpha now is, and is not read. */
+const mj_struct_version mj_symm_config_versions[1] = {
+    MJ_STRUCT_VERSION(mj_symm_config, intermediate)};
+static const mj_struct_version kMoeConfigVersions[] = {
+    MJ_STRUCT_VERSION(mj_moe_config, block_m),
+    MJ_STRUCT_VERSION(mj_moe_config, unfold_mx_scales),
+    MJ_STRUCT_VERSION(mj_moe_config, expert_biases),
+};
+_Static_assert(MJ_STRUCT_SIZE_TO(mj_moe_config, expert_biases) == sizeof(mj_moe_config),
+               "kMoeConfigVersions must end with the current version");
+_Static_assert(MJ_STRUCT_SIZE_TO(mj_symm_config, intermediate) == sizeof(mj_symm_config),
+               "mj_symm_config_versions must end with the current version");
+
 mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours) {
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
     *ours = (mj_symm_config)MJ_SYMM_CONFIG_INIT;
-    mj_status st = mj_struct_read(theirs, ours, sizeof *ours, sizeof *ours, "mj_symm_config");
+    mj_status st = mj_struct_read(theirs, ours, mj_symm_config_versions, 1, "mj_symm_config");
     return st != MJ_OK ? st : mj_symm_config_check(ours);
 }
-
-/* mj_moe_config's second version ended with unfold_mx_scales, 4 bytes before
- * its size: its callers pass that size with whatever their padding held, where
- * swiglu_alpha now lies. The current version ends without padding, so the
- * next field added cannot begin inside a caller's padding again. */
-#define MOE_CONFIG_V2_FIELDS_END (offsetof(mj_moe_config, unfold_mx_scales) + sizeof(int))
-#define MOE_CONFIG_V2_SIZE                                                                         \
-    ((MOE_CONFIG_V2_FIELDS_END + _Alignof(mj_moe_config) - 1) / _Alignof(mj_moe_config) *          \
-     _Alignof(mj_moe_config))
-_Static_assert(offsetof(mj_moe_config, expert_biases) + sizeof(int) == sizeof(mj_moe_config),
-               "mj_moe_config ends in padding: a later field would begin inside it");
-/* mj_symm_config's first (and only) version ends in 4 bytes of padding: the
- * field added after intermediate will begin inside its callers' padding and
- * needs mj_moe_config_accept's mend; this fails when that field comes. */
-_Static_assert(sizeof(mj_symm_config) == offsetof(mj_symm_config, intermediate) + 2 * sizeof(int),
-               "mj_symm_config grew: mend its first version's tail padding (mj_moe_config_accept)");
 
 mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
                                const mj_moe_format_row **row) {
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
     *ours = (mj_moe_config)MJ_MOE_CONFIG_INIT;
-    const mj_moe_config defaults = *ours;
-    mj_status st = mj_struct_read(theirs, ours, sizeof *ours,
-                                  offsetof(mj_moe_config, unfold_mx_scales), "mj_moe_config");
-    if (st == MJ_OK && theirs->struct_size == MOE_CONFIG_V2_SIZE)
-        memcpy((char *)ours + MOE_CONFIG_V2_FIELDS_END,
-               (const char *)&defaults + MOE_CONFIG_V2_FIELDS_END,
-               MOE_CONFIG_V2_SIZE - MOE_CONFIG_V2_FIELDS_END);
+    mj_status st = mj_struct_read(theirs, ours, kMoeConfigVersions,
+                                  (int)(sizeof kMoeConfigVersions / sizeof kMoeConfigVersions[0]),
+                                  "mj_moe_config");
     return st != MJ_OK ? st : mj_moe_config_check(ours, row);
 }

@@ -908,6 +908,10 @@ static void test_config_of_the_first_version(void **state) {
     c.struct_size = offsetof(mj_moe_config, unfold_mx_scales) - 1;
     expect_error(mj_moe_config_accept(&c, &ours, NULL), MJ_ERR_INVALID_ARG,
                  "smaller than any version");
+    /* a size between versions is no header's */
+    c.struct_size = offsetof(mj_moe_config, unfold_mx_scales) + sizeof(int);
+    expect_error(mj_moe_config_accept(&c, &ours, NULL), MJ_ERR_INVALID_ARG,
+                 "mj_moe_config.struct_size is 60, the size of no version of the struct");
 }
 
 /* A manifest names the scale handling of an mxfp4/mxfp8 layer as the API's
@@ -1090,13 +1094,6 @@ static void test_expert_biases_config(void **state) {
     c.expert_biases = 2;
     expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
                  "expert_biases 2 must be 0 or 1");
-
-    mj_moe_config ours;
-    c = good();
-    c.expert_biases = 0x7f7f7f7f; /* past the caller's struct */
-    c.struct_size = offsetof(mj_moe_config, expert_biases);
-    assert_int_equal(mj_moe_config_accept(&c, &ours, NULL), MJ_OK);
-    assert_int_equal(ours.expert_biases, 0);
 
     static const char layer[] =
         "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
