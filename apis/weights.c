@@ -29,6 +29,37 @@ static void free_device(mj_weights *w) {
     mj_stream_destroy(w->rt, w->stream);
 }
 
+/* Argument checks the loaders share; fn names the call in the message. */
+static mj_status check_expert(const mj_weights *w, int e, const char *fn) {
+    if (e < 0 || e >= w->local_experts)
+        return mj_fail(MJ_ERR_INVALID_ARG, "%s: local expert %d outside 0..%d", fn, e,
+                       w->local_experts - 1);
+    return MJ_OK;
+}
+static mj_status check_projection(mj_projection proj, const char *fn) {
+    if ((unsigned)proj >= MJ_MOE_NUM_PROJECTIONS)
+        return mj_fail(MJ_ERR_INVALID_ARG, "%s: unknown projection %d", fn, (int)proj);
+    return MJ_OK;
+}
+
+/* src's bytes readable on the host, for checks before anything is written:
+ * src itself, or (from_device) a copy the caller frees. */
+static mj_status host_view(mj_weights *w, const void *src, size_t bytes, int from_device,
+                           const char *what, const void **out) {
+    *out = src;
+    if (!from_device) return MJ_OK;
+    void *copy = malloc(bytes);
+    if (!copy) return mj_fail(MJ_ERR_NOMEM, "out of memory");
+    mj_status st =
+        mj_device_download(w->rt, copy, (CUdeviceptr)(uintptr_t)src, bytes, w->stream, what);
+    if (st != MJ_OK) {
+        free(copy);
+        return st;
+    }
+    *out = copy;
+    return MJ_OK;
+}
+
 /* Where local expert e's bias of proj starts in the biases array (struct
  * mj_weights), in floats: [E][2I] gate and up rows, then [E][H] down rows.
  * e = E gives the array's length. */
@@ -203,11 +234,9 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
     mj_clear_error();
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
     int e = local_expert;
-    if (e < 0 || e >= w->local_experts)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: local expert %d outside 0..%d", e,
-                       w->local_experts - 1);
-    if ((unsigned)proj >= MJ_MOE_NUM_PROJECTIONS)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: unknown projection %d", (int)proj);
+    mj_status st = check_expert(w, e, "mj_weights_load");
+    if (st == MJ_OK) st = check_projection(proj, "mj_weights_load");
+    if (st != MJ_OK) return st;
     if (!data) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: data is NULL");
     int fmt = (int)w->cfg.weight_format, group = mj_format_group(fmt);
     const char *fmt_name = mj_format_name(w->cfg.weight_format);
@@ -220,7 +249,7 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_weights_load: local expert %d %s: bf16 weights take no scales", e,
                        mj_moe_projection_names[proj]);
-    mj_status st = mj_runtime_bind(w->rt);
+    st = mj_runtime_bind(w->rt);
     /* The caller's writes into device sources come first, on whatever stream:
      * the scale check below reads them too. */
     if (st == MJ_OK && from_device)
@@ -235,13 +264,12 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
     if (group) {
         /* Checked on the host before anything is written: a rejected load
          * leaves the previous contents intact. */
-        unsigned char *host_sf = from_device ? malloc(sf_bytes) : (unsigned char *)scales;
-        if (!host_sf) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-        if (from_device)
-            st = mj_device_download(w->rt, host_sf, (CUdeviceptr)(uintptr_t)scales, sf_bytes,
-                                    w->stream, "mj_weights_load: reading the scales");
-        if (st == MJ_OK) st = check_scales(w, e, proj, host_sf, rows, groups);
-        if (from_device) free(host_sf);
+        const void *host_sf;
+        st = host_view(w, scales, sf_bytes, from_device, "mj_weights_load: reading the scales",
+                       &host_sf);
+        if (st != MJ_OK) return st;
+        st = check_scales(w, e, proj, host_sf, rows, groups);
+        if (from_device) free((void *)host_sf);
         if (st != MJ_OK) return st;
     }
     /* Returns when the image is written: the caller may free its source. */
@@ -262,25 +290,22 @@ mj_status mj_weights_load_bias(mj_weights *w, int local_expert, mj_projection pr
                        "mj_weights_load_bias: these weights have no biases (create them with "
                        "mj_moe_config.expert_biases = 1)");
     int e = local_expert;
-    if (e < 0 || e >= w->local_experts)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: local expert %d outside 0..%d", e,
-                       w->local_experts - 1);
-    if ((unsigned)proj >= MJ_MOE_NUM_PROJECTIONS)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: unknown projection %d",
-                       (int)proj);
+    mj_status st = check_expert(w, e, "mj_weights_load_bias");
+    if (st == MJ_OK) st = check_projection(proj, "mj_weights_load_bias");
+    if (st != MJ_OK) return st;
     if (!bias) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_bias: bias is NULL");
     size_t n = (size_t)(proj == MJ_PROJ_DOWN ? w->cfg.hidden : w->cfg.intermediate);
-    mj_status st = mj_runtime_bind(w->rt);
+    st = mj_runtime_bind(w->rt);
     if (st == MJ_OK && from_device)
         st = mj_device_synchronize(w->rt, "mj_weights_load_bias: waiting for the source");
-    if (st != MJ_OK) return st;
     /* Checked on the host before anything is written: a rejected load leaves
      * the previous values. */
-    float *host = from_device ? malloc(n * sizeof *host) : (float *)bias;
-    if (!host) return mj_fail(MJ_ERR_NOMEM, "out of memory");
-    if (from_device)
-        st = mj_device_download(w->rt, host, (CUdeviceptr)(uintptr_t)bias, n * sizeof *host,
-                                w->stream, "mj_weights_load_bias: reading the bias");
+    const void *view = NULL;
+    if (st == MJ_OK)
+        st = host_view(w, bias, n * sizeof(float), from_device,
+                       "mj_weights_load_bias: reading the bias", &view);
+    if (st != MJ_OK) return st;
+    const float *host = view;
     for (size_t i = 0; st == MJ_OK && i < n; i++)
         if (!isfinite(host[i]))
             st = mj_fail(MJ_ERR_INVALID_ARG,
@@ -291,7 +316,7 @@ mj_status mj_weights_load_bias(mj_weights *w, int local_expert, mj_projection pr
         st = mj_device_upload(w->rt,
                               w->biases + (CUdeviceptr)(bias_offset(w, e, proj) * sizeof(float)),
                               host, n * sizeof *host, w->stream, "mj_weights_load_bias: copying");
-    if (from_device) free(host);
+    if (from_device) free((void *)host);
     return st;
 }
 
@@ -300,9 +325,8 @@ mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_
     mj_clear_error();
     if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: weights are NULL");
     int e = local_expert;
-    if (e < 0 || e >= w->local_experts)
-        return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: local expert %d outside 0..%d",
-                       e, w->local_experts - 1);
+    mj_status st = check_expert(w, e, "mj_weights_set_alphas");
+    if (st != MJ_OK) return st;
     const float values[4] = {l1_alpha_gate, l1_alpha_up, l2_alpha, l2_act_scale};
     static const char *const names[4] = {"l1_alpha_gate", "l1_alpha_up", "l2_alpha",
                                          "l2_act_scale"};
@@ -310,7 +334,7 @@ mj_status mj_weights_set_alphas(mj_weights *w, int local_expert, float l1_alpha_
         if (!isfinite(values[i]))
             return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_set_alphas: %s %g is not finite",
                            names[i], (double)values[i]);
-    mj_status st = mj_runtime_bind(w->rt);
+    st = mj_runtime_bind(w->rt);
     if (st != MJ_OK) return st;
     for (int i = 0; i < 4 && st == MJ_OK; i++)
         st = mj_device_upload(

@@ -41,9 +41,11 @@ int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
            !cfg->unfold_mx_scales;
 }
 
+/* A float constant's bits for a spec, -0 as 0 (no clamp; u + -0 is u): one
+ * spec for both. */
 static uint32_t bits_of(float x) {
     uint32_t b;
-    x = x == 0.0f ? 0.0f : x; /* -0 is 0 (u + -0 is u): one spec for both */
+    x = x == 0.0f ? 0.0f : x;
     memcpy(&b, &x, sizeof b);
     return b;
 }
@@ -92,8 +94,7 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
                        "experts over %d ranks at block_m %d in shared memory",
                        cfg->hidden, cfg->intermediate, cfg->num_experts, cfg->num_ranks, block_m);
     /* -0 must give the same spec (and cache key) as 0: both mean no clamp. */
-    uint32_t clamp_bits = 0;
-    if (cfg->clamp > 0) memcpy(&clamp_bits, &cfg->clamp, sizeof clamp_bits);
+    const uint32_t clamp_bits = bits_of(cfg->clamp);
     int32_t act_code;
     uint32_t act_bits[2];
     activation_constants(cfg, &act_code, act_bits);
