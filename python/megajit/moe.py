@@ -24,6 +24,9 @@ FORMAT_ROWS = {
     "nvfp4-a16": (Format.NVFP4, Format.BF16, Format.BF16),
 }
 
+# The activation's parameters (mj_moe_config), 0 = standard.
+_ACT_PARAMS = ("swiglu_alpha", "swiglu_beta", "situ_gate_beta", "situ_up_beta")
+
 _GROUP = {Format.BF16: 0, Format.MXFP8: 32, Format.MXFP4: 32, Format.NVFP4: 16}
 _BITS = {Format.BF16: 16, Format.MXFP8: 8, Format.MXFP4: 4, Format.NVFP4: 4}
 
@@ -120,8 +123,8 @@ class MoEConfig:
         return out.value
 
     def _c(self):
-        for name in ("swiglu_alpha", "swiglu_beta", "situ_gate_beta", "situ_up_beta"):
-            value = c_float(getattr(self, name), name)
+        params = {name: c_float(getattr(self, name), name) for name in _ACT_PARAMS}
+        for name, value in params.items():
             if value != 0 and ctypes.c_float(value).value == 0:
                 raise invalid(f"megajit: {name} {value} rounds to 0 as a float (0 means the standard value)")
         return c_struct(
@@ -131,8 +134,7 @@ class MoEConfig:
             dispatch_format=int(parse_format(self.dispatch_format)),
             activation=int(enum_member(Activation, self.activation, "activation")),
             clamp=c_float(self.clamp, "clamp"),
-            **{name: c_float(getattr(self, name), name)
-               for name in ("swiglu_alpha", "swiglu_beta", "situ_gate_beta", "situ_up_beta")},
+            **params,
         )
 
 
