@@ -387,7 +387,10 @@ mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, const MathT
  * full-width step: the half-width one takes half their time (mxfp4-a16
  * T=1024 3104 -> 2894 us; NVFP4 weights need the math warps' larger register
  * budget for it, MoeConfig::kMathRegs; at 32 and 128 tokens the second loop
- * made the kernels spill). */
+ * made the kernels spill). The 64-token tiles of both also run a 48-column
+ * loop for tiles of 33-48 tokens, the common tile at T = 1024 on DeepSeek-V3
+ * (mxfp4-a8 2684 -> 2500 us, mxfp8 3363 -> 3124, nvfp4 3021 -> 2922,
+ * mxfp4-a16 2666 -> 2621; bench/RESULTS.md, fourteenth session). */
 template <class C>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
@@ -397,14 +400,25 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
                                  : C::kW4 && C::kBlockM == 64;
     constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
     const bool half = kHalf < C::kBlockM && valid <= kHalf;
+    // The 64-token tiles that have a half-width loop also have a
+    // three-quarter one (48 columns), but for E2M1 weights on the FP8 kind
+    // in stages of six K32 steps, where the third loop made gpt-oss's
+    // mxfp4-a8 kernel spill, as a second one did at 16 tokens.
+    constexpr bool kSixSteps = C::kFp8 && C::kW4 && C::kStageK % 256 != 0;
+    constexpr int kThreeQuarters = kHalves && C::kBlockM == 64 && !kSixSteps ? 48 : C::kBlockM;
+    const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
     if constexpr (C::kFp8) {
         if (half)
             mainloop_fp8<C, kHalf>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
+        else if (three_quarters)
+            mainloop_fp8<C, kThreeQuarters>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
         else
             mainloop_fp8<C, C::kBlockM>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
     } else {
         if (half)
             mainloop_bf16<C, kHalf>(ring, it, stages, nblk, m, L, acc0, acc1);
+        else if (three_quarters)
+            mainloop_bf16<C, kThreeQuarters>(ring, it, stages, nblk, m, L, acc0, acc1);
         else
             mainloop_bf16<C, C::kBlockM>(ring, it, stages, nblk, m, L, acc0, acc1);
     }

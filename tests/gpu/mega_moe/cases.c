@@ -28,57 +28,69 @@ void test_matrix(ctx *c) {
     }
 }
 
+/* Every BLOCK_M a row allows on the same inputs, twice: random routing (about
+ * 16 tokens an expert: the narrow loops), and 44 tokens on one expert (a
+ * 64-token tile's 48-column loop, 32-token tiles full and partial). */
 void test_block_m(ctx *c) {
+    static const scenario kOneExpert = {1, SWIGLU, 0, {44}, ROUTE_ONE, -1, 0, 0};
+    const scenario *bases[] = {&kControlBase, &kOneExpert};
     const shape *sh = &c->sh;
     size_t n = (size_t)kControlBase.tokens[0] * (size_t)sh->H;
     uint16_t *first = xmalloc(n * 2), *folded = xmalloc(n * 2);
-    for (int i = 0; i < mj_moe_format_count(); i++) {
-        uint64_t seed = g_rng;
-        int equal = 1, ran = 0;
-        for (size_t b = 0; b < sizeof kBlockMs / sizeof kBlockMs[0]; b++) {
-            if (kBlockMs[b] > mj_moe_max_block_m(mj_moe_format_at(i))) continue;
-            scenario sc = kControlBase;
-            sc.block_m = kBlockMs[b];
-            set_case("block_m %s forced %d (T=%d R=1 swiglu)", mj_moe_format_at(i)->name,
-                     sc.block_m, sc.tokens[0]);
-            if (out_of_time()) continue;
-            mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(i), &sc, 0);
-            int bm = -1;
-            int ok = expect_ok(mj_mega_moe_block_m(&mc, sc.tokens[0], &bm), "mj_mega_moe_block_m");
-            if (ok && bm != sc.block_m) {
-                printf("  mj_mega_moe_block_m = %d, want the forced %d\n", bm, sc.block_m);
-                ok = 0;
+    for (size_t s = 0; s < sizeof bases / sizeof bases[0]; s++) {
+        const size_t bytes = (size_t)bases[s]->tokens[0] * (size_t)sh->H * 2;
+        for (int i = 0; i < mj_moe_format_count(); i++) {
+            uint64_t seed = g_rng;
+            int equal = 1, ran = 0;
+            for (size_t b = 0; b < sizeof kBlockMs / sizeof kBlockMs[0]; b++) {
+                if (kBlockMs[b] > mj_moe_max_block_m(mj_moe_format_at(i))) continue;
+                scenario sc = *bases[s];
+                sc.block_m = kBlockMs[b];
+                set_case("block_m %s forced %d (T=%d R=1 swiglu, %s routing)",
+                         mj_moe_format_at(i)->name, sc.block_m, sc.tokens[0],
+                         s ? "one-expert" : "random");
+                if (out_of_time()) continue;
+                mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(i), &sc, 0);
+                int bm = -1;
+                int ok =
+                    expect_ok(mj_mega_moe_block_m(&mc, sc.tokens[0], &bm), "mj_mega_moe_block_m");
+                if (ok && bm != sc.block_m) {
+                    printf("  mj_mega_moe_block_m = %d, want the forced %d\n", bm, sc.block_m);
+                    ok = 0;
+                }
+                g_rng = seed; /* the same inputs for every size */
+                double worst = 0;
+                ok &= run_case(c, i, &sc, CTL_NONE, 1, &worst) == CASE_PASSED;
+                printf("  calc_diff %.3g\n", worst);
+                record(ok);
+                if (!ran)
+                    memcpy(first, c->y_got[0], bytes);
+                else if (memcmp(first, c->y_got[0], bytes))
+                    equal = 0;
+                ran++;
+                if (!ok || !mj_mega_moe_folds_scales(&mc)) continue;
+                /* The same inputs with the scales applied in fp32: the same bits. */
+                memcpy(folded, c->y_got[0], bytes);
+                sc.unfold = 1;
+                set_case("block_m %s forced %d, unfolded MX scales", mj_moe_format_at(i)->name,
+                         sc.block_m);
+                g_rng = seed;
+                ok = run_case(c, i, &sc, CTL_NONE, 1, &worst) == CASE_PASSED;
+                if (ok && memcmp(folded, c->y_got[0], bytes)) {
+                    printf("  outputs differ from the folded kernel's\n");
+                    ok = 0;
+                }
+                record(ok);
             }
-            g_rng = seed; /* the same inputs for every size */
-            double worst = 0;
-            ok &= run_case(c, i, &sc, CTL_NONE, 1, &worst) == CASE_PASSED;
-            printf("  calc_diff %.3g\n", worst);
-            record(ok);
-            if (!ran)
-                memcpy(first, c->y_got[0], n * 2);
-            else if (memcmp(first, c->y_got[0], n * 2))
-                equal = 0;
-            ran++;
-            if (!ok || !mj_mega_moe_folds_scales(&mc)) continue;
-            /* The same inputs with the scales applied in fp32: the same bits. */
-            memcpy(folded, c->y_got[0], n * 2);
-            sc.unfold = 1;
-            set_case("block_m %s forced %d, unfolded MX scales", mj_moe_format_at(i)->name,
-                     sc.block_m);
-            g_rng = seed;
-            ok = run_case(c, i, &sc, CTL_NONE, 1, &worst) == CASE_PASSED;
-            if (ok && memcmp(folded, c->y_got[0], n * 2)) {
-                printf("  outputs differ from the folded kernel's\n");
-                ok = 0;
-            }
-            record(ok);
+            if (ran > 1)
+                printf("INFO block_m %s (%s routing): outputs for BLOCK_M 8 to %d are %s\n",
+                       mj_moe_format_at(i)->name, s ? "one-expert" : "random",
+                       mj_moe_max_block_m(mj_moe_format_at(i)),
+                       equal ? "bitwise identical"
+                             : "NOT bitwise identical (allowed: fp32 accumulation order inside "
+                               "the tensor cores; each size is checked against the reference "
+                               "above)");
         }
-        if (ran > 1)
-            printf("INFO block_m %s: outputs for BLOCK_M 8 to %d are %s\n",
-                   mj_moe_format_at(i)->name, mj_moe_max_block_m(mj_moe_format_at(i)),
-                   equal ? "bitwise identical"
-                         : "NOT bitwise identical (allowed: fp32 accumulation order inside the "
-                           "tensor cores; each size is checked against the reference above)");
     }
     free(first);
     free(folded);
