@@ -17,6 +17,11 @@
 #   call, with build/ made at a6be861 or later): the kept change (48-column loops) built in: the quick set, the BLOCK_M
 #   section, racecheck of the quick set, and the rows it changes at T = 1024
 #   and 4096.
+# N = 4 (prepared, not run): the full test and memcheck of the quick set on
+#   the committed build, then where the wide K loops stall: ncu's warp-state
+#   samples per instruction of one launch, mxfp8 at T = 4096 (64-token FP8
+#   loops, promotion-bound) and mxfp4-a16 at T = 1024 (64-token BF16-kind
+#   E2M1 loops, at 77% of a CTA's read share at 8 tokens).
 set -u
 OUT=${OUT:-/tmp/mj-gpu-out}
 mkdir -p "$OUT"
@@ -78,4 +83,21 @@ case ${1:-1} in
       --max-tokens 4096 --iters 10
   done
   grep -E "^deepseek-v3 [a-z0-9-]+ T=" "$OUT/bench.log" ;;
+4)
+  export MEGAJIT_CACHE_DIR=/tmp/mjcache
+  T=build/tests/gpu/test_mega_moe
+  run full 300 $T --budget 280; grep -E "passed, |^FAIL" "$OUT/full.log" | tail -3
+  run mem 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 $T --quick
+  grep -E "passed, |ERROR SUMMARY" "$OUT/mem.log" | tail -2
+  for spec in "f8 mxfp8 4096" "a16 mxfp4-a16 1024"; do
+    set -- $spec
+    run "ncu_$1" 150 ncu -k regex:mega_moe_kernel --launch-skip 3 --launch-count 1 \
+      --section WarpStateStats --section SchedulerStats --section SourceCounters \
+      --export "/tmp/prof_$1" -f build/bin/megajit bench mega-moe --format "$2" --tokens "$3" \
+      --max-tokens "$3" --iters 3
+    ncu -i "/tmp/prof_$1.ncu-rep" --page source --print-source sass --csv > "$OUT/sass_$1.csv" \
+      2>> "$OUT/ncu_$1.log"
+    ncu -i "/tmp/prof_$1.ncu-rep" --page details >> "$OUT/ncu_$1.log" 2>&1
+    grep -E "Stall|Issued|Eligible|No Eligible" "$OUT/ncu_$1.log" | head -12
+  done ;;
 esac
