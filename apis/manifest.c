@@ -205,12 +205,13 @@ static mj_status get_activation(const cJSON *obj, size_t li, mj_activation *out)
     const char *name;
     mj_status st = get_string(obj, li, "activation", 1, &name);
     if (st != MJ_OK) return st;
+    const int act = mj_moe_activation_by_name(name);
+    if (act >= 0) {
+        *out = (mj_activation)act;
+        return MJ_OK;
+    }
     char known[128] = "";
     for (int a = 0; a < MJ_ACT_COUNT; a++) {
-        if (strcmp(name, mj_moe_activation_name(a)) == 0) {
-            *out = (mj_activation)a;
-            return MJ_OK;
-        }
         size_t len = strlen(known);
         snprintf(known + len, sizeof known - len, "%s%s", a ? ", " : "", mj_moe_activation_name(a));
     }

@@ -20,7 +20,9 @@ mj_status mj_runtime_create(mj_runtime **out, const mj_runtime_options *opts) {
     *out = NULL;
     mj_runtime_options o = MJ_RUNTIME_OPTIONS_INIT;
     mj_status st =
-        opts ? mj_struct_read(opts, &o, kOptionVersions, 1, "mj_runtime_options") : MJ_OK;
+        opts ? mj_struct_read(opts, &o, kOptionVersions, MJ_STRUCT_VERSION_COUNT(kOptionVersions),
+                              "mj_runtime_options")
+             : MJ_OK;
     return st != MJ_OK ? st : mj_runtime_new(&o, out);
 }
 

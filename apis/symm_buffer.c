@@ -73,7 +73,7 @@ mj_status mj_symm_buffer_info(const mj_symm_buffer *b, mj_symm_config *cfg, int 
     mj_clear_error();
     if (!b) return mj_fail(MJ_ERR_INVALID_ARG, "mj_symm_buffer_info: buffer is NULL");
     if (cfg) {
-        mj_status st = mj_struct_write(cfg, &b->cfg, mj_symm_config_versions, 1, "mj_symm_config");
+        mj_status st = mj_symm_config_give(&b->cfg, cfg);
         if (st != MJ_OK) return st;
     }
     if (num_sms) *num_sms = b->num_sms;

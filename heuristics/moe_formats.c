@@ -52,3 +52,9 @@ const char *mj_moe_activation_name(int act) {
     static const char *const names[MJ_ACT_COUNT] = {"swiglu", "swigluoai", "situ"};
     return act >= 0 && act < MJ_ACT_COUNT ? names[act] : NULL;
 }
+
+int mj_moe_activation_by_name(const char *name) {
+    for (int act = 0; name && act < MJ_ACT_COUNT; act++)
+        if (strcmp(name, mj_moe_activation_name(act)) == 0) return act;
+    return -1;
+}

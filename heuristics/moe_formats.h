@@ -38,5 +38,7 @@ int mj_moe_activation_allowed(const mj_moe_format_row *row, int act);
 int mj_moe_activation_has_clamp(int act);
 /* "swiglu", "swigluoai", "situ"; NULL for an unknown activation. */
 const char *mj_moe_activation_name(int act);
+/* The activation of that name; -1 for none. */
+int mj_moe_activation_by_name(const char *name);
 
 #endif /* MJ_HEURISTICS_MOE_FORMATS_H */

@@ -164,7 +164,7 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
 /* Every version of the two config structs, oldest first. mj_moe_config's
  * second ended with unfold_mx_scales 4 bytes before its size: those callers'
  * padding lies where swiglu_alpha now is, and is not read. */
-const mj_struct_version mj_symm_config_versions[1] = {
+static const mj_struct_version kSymmConfigVersions[] = {
     MJ_STRUCT_VERSION(mj_symm_config, intermediate)};
 static const mj_struct_version kMoeConfigVersions[] = {
     MJ_STRUCT_VERSION(mj_moe_config, block_m),
@@ -174,13 +174,19 @@ static const mj_struct_version kMoeConfigVersions[] = {
 _Static_assert(MJ_STRUCT_SIZE_TO(mj_moe_config, expert_biases) == sizeof(mj_moe_config),
                "kMoeConfigVersions must end with the current version");
 _Static_assert(MJ_STRUCT_SIZE_TO(mj_symm_config, intermediate) == sizeof(mj_symm_config),
-               "mj_symm_config_versions must end with the current version");
+               "kSymmConfigVersions must end with the current version");
 
 mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours) {
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
     *ours = (mj_symm_config)MJ_SYMM_CONFIG_INIT;
-    mj_status st = mj_struct_read(theirs, ours, mj_symm_config_versions, 1, "mj_symm_config");
+    mj_status st = mj_struct_read(theirs, ours, kSymmConfigVersions,
+                                  MJ_STRUCT_VERSION_COUNT(kSymmConfigVersions), "mj_symm_config");
     return st != MJ_OK ? st : mj_symm_config_check(ours);
+}
+
+mj_status mj_symm_config_give(const mj_symm_config *ours, mj_symm_config *theirs) {
+    return mj_struct_write(theirs, ours, kSymmConfigVersions,
+                           MJ_STRUCT_VERSION_COUNT(kSymmConfigVersions), "mj_symm_config");
 }
 
 mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
@@ -188,7 +194,6 @@ mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
     if (!theirs) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
     *ours = (mj_moe_config)MJ_MOE_CONFIG_INIT;
     mj_status st = mj_struct_read(theirs, ours, kMoeConfigVersions,
-                                  (int)(sizeof kMoeConfigVersions / sizeof kMoeConfigVersions[0]),
-                                  "mj_moe_config");
+                                  MJ_STRUCT_VERSION_COUNT(kMoeConfigVersions), "mj_moe_config");
     return st != MJ_OK ? st : mj_moe_config_check(ours, row);
 }

@@ -8,7 +8,6 @@
 
 #include "heuristics/moe_formats.h"
 #include "include/megajit.h"
-#include "runtime/struct_size.h"
 
 /* A caller's config as this library lays it out (runtime/struct_size.h: the
  * fields it has, defaults for the rest), validated: what the public calls
@@ -16,8 +15,9 @@
 mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours);
 mj_status mj_moe_config_accept(const mj_moe_config *theirs, mj_moe_config *ours,
                                const mj_moe_format_row **row);
-/* mj_symm_config's versions, for mj_struct_write (mj_symm_buffer_info). */
-extern const mj_struct_version mj_symm_config_versions[1];
+/* The way back: copies ours into a caller's config, the fields its version
+ * holds (mj_symm_buffer_info). */
+mj_status mj_symm_config_give(const mj_symm_config *ours, mj_symm_config *theirs);
 
 /* Validates a symmetric buffer config against runtime/limits.h; the message
  * names the bad field ("num_ranks 73 must be in 1..72"). */

@@ -29,6 +29,8 @@ typedef struct mj_struct_version {
     ((MJ_STRUCT_FIELDS_END(type, last) + _Alignof(type) - 1) / _Alignof(type) * _Alignof(type))
 #define MJ_STRUCT_VERSION(type, last)                                                              \
     { MJ_STRUCT_SIZE_TO(type, last), MJ_STRUCT_FIELDS_END(type, last) }
+/* The count of a static array of versions, for mj_struct_read / write. */
+#define MJ_STRUCT_VERSION_COUNT(versions) ((int)(sizeof(versions) / sizeof((versions)[0])))
 
 /* Copies a caller's struct over *ours, which holds the defaults on entry (the
  * caller's MJ_*_INIT values): the fields of the caller's version replace ours;

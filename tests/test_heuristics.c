@@ -110,6 +110,11 @@ static void test_activations(void **state) {
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SWIGLUOAI), "swigluoai");
     assert_string_equal(mj_moe_activation_name(MJ_ACT_SITU), "situ");
     assert_null(mj_moe_activation_name(MJ_ACT_COUNT));
+    for (int act = 0; act < MJ_ACT_COUNT; act++)
+        assert_int_equal(mj_moe_activation_by_name(mj_moe_activation_name(act)), act);
+    assert_int_equal(mj_moe_activation_by_name("relu"), -1);
+    assert_int_equal(mj_moe_activation_by_name("SwiGLU"), -1);
+    assert_int_equal(mj_moe_activation_by_name(NULL), -1);
     assert_null(mj_moe_activation_name(-1));
 }
 

@@ -2,8 +2,8 @@
 MegaMoE kernel behind one forward() call with PyTorch tensors."""
 
 import ctypes
-import sys
 import dataclasses
+import sys
 
 from . import _capi, _lib, _torch
 from ._args import c_float, c_int, c_struct, config_of, enum_member

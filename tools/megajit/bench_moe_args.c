@@ -195,10 +195,8 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
             a->variant.unfold_mx_scales = 1;
             break;
         case OPT_ACTIVATION: {
-            int act = 0;
-            while (act < MJ_ACT_COUNT && strcmp(optarg, mj_moe_activation_name(act)) != 0)
-                act++;
-            if (act == MJ_ACT_COUNT)
+            const int act = mj_moe_activation_by_name(optarg);
+            if (act < 0)
                 return bad(err, cap, "--activation: expected swiglu, swigluoai or situ, got '%s'",
                            optarg);
             a->variant.activation = act;
