@@ -264,7 +264,8 @@ static mj_status check_activation(const mj_moe_config *c, size_t li) {
                        li, act);
     char where[48];
     snprintf(where, sizeof where, "manifest: layers[%zu].", li);
-    return mj_moe_activation_params_check(c, where);
+    mj_status st = mj_moe_activation_params_check(c, where);
+    return st == MJ_OK && row ? mj_moe_shared_check(c, row, where) : st;
 }
 
 static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
@@ -277,7 +278,8 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
                                        "swiglu_alpha",   "swiglu_beta",
                                        "situ_gate_beta", "situ_up_beta",
                                        "num_sms",        "unfold_mx_scales",
-                                       "expert_biases",  NULL};
+                                       "expert_biases",  "shared_intermediate",
+                                       "shared_format",  NULL};
     if (!cJSON_IsObject(obj))
         return mj_fail(MJ_ERR_INVALID_ARG, "manifest: layers[%zu]: must be an object", li);
     char prefix[48];
@@ -292,8 +294,8 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     if (st == MJ_OK) st = get_string(obj, li, "comment", 0, &comment);
     for (int f = 0; st == MJ_OK && f < MJ_SHAPE_FIELDS_; f++)
         if (f != MJ_SHAPE_DISPATCH_FORMAT)
-            st = get_integer(obj, li, mj_shape_field_name(f, MJ_SHAPE_MANIFEST_NAMES), 1,
-                             &shape.v[f]);
+            st = get_integer(obj, li, mj_shape_field_name(f, MJ_SHAPE_MANIFEST_NAMES),
+                             f != MJ_SHAPE_SHARED_INTERMEDIATE, &shape.v[f]);
     if (st == MJ_OK) st = get_format(obj, li, "weight_format", &c->weight_format);
     if (st == MJ_OK) st = get_format(obj, li, "dispatch_format", &c->dispatch_format);
     if (st == MJ_OK) st = get_activation(obj, li, &c->activation);
@@ -317,6 +319,21 @@ static mj_status parse_layer(const cJSON *obj, size_t li, layer *l) {
     c->num_topk = (int)shape.v[MJ_SHAPE_TOPK];
     c->num_ranks = (int)shape.v[MJ_SHAPE_RANKS];
     c->max_tokens_per_rank = (int)shape.v[MJ_SHAPE_MAX_TOKENS];
+    c->shared_intermediate = (int)shape.v[MJ_SHAPE_SHARED_INTERMEDIATE];
+    if (cJSON_GetObjectItemCaseSensitive(obj, "shared_format")) {
+        if (!c->shared_intermediate)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "manifest: layers[%zu].shared_format: the layer has no shared expert "
+                           "(give shared_intermediate too)",
+                           li);
+        st = get_format(obj, li, "shared_format", &c->shared_format);
+        if (st != MJ_OK) return st;
+    } else if (c->shared_intermediate) {
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "manifest: layers[%zu].shared_format: missing (the layer has a shared "
+                       "expert)",
+                       li);
+    }
     l->num_sms = (int)num_sms;
     const cJSON *clamp = cJSON_GetObjectItemCaseSensitive(obj, "clamp");
     if (clamp) {

@@ -69,6 +69,12 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
                                "mj_mega_moe: missing weights/scales for local expert %d "
                                "projection %s (load every projection with mj_weights_load)",
                                e, mj_moe_projection_names[p]);
+    for (int p = 0; p < MJ_MOE_NUM_PROJECTIONS && c->shared_intermediate; p++)
+        if (!w->shared_loaded[p])
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "mj_mega_moe: missing weights/scales for the shared expert's %s "
+                           "projection (load it with mj_weights_load_shared)",
+                           mj_moe_projection_names[p]);
     if (num_tokens < 0 || num_tokens > c->max_tokens_per_rank)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_mega_moe: num_tokens %d outside 0..%d (max_tokens_per_rank)", num_tokens,
@@ -149,6 +155,8 @@ mj_status mj_mega_moe_prepare(mj_runtime *rt, mj_symm_buffer *buf, const mj_weig
         args->l1_bias = (const float *)(uintptr_t)weights->biases;
         args->l2_bias = args->l1_bias + (size_t)local * 2 * (size_t)weights->cfg.intermediate;
     }
+    if (weights->cfg.shared_intermediate)
+        args->w_shared = (const unsigned char *)(uintptr_t)weights->shared_image;
     return MJ_OK;
 }
 
@@ -206,8 +214,9 @@ mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank
     mj_status st = mj_stream_synchronize(rt, stream, "mj_mega_moe: the kernel failed");
     if (st != MJ_OK) return st;
     const mj_symm_config *c = &buf->cfg;
-    mj_moe_layout l = mj_layout_moe(c->hidden, c->intermediate, c->num_experts, c->num_topk,
-                                    c->num_ranks, c->max_tokens_per_rank, (int)c->dispatch_format);
+    mj_moe_layout l =
+        mj_layout_moe(c->hidden, c->intermediate, c->num_experts, c->num_topk, c->num_ranks,
+                      c->max_tokens_per_rank, (int)c->dispatch_format, (int)c->shared_intermediate);
     CUdeviceptr word = mj_symm_rank_base(buf, buf->rank >= 0 ? buf->rank : rank) +
                        l.counters_offset + 4ull * MJ_MOE_CNT_ERROR;
     uint32_t v = 0;

@@ -36,6 +36,12 @@ struct mj_weights {
      * launch never reads weights nobody wrote. */
     unsigned char *loaded;
     int projections_missing; /* zeros in loaded: a launch checks this alone */
+    /* With cfg.shared_intermediate: the shared expert's image (the layout at
+     * its intermediate size and the routed stage K) and which of its
+     * projections were loaded; else 0. */
+    mj_moe_weight_layout shared_layout;
+    CUdeviceptr shared_image;
+    unsigned char shared_loaded[MJ_MOE_NUM_PROJECTIONS];
 };
 
 /* Everything mj_mega_moe does short of launching: validates the buffer, the

@@ -14,12 +14,14 @@ static const char *const kNames[] = {"deepseek-v3-ep8",  "kimi-k2-ep8",     "qwe
                                      "gpt-oss-120b-ep1", "gpt-oss-20b-ep1", NULL};
 
 static const char *const kJson[] = {
-    "{\"comment\": \"DeepSeek-V3 MoE layers, expert parallel over 8 ranks\","
+    "{\"comment\": \"DeepSeek-V3 MoE layers, expert parallel over 8 ranks, with the"
+    " shared expert fused\","
     " \"archs\": [\"sm_90a\"],"
     " \"layers\": [{\"name\": \"moe\", \"hidden\": 7168, \"intermediate\": 2048,"
     " \"experts\": 256, \"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096,"
     " \"weight_format\": \"mxfp8\", \"dispatch_format\": \"mxfp8\","
-    " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
+    " \"activation\": \"swiglu\", \"shared_intermediate\": 2048,"
+    " \"shared_format\": \"mxfp8\", \"num_sms\": 0}]}",
 
     "{\"comment\": \"Kimi K2 MoE layers, expert parallel over 8 ranks\","
     " \"archs\": [\"sm_90a\"],"

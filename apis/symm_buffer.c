@@ -14,7 +14,8 @@ size_t mj_symm_rank_bytes(const mj_symm_config *c) {
     int fmt = (int)c->dispatch_format;
     if (c->intermediate > 0)
         return mj_layout_moe_rank_bytes(c->hidden, c->intermediate, c->num_experts, c->num_topk,
-                                        c->num_ranks, c->max_tokens_per_rank, fmt);
+                                        c->num_ranks, c->max_tokens_per_rank, fmt,
+                                        (int)c->shared_intermediate);
     return mj_layout_rank_bytes(c->hidden, c->num_topk, c->max_tokens_per_rank, fmt);
 }
 

@@ -2,6 +2,7 @@
  * expert's image (templates/layout/moe_layout.h), written from the checkpoint
  * layout by the weight-image kernel (templates/mega_moe/weight_image.cuh). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "apis/mega_moe_impl.h"
@@ -24,6 +25,7 @@ const char *const mj_moe_projection_names[MJ_MOE_NUM_PROJECTIONS] = {"gate", "up
 
 static void free_device(mj_weights *w) {
     mj_device_free(w->rt, w->image);
+    mj_device_free(w->rt, w->shared_image);
     mj_device_free(w->rt, w->alphas);
     mj_device_free(w->rt, w->biases);
     mj_stream_destroy(w->rt, w->stream);
@@ -75,6 +77,8 @@ static mj_status alloc_all(mj_weights *w) {
     const char *what = "allocating the MegaMoE weights";
     mj_status st = mj_stream_create(rt, what, &w->stream);
     if (st == MJ_OK) st = mj_device_alloc(rt, e * w->layout.expert_bytes, what, &w->image);
+    if (st == MJ_OK && w->cfg.shared_intermediate)
+        st = mj_device_alloc(rt, w->shared_layout.expert_bytes, what, &w->shared_image);
     size_t alpha_bytes = 4 * (size_t)e * sizeof(float);
     if (st == MJ_OK) st = mj_device_alloc(rt, alpha_bytes, what, &w->alphas);
     if (st == MJ_OK) {
@@ -114,9 +118,12 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->cfg = *cfg;
     w->format = row;
     w->local_experts = local;
-    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate,
-                                      mj_moe_stage_k(cfg->hidden, cfg->intermediate, row),
-                                      (int)cfg->weight_format);
+    const int stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+    w->layout =
+        mj_layout_moe_weights(cfg->hidden, cfg->intermediate, stage_k, (int)cfg->weight_format);
+    if (cfg->shared_intermediate)
+        w->shared_layout = mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, stage_k,
+                                                 (int)cfg->shared_format);
     w->loaded = loaded;
     w->projections_missing = local * MJ_MOE_NUM_PROJECTIONS;
     st = alloc_all(w);
@@ -149,11 +156,18 @@ void mj_weights_destroy(mj_weights *w) {
  * E2M1 x 2^d, d in -13..13 (templates/mega_moe/weight_image.cuh). */
 #define MX_FOLD_SPAN_MAX 26
 
+/* e: the local expert, or -1 for the shared expert (fn: the loader). */
 static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                               const unsigned char *sf, int rows, int groups) {
-    int fmt = (int)w->cfg.weight_format;
+    const int shared = e < 0;
+    int fmt = (int)(shared ? w->cfg.shared_format : w->cfg.weight_format);
     int rebased = fmt == MJ_FORMAT_MXFP4 && w->format->kind == MJ_MOE_KIND_BF16;
-    int folded = mj_mega_moe_folds_scales(&w->cfg);
+    int folded = !shared && mj_mega_moe_folds_scales(&w->cfg);
+    char who[64];
+    if (shared)
+        snprintf(who, sizeof who, "mj_weights_load_shared: the shared expert's");
+    else
+        snprintf(who, sizeof who, "mj_weights_load: local expert %d", e);
     for (int r = 0; r < rows; r++) {
         unsigned lo = 255, hi = 0;
         for (int g = 0; g < groups; g++) {
@@ -162,43 +176,45 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
             hi = b > hi ? b : hi;
             if (fmt == MJ_FORMAT_NVFP4 && (b & 0x80u || b == UE4M3_NAN))
                 return mj_fail(MJ_ERR_INVALID_ARG,
-                               "mj_weights_load: local expert %d %s: scale byte %u at row %d "
+                               "%s %s: scale byte %u at row %d "
                                "group %d is not a UE4M3 scale (negative or NaN)",
-                               e, mj_moe_projection_names[proj], b, r, g);
+                               who, mj_moe_projection_names[proj], b, r, g);
             if (fmt != MJ_FORMAT_NVFP4 && (b < MX_SCALE_MIN || b > MX_SCALE_MAX))
                 return mj_fail(MJ_ERR_INVALID_ARG,
-                               "mj_weights_load: local expert %d %s: scale byte %u at row %d "
+                               "%s %s: scale byte %u at row %d "
                                "group %d would make decoded weights inexact in BF16 (MX weight "
                                "scale bytes must be %d..%d)",
-                               e, mj_moe_projection_names[proj], b, r, g, MX_SCALE_MIN,
+                               who, mj_moe_projection_names[proj], b, r, g, MX_SCALE_MIN,
                                MX_SCALE_MAX);
         }
         if (rebased && hi - lo > MX_ROW_SPAN_MAX)
             return mj_fail(MJ_ERR_INVALID_ARG,
-                           "mj_weights_load: local expert %d %s: row %d's scale bytes span %u..%u; "
+                           "%s %s: row %d's scale bytes span %u..%u; "
                            "with %s tokens a row's MX scales must lie within %d of each other "
                            "(its smallest weights would leave BF16's normal range)",
-                           e, mj_moe_projection_names[proj], r, lo, hi,
+                           who, mj_moe_projection_names[proj], r, lo, hi,
                            mj_format_name(w->cfg.dispatch_format), MX_ROW_SPAN_MAX);
         if (folded && hi - lo > MX_FOLD_SPAN_MAX)
             return mj_fail(MJ_ERR_INVALID_ARG,
-                           "mj_weights_load: local expert %d %s: row %d's scale bytes span %u..%u; "
+                           "%s %s: row %d's scale bytes span %u..%u; "
                            "the mxfp4-a8 kernels fold a row's MX scales into its decode when they "
                            "lie within %d of each other (create the weights with "
                            "mj_moe_config.unfold_mx_scales = 1 to apply them in fp32 instead)",
-                           e, mj_moe_projection_names[proj], r, lo, hi, MX_FOLD_SPAN_MAX);
+                           who, mj_moe_projection_names[proj], r, lo, hi, MX_FOLD_SPAN_MAX);
     }
     return MJ_OK;
 }
 
-/* Runs the weight-image kernel over one projection; host sources go through a
- * device staging copy first. Returns when the image is written. */
+/* Runs the weight-image kernel over one projection of local expert e (-1:
+ * the shared expert); host sources go through a device staging copy first.
+ * Returns when the image is written. */
 static mj_status write_image(mj_weights *w, int e, mj_projection proj, const void *data,
                              const void *scales, size_t data_bytes, size_t sf_bytes,
                              int from_device) {
     mj_runtime *rt = w->rt;
     const mj_symm_config buffer = mj_symm_config_of_moe(&w->cfg);
-    const mj_family_request req = {.buffer = &buffer, .layer = &w->cfg, .projection = (int)proj};
+    const mj_family_request req = {
+        .buffer = &buffer, .layer = &w->cfg, .projection = (int)proj, .shared_expert = e < 0};
     mj_kernel *k;
     mj_launch_config lc;
     mj_status st =
@@ -216,10 +232,11 @@ static mj_status write_image(mj_weights *w, int e, mj_projection proj, const voi
         src_sf = sf_bytes ? staging + data_bytes : 0;
     }
     if (st == MJ_OK) {
-        mj_moe_image_args args = {
-            (const unsigned char *)(uintptr_t)src, (const unsigned char *)(uintptr_t)src_sf,
-            (unsigned char *)(uintptr_t)(w->image + (CUdeviceptr)e * w->layout.expert_bytes),
-            (int)proj};
+        const CUdeviceptr image =
+            e < 0 ? w->shared_image : w->image + (CUdeviceptr)e * w->layout.expert_bytes;
+        mj_moe_image_args args = {(const unsigned char *)(uintptr_t)src,
+                                  (const unsigned char *)(uintptr_t)src_sf,
+                                  (unsigned char *)(uintptr_t)image, (int)proj};
         void *params[] = {&args};
         st = mj_jit_launch(rt, k, &lc, w->stream, params);
         if (st == MJ_OK)
@@ -229,33 +246,32 @@ static mj_status write_image(mj_weights *w, int e, mj_projection proj, const voi
     return st;
 }
 
-mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
-                          const void *scales, int from_device) {
-    mj_clear_error();
-    if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
-    int e = local_expert;
-    mj_status st = check_expert(w, e, "mj_weights_load");
-    if (st == MJ_OK) st = check_projection(proj, "mj_weights_load");
-    if (st != MJ_OK) return st;
-    if (!data) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: data is NULL");
-    int fmt = (int)w->cfg.weight_format, group = mj_format_group(fmt);
-    const char *fmt_name = mj_format_name(w->cfg.weight_format);
+/* mj_weights_load of local expert e, or (e = -1) mj_weights_load_shared; fn
+ * names the call in messages. The projection is checked already. */
+static mj_status load_projection(mj_weights *w, int e, mj_projection proj, const void *data,
+                                 const void *scales, int from_device, const char *fn) {
+    char who[64];
+    if (e < 0)
+        snprintf(who, sizeof who, "%s: the shared expert's", fn);
+    else
+        snprintf(who, sizeof who, "%s: local expert %d", fn, e);
+    if (!data) return mj_fail(MJ_ERR_INVALID_ARG, "%s: data is NULL", fn);
+    const mj_format format = e < 0 ? w->cfg.shared_format : w->cfg.weight_format;
+    int fmt = (int)format, group = mj_format_group(fmt);
     if (group && !scales)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "mj_weights_load: local expert %d %s: missing scales (%s weights are "
-                       "block-scaled)",
-                       e, mj_moe_projection_names[proj], fmt_name);
+        return mj_fail(MJ_ERR_INVALID_ARG, "%s %s: missing scales (%s weights are block-scaled)",
+                       who, mj_moe_projection_names[proj], mj_format_name(format));
     if (!group && scales)
-        return mj_fail(MJ_ERR_INVALID_ARG,
-                       "mj_weights_load: local expert %d %s: bf16 weights take no scales", e,
+        return mj_fail(MJ_ERR_INVALID_ARG, "%s %s: bf16 weights take no scales", who,
                        mj_moe_projection_names[proj]);
-    st = mj_runtime_bind(w->rt);
+    mj_status st = mj_runtime_bind(w->rt);
     /* The caller's writes into device sources come first, on whatever stream:
      * the scale check below reads them too. */
-    if (st == MJ_OK && from_device)
-        st = mj_device_synchronize(w->rt, "mj_weights_load: waiting for the sources");
+    char what[64];
+    snprintf(what, sizeof what, "%s: waiting for the sources", fn);
+    if (st == MJ_OK && from_device) st = mj_device_synchronize(w->rt, what);
     if (st != MJ_OK) return st;
-    int hidden = w->cfg.hidden, inter = w->cfg.intermediate;
+    int hidden = w->cfg.hidden, inter = e < 0 ? w->cfg.shared_intermediate : w->cfg.intermediate;
     int rows = proj == MJ_PROJ_DOWN ? hidden : inter;
     int cols = proj == MJ_PROJ_DOWN ? inter : hidden;
     size_t data_bytes = (size_t)rows * (size_t)cols * (size_t)mj_format_bits(fmt) / 8;
@@ -265,8 +281,8 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
         /* Checked on the host before anything is written: a rejected load
          * leaves the previous contents intact. */
         const void *host_sf;
-        st = host_view(w, scales, sf_bytes, from_device, "mj_weights_load: reading the scales",
-                       &host_sf);
+        snprintf(what, sizeof what, "%s: reading the scales", fn);
+        st = host_view(w, scales, sf_bytes, from_device, what, &host_sf);
         if (st != MJ_OK) return st;
         st = check_scales(w, e, proj, host_sf, rows, groups);
         if (from_device) free((void *)host_sf);
@@ -275,10 +291,39 @@ mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, c
     /* Returns when the image is written: the caller may free its source. */
     if ((st = write_image(w, e, proj, data, scales, data_bytes, sf_bytes, from_device)) != MJ_OK)
         return st;
+    if (e < 0) {
+        w->shared_loaded[proj] = 1;
+        return MJ_OK;
+    }
     unsigned char *loaded = &w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj];
     w->projections_missing -= !*loaded;
     *loaded = 1;
     return MJ_OK;
+}
+
+mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj, const void *data,
+                          const void *scales, int from_device) {
+    mj_clear_error();
+    if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load: weights are NULL");
+    mj_status st = check_expert(w, local_expert, "mj_weights_load");
+    if (st == MJ_OK) st = check_projection(proj, "mj_weights_load");
+    return st != MJ_OK ? st
+                       : load_projection(w, local_expert, proj, data, scales, from_device,
+                                         "mj_weights_load");
+}
+
+mj_status mj_weights_load_shared(mj_weights *w, mj_projection proj, const void *data,
+                                 const void *scales, int from_device) {
+    mj_clear_error();
+    if (!w) return mj_fail(MJ_ERR_INVALID_ARG, "mj_weights_load_shared: weights are NULL");
+    if (!w->cfg.shared_intermediate)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_weights_load_shared: these weights have no shared expert (create them "
+                       "with mj_moe_config.shared_intermediate > 0)");
+    mj_status st = check_projection(proj, "mj_weights_load_shared");
+    return st != MJ_OK
+               ? st
+               : load_projection(w, -1, proj, data, scales, from_device, "mj_weights_load_shared");
 }
 
 mj_status mj_weights_load_bias(mj_weights *w, int local_expert, mj_projection proj,

@@ -84,8 +84,9 @@ int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *f
     if (stage_k == 0) return -1;
     const int local = p->num_experts / p->num_ranks;
     for (int stages = MAX_STAGES; stages >= MIN_STAGES; stages--) {
-        unsigned smem = mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt,
-                                          stage_k, bm, stages, local, p->num_ranks);
+        unsigned smem =
+            mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt, stage_k, bm,
+                              stages, local + (p->shared_expert ? 1 : 0), p->num_ranks);
         if (smem <= SMEM_BYTES) {
             *out = (mj_moe_kernel_config){bm, stage_k, stages, smem};
             return 0;

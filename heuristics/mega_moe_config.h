@@ -20,6 +20,7 @@ typedef struct mj_moe_problem {
     int hidden;       /* multiple of 64 */
     int intermediate; /* multiple of 64 */
     int num_sms;
+    int shared_expert; /* 1: a fused shared expert (one more routing entry in shared memory) */
 } mj_moe_problem;
 
 typedef struct mj_moe_kernel_config {

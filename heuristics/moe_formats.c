@@ -7,12 +7,18 @@
  * Rows with MXFP8 tokens run E4M3 wgmma (their weights are exact in E4M3);
  * the others decode into BF16. */
 static const mj_moe_format_row rows[] = {
-    {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "bf16"},
-    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp8"},
-    {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp4-a8"},
-    {MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp4-a16"},
-    {MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_ACT_ALL, 1, MJ_MOE_KIND_BF16, "nvfp4"},
-    {MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "nvfp4-a16"},
+    {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "bf16",
+     MJ_FMT_BIT(MJ_FMT_BF16)},
+    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp8",
+     MJ_FMT_BIT(MJ_FMT_MXFP8)},
+    {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp4-a8",
+     MJ_FMT_BIT(MJ_FMT_MXFP8)},
+    {MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp4-a16",
+     MJ_FMT_BIT(MJ_FMT_MXFP8)},
+    {MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_ACT_ALL, 1, MJ_MOE_KIND_BF16, "nvfp4",
+     MJ_FMT_BIT(MJ_FMT_MXFP8) | MJ_FMT_BIT(MJ_FMT_BF16)},
+    {MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "nvfp4-a16",
+     MJ_FMT_BIT(MJ_FMT_MXFP8) | MJ_FMT_BIT(MJ_FMT_BF16)},
 };
 
 #define NUM_ROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -57,4 +63,13 @@ int mj_moe_activation_by_name(const char *name) {
     for (int act = 0; name && act < MJ_ACT_COUNT; act++)
         if (strcmp(name, mj_moe_activation_name(act)) == 0) return act;
     return -1;
+}
+
+int mj_moe_shared_fusable(const mj_moe_format_row *row, int shared_fmt) {
+    return row && shared_fmt >= 0 && shared_fmt < MJ_FMT_COUNT &&
+           (row->shared_formats & MJ_FMT_BIT(shared_fmt)) != 0;
+}
+
+int mj_moe_shared_compiled(const mj_moe_format_row *row, int shared_fmt) {
+    return mj_moe_shared_fusable(row, shared_fmt) && shared_fmt == row->weight_fmt;
 }

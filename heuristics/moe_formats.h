@@ -9,6 +9,7 @@
 
 #include "templates/layout/moe_layout.h"
 
+#define MJ_FMT_BIT(fmt) (1u << (unsigned)(fmt))
 #define MJ_ACT_BIT(act) (1u << (unsigned)(act))
 #define MJ_ACT_ALL                                                                                 \
     (MJ_ACT_BIT(MJ_ACT_SWIGLU) | MJ_ACT_BIT(MJ_ACT_SWIGLUOAI) | MJ_ACT_BIT(MJ_ACT_SITU))
@@ -21,6 +22,7 @@ typedef struct mj_moe_format_row {
     int uses_x_scales;        /* GEMM 1 accumulator is multiplied by the per-token scale */
     int kind;                 /* MJ_MOE_KIND_*: how the tensor cores see the row */
     const char *name;         /* "mxfp4-a8" */
+    unsigned shared_formats;  /* MJ_FMT_BIT of each format a fused shared expert may have */
 } mj_moe_format_row;
 
 int mj_moe_format_count(void);
@@ -40,5 +42,14 @@ int mj_moe_activation_has_clamp(int act);
 const char *mj_moe_activation_name(int act);
 /* The activation of that name; -1 for none. */
 int mj_moe_activation_by_name(const char *name);
+
+/* 1 when a shared expert in shared_fmt may be fused into row's layer (the
+ * reference layer's matrix: bf16 -> BF16; mxfp8 and both mxfp4 rows ->
+ * MXFP8; both nvfp4 rows -> MXFP8 or BF16). */
+int mj_moe_shared_fusable(const mj_moe_format_row *row, int shared_fmt);
+/* 1 when the kernel is built for that fusion today: the shared expert's
+ * weights in the row's own weight format, so that its tasks run the routed
+ * experts' K loop (templates/mega_moe/scheduler.cuh). */
+int mj_moe_shared_compiled(const mj_moe_format_row *row, int shared_fmt);
 
 #endif /* MJ_HEURISTICS_MOE_FORMATS_H */

@@ -228,6 +228,13 @@ typedef struct mj_symm_config {
      * > 0 adds the regions mj_mega_moe works in (sized for num_ranks, the
      * experts, top-k and max tokens). */
     int intermediate;
+    /* The intermediate size of the layer's shared expert
+     * (mj_moe_config.shared_intermediate; 0, the default, and for a struct
+     * that ends before this field: none): the buffer then also holds its
+     * token tiles and its combine slot. 64 bits wide only so that this
+     * version's struct_size differs from the previous one's (an int would
+     * have filled its padding). */
+    int64_t shared_intermediate;
 } mj_symm_config;
 #define MJ_SYMM_CONFIG_INIT MJ_INIT_(mj_symm_config, )
 
@@ -382,6 +389,21 @@ typedef struct mj_moe_config {
      * them (NUMERICS.md steps 2 and 7, as mj_weights_load_bias says). 0 (the
      * default, and for a struct that ends before this field): none. */
     int expert_biases;
+    /* A shared expert fused into the layer (NUMERICS.md step 8): every rank
+     * runs it on each of its own tokens, from the token's dispatch-format row
+     * (no second quantization), with routing weight 1 and alphas 1, the
+     * layer's activation, clamp and GEMM 2 input format, and adds its output
+     * to the token's routed sum as slot K. shared_intermediate is its
+     * intermediate size, a positive multiple of intermediate (one or more
+     * experts' worth), or 0 (the default, and for a struct that ends before
+     * these fields): no shared expert. shared_format is its weights'
+     * format; the fusable ones per format row: bf16 -> bf16; mxfp8, mxfp4-a8,
+     * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16. Fusion is fixed
+     * when the weights are created (the kernels are compiled with it); load
+     * the projections with mj_weights_load_shared. Without a shared expert
+     * shared_format must stay 0. */
+    int shared_intermediate;
+    mj_format shared_format;
 } mj_moe_config;
 #define MJ_MOE_CONFIG_INIT MJ_INIT_(mj_moe_config, )
 
@@ -423,6 +445,17 @@ typedef enum mj_projection {
  * it cannot run while a stream of the context captures a graph. */
 MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection proj,
                                  const void *data, const void *scales, int from_device);
+
+/* Loads one projection of the shared expert of weights created with
+ * mj_moe_config.shared_intermediate > 0, as mj_weights_load loads a routed
+ * expert's (same layouts, checks and synchronization) in
+ * mj_moe_config.shared_format: gate and up [I_s][H], down [H][I_s], I_s =
+ * shared_intermediate. The shared expert has no alphas, biases or
+ * l2_act_scale (all 1 or 0, NUMERICS.md step 8). mj_mega_moe and
+ * mj_mega_moe_warmup refuse weights whose shared projections are not all
+ * loaded. */
+MJ_API mj_status mj_weights_load_shared(mj_weights *w, mj_projection proj, const void *data,
+                                        const void *scales, int from_device);
 
 /* Loads the bias of one projection of local expert e (0 .. E/R - 1) of
  * weights created with mj_moe_config.expert_biases = 1: fp32, finite, [I]

@@ -19,7 +19,8 @@ mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
                         [MJ_SHAPE_TOPK] = c->num_topk,
                         [MJ_SHAPE_RANKS] = c->num_ranks,
                         [MJ_SHAPE_MAX_TOKENS] = c->max_tokens_per_rank,
-                        [MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format},
+                        [MJ_SHAPE_DISPATCH_FORMAT] = c->dispatch_format,
+                        [MJ_SHAPE_SHARED_INTERMEDIATE] = c->shared_intermediate},
                   .moe = moe};
     mj_shape_violation v;
     if (!mj_shape_check(&s, MJ_SHAPE_API_NAMES, &v)) return MJ_OK;
@@ -39,7 +40,8 @@ mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c) {
                             .max_tokens_per_rank = c->max_tokens_per_rank,
                             .dispatch_format = c->dispatch_format,
                             .num_ranks = c->num_ranks,
-                            .intermediate = c->intermediate};
+                            .intermediate = c->intermediate,
+                            .shared_intermediate = c->shared_intermediate};
 }
 
 const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_config *b,
@@ -55,6 +57,7 @@ const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_confi
         {"max_tokens_per_rank", a->max_tokens_per_rank, b->max_tokens_per_rank},
         {"num_ranks", a->num_ranks, b->num_ranks},
         {"dispatch_format", a->dispatch_format, b->dispatch_format},
+        {"shared_intermediate", a->shared_intermediate, b->shared_intermediate},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].a != fields[i].b) {
@@ -117,6 +120,38 @@ mj_status mj_moe_activation_params_check(const mj_moe_config *c, const char *whe
     return MJ_OK;
 }
 
+mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r,
+                              const char *where) {
+    const int fmt = (int)c->shared_format;
+    const char *name = mj_format_name(c->shared_format);
+    if (c->shared_intermediate == 0) {
+        if (fmt != 0)
+            return mj_fail(MJ_ERR_INVALID_ARG,
+                           "%sshared_format %s: there is no shared expert (shared_intermediate is "
+                           "0; leave shared_format unset)",
+                           where, name ? name : "?");
+        return MJ_OK;
+    }
+    char fusable[64] = "";
+    for (int f = 0; f < MJ_FMT_COUNT; f++)
+        if (mj_moe_shared_fusable(r, f)) {
+            size_t len = strlen(fusable);
+            snprintf(fusable + len, sizeof fusable - len, "%s%s", len ? " or " : "",
+                     mj_format_name((mj_format)f));
+        }
+    if (!mj_moe_shared_fusable(r, fmt))
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "%sshared_format %s: a shared expert fuses into the %s row in %s only",
+                       where, name ? name : "(unknown)", r->name, fusable);
+    if (!mj_moe_shared_compiled(r, fmt))
+        return mj_fail(MJ_ERR_UNSUPPORTED,
+                       "%sshared_format %s: fusable into the %s row, but the MegaMoE kernel does "
+                       "not run it yet (it runs a shared expert in its row's own weight format "
+                       "only: bf16 with the bf16 row, mxfp8 with the mxfp8 row)",
+                       where, name, r->name);
+    return MJ_OK;
+}
+
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "MegaMoE config is NULL");
     /* The shape rules of the symmetric buffer the layer runs in, intermediate
@@ -147,6 +182,7 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
     if (c->unfold_mx_scales != 0 && c->unfold_mx_scales != 1)
         return mj_fail(MJ_ERR_INVALID_ARG, "unfold_mx_scales %d must be 0 or 1",
                        c->unfold_mx_scales);
+    if ((st = mj_moe_shared_check(c, r, "")) != MJ_OK) return st;
     if (c->block_m != 0 && !mj_moe_block_m_supported(c->block_m, r))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64 (or 128 "
@@ -165,15 +201,18 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
  * second ended with unfold_mx_scales 4 bytes before its size: those callers'
  * padding lies where swiglu_alpha now is, and is not read. */
 static const mj_struct_version kSymmConfigVersions[] = {
-    MJ_STRUCT_VERSION(mj_symm_config, intermediate)};
+    MJ_STRUCT_VERSION(mj_symm_config, intermediate),
+    MJ_STRUCT_VERSION(mj_symm_config, shared_intermediate),
+};
 static const mj_struct_version kMoeConfigVersions[] = {
     MJ_STRUCT_VERSION(mj_moe_config, block_m),
     MJ_STRUCT_VERSION(mj_moe_config, unfold_mx_scales),
     MJ_STRUCT_VERSION(mj_moe_config, expert_biases),
+    MJ_STRUCT_VERSION(mj_moe_config, shared_format),
 };
-_Static_assert(MJ_STRUCT_SIZE_TO(mj_moe_config, expert_biases) == sizeof(mj_moe_config),
+_Static_assert(MJ_STRUCT_SIZE_TO(mj_moe_config, shared_format) == sizeof(mj_moe_config),
                "kMoeConfigVersions must end with the current version");
-_Static_assert(MJ_STRUCT_SIZE_TO(mj_symm_config, intermediate) == sizeof(mj_symm_config),
+_Static_assert(MJ_STRUCT_SIZE_TO(mj_symm_config, shared_intermediate) == sizeof(mj_symm_config),
                "kSymmConfigVersions must end with the current version");
 
 mj_status mj_symm_config_accept(const mj_symm_config *theirs, mj_symm_config *ours) {

@@ -42,4 +42,11 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
  * the API, "manifest: layers[3]." for a manifest). */
 mj_status mj_moe_activation_params_check(const mj_moe_config *c, const char *where);
 
+/* The shared expert's format of c in row r (its size is a shape rule,
+ * mj_shape_check): unset without a shared expert, else one the reference
+ * layer fuses into the row (MJ_ERR_INVALID_ARG naming those) and one the
+ * kernel is built for (MJ_ERR_UNSUPPORTED). where as above. */
+mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r,
+                              const char *where);
+
 #endif

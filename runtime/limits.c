@@ -24,14 +24,20 @@ _Static_assert(MJ_LIMIT_HIDDEN_MULTIPLE % MJ_MOE_BLOCK_ROWS == 0 &&
 /* The layout's 64-bit byte counts cannot wrap for fields within the limits:
  * the pool rows at their widest (every (token, slot) pair of every rank plus a
  * partial tile per local expert: mj_moe_pool_rows) in both pools, their
- * metadata and their share of the counter banks, and the combine region, with
+ * metadata and their share of the counter banks, and the combine region, the
+ * same for a shared expert's rows (every own token plus a partial tile) and
+ * its combine slot, with
  * room to spare for the input region and the alignment. */
 _Static_assert(((unsigned long long)MJ_LIMIT_RANKS_MAX * MJ_LIMIT_TOKENS_MAX * MJ_LIMIT_TOPK_MAX +
                 (unsigned long long)MJ_LIMIT_EXPERTS_MAX * MJ_MOE_MAX_BLOCK_M) *
                            (2ull * MJ_LIMIT_HIDDEN_MAX + 2ull * MJ_LIMIT_INTERMEDIATE_MAX +
                             4ull * MJ_MOE_META_WORDS + 1ull) +
                        8ull * (2ull * MJ_LIMIT_EXPERTS_MAX + MJ_LIMIT_TOKENS_MAX) +
-                       2ull * MJ_LIMIT_TOPK_MAX * MJ_LIMIT_TOKENS_MAX * MJ_LIMIT_HIDDEN_MAX <
+                       2ull * (MJ_LIMIT_TOPK_MAX + 1ull) * MJ_LIMIT_TOKENS_MAX *
+                           MJ_LIMIT_HIDDEN_MAX +
+                       ((unsigned long long)MJ_LIMIT_TOKENS_MAX + MJ_MOE_MAX_BLOCK_M) *
+                           (2ull * MJ_LIMIT_HIDDEN_MAX + 2ull * MJ_LIMIT_INTERMEDIATE_MAX +
+                            4ull * MJ_MOE_META_WORDS + 1ull) <
                    1ull << 62,
                "the limits allow a layout whose size overflows 64 bits");
 
@@ -45,6 +51,7 @@ static const struct {
     [MJ_SHAPE_RANKS] = {"num_ranks", "ranks"},
     [MJ_SHAPE_MAX_TOKENS] = {"max_tokens_per_rank", "max_tokens_per_rank"},
     [MJ_SHAPE_DISPATCH_FORMAT] = {"dispatch_format", "dispatch_format"},
+    [MJ_SHAPE_SHARED_INTERMEDIATE] = {"shared_intermediate", "shared_intermediate"},
 };
 
 const char *mj_shape_field_name(mj_shape_field field, mj_shape_naming naming) {
@@ -67,7 +74,7 @@ int mj_shape_check(const mj_shape *s, mj_shape_naming naming, mj_shape_violation
     const long long fmt = s->v[MJ_SHAPE_DISPATCH_FORMAT], hidden = s->v[MJ_SHAPE_HIDDEN],
                     inter = s->v[MJ_SHAPE_INTERMEDIATE], experts = s->v[MJ_SHAPE_EXPERTS],
                     topk = s->v[MJ_SHAPE_TOPK], ranks = s->v[MJ_SHAPE_RANKS],
-                    tokens = s->v[MJ_SHAPE_MAX_TOKENS];
+                    tokens = s->v[MJ_SHAPE_MAX_TOKENS], shared = s->v[MJ_SHAPE_SHARED_INTERMEDIATE];
     if (fmt < 0 || fmt >= MJ_FORMAT_COUNT_)
         return broken(out, MJ_SHAPE_DISPATCH_FORMAT, "must be one of bf16, mxfp8, mxfp4, nvfp4");
     if (hidden < MJ_LIMIT_HIDDEN_MULTIPLE || hidden > MJ_LIMIT_HIDDEN_MAX ||
@@ -97,10 +104,17 @@ int mj_shape_check(const mj_shape *s, mj_shape_naming naming, mj_shape_violation
                       mj_shape_field_name(MJ_SHAPE_HIDDEN, naming), hidden);
     if (tokens < 1 || tokens > MJ_LIMIT_TOKENS_MAX)
         return broken(out, MJ_SHAPE_MAX_TOKENS, "must be in 1..%d", MJ_LIMIT_TOKENS_MAX);
+    if (shared != 0 &&
+        (inter == 0 || shared < inter || shared > MJ_LIMIT_INTERMEDIATE_MAX || shared % inter))
+        return broken(out, MJ_SHAPE_SHARED_INTERMEDIATE,
+                      "must be 0 (no shared expert) or a multiple of %s (%lld) up to %d",
+                      mj_shape_field_name(MJ_SHAPE_INTERMEDIATE, naming), inter,
+                      MJ_LIMIT_INTERMEDIATE_MAX);
     /* Every field is now within its limit, so the sizes below cannot wrap. */
-    mj_u64 bytes = inter ? mj_layout_moe_rank_bytes((int)hidden, (int)inter, (int)experts,
-                                                    (int)topk, (int)ranks, (int)tokens, (int)fmt)
-                         : mj_layout_rank_bytes((int)hidden, (int)topk, (int)tokens, (int)fmt);
+    mj_u64 bytes = inter
+                       ? mj_layout_moe_rank_bytes((int)hidden, (int)inter, (int)experts, (int)topk,
+                                                  (int)ranks, (int)tokens, (int)fmt, (int)shared)
+                       : mj_layout_rank_bytes((int)hidden, (int)topk, (int)tokens, (int)fmt);
     if (bytes > MJ_LIMIT_RANK_BYTES_MAX)
         return broken(out, MJ_SHAPE_MAX_TOKENS,
                       "must be smaller: one rank's symmetric buffer would take %.0f GiB, more "

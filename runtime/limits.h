@@ -47,6 +47,9 @@ typedef enum mj_shape_field {
     MJ_SHAPE_RANKS,
     MJ_SHAPE_MAX_TOKENS,
     MJ_SHAPE_DISPATCH_FORMAT,
+    /* A fused shared expert's intermediate size: 0 (none) or a multiple of
+     * intermediate up to MJ_LIMIT_INTERMEDIATE_MAX; optional in a manifest. */
+    MJ_SHAPE_SHARED_INTERMEDIATE,
     MJ_SHAPE_FIELDS_
 } mj_shape_field;
 

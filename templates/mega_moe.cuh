@@ -60,17 +60,21 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         if (k.gemm == 0) return;
         const mj_moe_weight_layout l = C::image();
         const mj_u32 bytes = (mj_u32)k.nblk * (C::kBlkData + C::kBlkSf);
-        const unsigned char *expert = L.args->w + (mj_u64)k.local * C::kExpertBytes;
-        const int stages = C::stages_of(k.gemm);
+        const unsigned char *expert = L.weights(k.local);
+        const int stages = C::task_stages(k.gemm, k.local);
         mj_u64 *rec = L.task_record(ti);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 3u);
             mbar_arrive_tx(ring.full + slot, bytes);
-            bulk_copy_hint(ring.weights(slot),
-                           expert + mj_moe_expert_stage(&l, k.gemm == 2, k.n, s), bytes,
-                           ring.full + slot, policy);
+            mj_u64 offset;
+            if constexpr (C::kShared)
+                offset = k.local == C::kLocal ? C::shared_stage_offset(k.gemm == 2, k.n, s)
+                                              : mj_moe_expert_stage(&l, k.gemm == 2, k.n, s);
+            else
+                offset = mj_moe_expert_stage(&l, k.gemm == 2, k.n, s);
+            bulk_copy_hint(ring.weights(slot), expert + offset, bytes, ring.full + slot, policy);
             if (s == 0 && rec) rec[MJ_MOE_TT_ISSUED] = global_timer_ns();
             // Each CTA holds its second copy back until its first stage (weights
             // and tokens) has landed: with every CTA's whole ring requested at
@@ -94,13 +98,13 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
         mbar_arrive(task_empty + (ti & 1));
         if (k.gemm == 0) return;
         const bool g2 = k.gemm == 2;
-        if (g2 ? !wait_geq<false>(L.l1_done() + k.tile, (mj_u32)C::kUnits1, L.args->timeout_ns)
+        if (g2 ? !wait_geq<false>(L.l1_done() + k.tile, C::units1(k.local), L.args->timeout_ns)
                : !wait_geq<false>(L.ready() + k.local, L.routing.rows[k.local], L.args->timeout_ns))
             L.fail(g2 ? MJ_MOE_ERR_L1 : MJ_MOE_ERR_POOL, (mj_u32)(g2 ? k.tile : k.local));
         if (mj_u64 *rec = L.task_record(ti)) rec[MJ_MOE_TT_READY] = global_timer_ns();
         fence_proxy_async_global();
-        const unsigned char *src = g2 ? L.tile2(k.tile) : L.tile1(k.tile);
-        const int stages = C::stages_of(k.gemm);
+        const unsigned char *src = g2 ? L.tile2(k.tile, k.local) : L.tile1(k.tile);
+        const int stages = C::task_stages(k.gemm, k.local);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
@@ -139,8 +143,8 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             rec[MJ_MOE_TT_START] = global_timer_ns();
             rec[MJ_MOE_TT_ID] =
                 (mj_u64)k.gemm | (mj_u64)k.n << 2 | (mj_u64)k.tile << 16 | (mj_u64)k.valid << 40;
-            rec[MJ_MOE_TT_BYTES] =
-                (mj_u64)k.nblk * (C::kBlkData + C::kBlkSf) * (mj_u64)C::stages_of(k.gemm);
+            rec[MJ_MOE_TT_BYTES] = (mj_u64)k.nblk * (C::kBlkData + C::kBlkSf) *
+                                   (mj_u64)C::task_stages(k.gemm, k.local);
         }
         // The first stage has landed (the K loop's own wait then passes at
         // once): the tile's rows and their meta are visible from here.
@@ -148,7 +152,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             L.fail(MJ_MOE_ERR_PIPE, 7u);
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         const EpiInputs e = epi_inputs(L, k, m);
-        mainloop<C>(ring, it, C::stages_of(k.gemm), k.nblk, k.valid, m, L, acc0, acc1);
+        mainloop<C>(ring, it, C::task_stages(k.gemm, k.local), k.nblk, k.valid, m, L, acc0, acc1);
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
         const int nb = own_blocks(k, m);
         mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;
@@ -167,12 +171,13 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
 template <int kHidden, int kInter, int kExperts, int kTopk, int kRanks, int kMaxTokens,
           int kWeightFmt, int kDispatchFmt, int kL2Fmt, int kActivation, unsigned kClampBits,
           unsigned kActParam0Bits, unsigned kActParam1Bits, int kBlockM, int kStageK, int kStages,
-          int kNumSMs, int kSysScope, int kFoldScales, int kBiases>
+          int kNumSMs, int kSysScope, int kFoldScales, int kBiases, int kSharedInter>
 __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mega_moe_kernel(const __grid_constant__ mj_moe_args args) {
     typedef MoeConfig<kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kWeightFmt,
                       kDispatchFmt, kL2Fmt, kActivation, kClampBits, kActParam0Bits, kActParam1Bits,
-                      kBlockM, kStageK, kStages, kNumSMs, kSysScope, kFoldScales, kBiases>
+                      kBlockM, kStageK, kStages, kNumSMs, kSysScope, kFoldScales, kBiases,
+                      kSharedInter>
         C;
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid & 31;
@@ -209,16 +214,18 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     L.smem = smem;
     L.own = reinterpret_cast<unsigned char *>(args.peers.base);
     L.in = mj_layout_input(kHidden, kTopk, kMaxTokens, kDispatchFmt);
-    L.l = mj_layout_moe(kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kDispatchFmt);
+    L.l = mj_layout_moe(kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kDispatchFmt,
+                        kSharedInter);
     L.counters = reinterpret_cast<mj_u32 *>(L.own + L.l.counters_offset);
     L.pool = L.own + L.l.pool_offset;
     L.pool2 = L.own + L.l.pool2_offset;
+    if constexpr (C::kShared) L.pool2_shared = L.own + L.l.pool2_shared_offset;
     L.meta = reinterpret_cast<mj_u32 *>(L.own + L.l.pool_meta_offset);
     L.combine = reinterpret_cast<unsigned short *>(L.own + L.l.combine_offset);
     mj_u32 *routing = reinterpret_cast<mj_u32 *>(smem + C::kSmemRouting);
     L.routing.rows = routing;
-    L.routing.tiles = routing + C::kLocal;
-    L.ntok = reinterpret_cast<int *>(routing + 2 * C::kLocal + 1);
+    L.routing.tiles = routing + C::kRoutes;
+    L.ntok = reinterpret_cast<int *>(routing + 2 * C::kRoutes + 1);
     L.pair_base = L.ntok + kRanks;
     L.trace = args.trace ? args.trace + (mj_u64)blockIdx.x * MJ_MOE_TRACE_WORDS : nullptr;
     if (tid == 0) L.stamp(MJ_MOE_TR_ENTRY);
@@ -236,7 +243,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words;
          i += kNumSMs * MJ_MOE_THREADS)
         next[i] = 0u;
-    for (int i = tid; i < C::kLocal; i += MJ_MOE_THREADS)
+    for (int i = tid; i < C::kRoutes; i += MJ_MOE_THREADS)
         L.routing.rows[i] = 0u;
 
     const mj_peers &peers = args.peers;

@@ -184,6 +184,10 @@ static int weights_load_bias(fixture *f) {
     (void)f;
     return mj_weights_load_bias(NULL, 0, MJ_PROJ_GATE, NULL, 0);
 }
+static int weights_load_shared(fixture *f) {
+    (void)f;
+    return mj_weights_load_shared(NULL, MJ_PROJ_GATE, NULL, NULL, 0);
+}
 static int weights_set_alphas(fixture *f) {
     (void)f;
     return mj_weights_set_alphas(NULL, 0, 1, 1, 1, 1);
@@ -323,6 +327,7 @@ static const api_case kCases[] = {
     {"mj_weights_destroy", weights_destroy, NO_STATUS},
     {"mj_weights_load", weights_load, MJ_ERR_INVALID_ARG},
     {"mj_weights_load_bias", weights_load_bias, MJ_ERR_INVALID_ARG},
+    {"mj_weights_load_shared", weights_load_shared, MJ_ERR_INVALID_ARG},
     {"mj_weights_set_alphas", weights_set_alphas, MJ_ERR_INVALID_ARG},
     {"mj_mega_moe_block_m", mega_moe_block_m, MJ_ERR_INVALID_ARG},
     {"mj_mega_moe_block_m", mega_moe_block_m_ok, MJ_OK},

@@ -174,12 +174,17 @@ static void test_block_m_invalid(void **state) {
 static void test_pool_capacity(void **state) {
     (void)state;
     /* 8 ranks * 128 tokens * 8 slots = 8192, + 32 local experts * 128 */
-    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128), 8192 + 32 * 128);
+    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128, 0), 8192 + 32 * 128);
+    /* a shared expert adds every own token and one partial tile */
+    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128, 1), 8192 + 32 * 128 + 128 + 128);
     static const int bms[] = {8, 16, 32, 64, 128};
     for (int i = 0; i < 5; i++) {
         /* worst case: every expert holds one pair more than whole tiles */
         mj_u64 rows = 8192, tiles = (rows - 32) / (mj_u64)bms[i] + 32;
-        assert_true(tiles <= mj_moe_pool_tiles(256, 8, 8, 128, bms[i]));
+        assert_true(tiles <= mj_moe_pool_tiles(256, 8, 8, 128, 0, bms[i]));
+        /* ... and the shared expert's 128 rows one more than whole tiles */
+        mj_u64 shared_tiles = 128 / (mj_u64)bms[i] + 1;
+        assert_true(tiles + shared_tiles <= mj_moe_pool_tiles(256, 8, 8, 128, 1, bms[i]));
     }
 }
 

@@ -130,10 +130,10 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 20);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 21);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
-                        "0x3f800000u, 0x0u, 16, 256, 5, 132, 0, 1, 0>");
+                        "0x3f800000u, 0x0u, 16, 256, 5, 132, 0, 1, 0, 0>");
     for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
         assert_int_equal(s.params[i], 0);
     mj_kernel_spec other;
@@ -160,22 +160,22 @@ static void test_spec_and_name(void **state) {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 0x40800000u, "
          "0x41c80000u, 8, 64, 6, "
-         "66, 0, 0, 0>"},
+         "66, 0, 0, 0, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 0x3fd9db23u, "
-         "0x3f800000u, 8, 128, 6, 66, 0, 0, 0>"},
+         "0x3f800000u, 8, 128, 6, 66, 0, 0, 0, 0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0>"},
+         "66, 0, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0>"},
+         "66, 0, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0>"},
+         "66, 0, 0, 0, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
@@ -217,14 +217,14 @@ static void test_image_spec(void **state) {
     (void)state;
     mj_moe_config c = good();
     mj_kernel_spec s, other;
-    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.kernel, MJ_MOE_KERNEL_IMAGE);
     assert_int_equal(s.num_params, MJ_MOE_IMAGE_NUM_PARAMS);
     assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 1>");
     /* the folded image is another kernel */
     c.unfold_mx_scales = 1;
-    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &other), MJ_OK);
+    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &other), MJ_OK);
     assert_string_equal(name_of(&other), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 0>");
     c.unfold_mx_scales = 0;
     /* the image's stage K is the main kernel's */
@@ -234,12 +234,12 @@ static void test_image_spec(void **state) {
     /* only the kind shapes the image: rows of one kind share the kernel */
     c.weight_format = MJ_FORMAT_NVFP4;
     c.dispatch_format = MJ_FORMAT_NVFP4;
-    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
     c.dispatch_format = MJ_FORMAT_BF16;
-    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &other), MJ_OK);
+    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &other), MJ_OK);
     assert_memory_equal(&s, &other, sizeof s);
     assert_int_equal(s.params[MJ_MOE_IMAGE_PARAM_KIND], MJ_MOE_KIND_BF16);
-    expect_error(mj_mega_moe_image_spec(&c, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
+    expect_error(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
                  "no kernel for sm_100a");
 
     /* one CTA per (64-row block, stage) of the projection it writes */
@@ -247,7 +247,7 @@ static void test_image_spec(void **state) {
     const mj_symm_config buffer = mj_symm_config_of_moe(&c);
     mj_family_request req = {.buffer = &buffer, .layer = &c, .projection = MJ_PROJ_UP};
     mj_launch_config lc;
-    assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
     mj_mega_moe_family.launch_shape(&s, &req, &lc);
     assert_int_equal(lc.grid[0], 2048 / 64);
     assert_int_equal(lc.grid[1], 7168 / 256);
@@ -304,7 +304,7 @@ static void test_limits_have_kernels(void **state) {
                 if (mj_mega_moe_spec(&c, bm, MJ_LIMIT_NUM_SMS_MAX, 1, MJ_ARCH_SM90A, &s) != MJ_OK)
                     fail_msg("%s H=%d I=%d E=%d bm=%d: %s", row->name, c.hidden, c.intermediate,
                              c.num_experts, bm, mj_last_error());
-            assert_int_equal(mj_mega_moe_image_spec(&c, MJ_ARCH_SM90A, &s), MJ_OK);
+            assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
         }
 }
 
@@ -360,27 +360,27 @@ static void test_manifest_presets(void **state) {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
-         "bias=0> sm_90a",
+         "bias=0,shared=2048> sm_90a",
          4},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=256,stages=6,sms=132,sys=1,fold=1,"
-         "bias=0> sm_90a",
+         "bias=0,shared=0> sm_90a",
          4},
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,fold=0,"
-         "bias=0> sm_90a",
+         "bias=0,shared=0> sm_90a",
          5},
         {"gpt-oss-120b-ep1",
          "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
-         "0,bias=1> sm_90a",
+         "0,bias=1,shared=0> sm_90a",
          5},
         {"gpt-oss-20b-ep1",
          "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
-         "0,bias=1> sm_90a",
+         "0,bias=1,shared=0> sm_90a",
          5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -418,15 +418,15 @@ static void test_manifest_block_m_set(void **state) {
 #define BF16_LAYER                                                                                 \
     "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
     "clamp=0,act_p0=1,act_p1=0,"
-    expect_kernels(m, 6, 3,
-                   BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0,bias=0> sm_90a");
+    expect_kernels(
+        m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0,bias=0,shared=0> sm_90a");
     /* the weight loader's image kernel comes first; rows of one kind share it */
     assert_string_equal(mj_manifest_kernel_describe(m, 2),
                         "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64,fold=0> sm_90a");
-    assert_string_equal(mj_manifest_kernel_describe(m, 4),
-                        BF16_LAYER "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0,bias=0> sm_90a");
-    assert_string_equal(mj_manifest_kernel_describe(m, 5),
-                        BF16_LAYER "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0,bias=0> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 4), BF16_LAYER
+                        "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0,bias=0,shared=0> sm_90a");
+    assert_string_equal(mj_manifest_kernel_describe(m, 5), BF16_LAYER
+                        "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0,bias=0,shared=0> sm_90a");
 #undef BF16_LAYER
     mj_manifest_destroy(m);
 
@@ -437,7 +437,7 @@ static void test_manifest_block_m_set(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=0.5,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms="
-                   "132,sys=0,fold=0,bias=0> sm_90a");
+                   "132,sys=0,fold=0,bias=0,shared=0> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -467,11 +467,11 @@ static void test_symm_sizes(void **state) {
     c = symm(2048);
     assert_int_equal(mj_symm_config_check(&c), MJ_OK);
     size_t bytes = mj_symm_rank_bytes(&c);
-    assert_int_equal(bytes, mj_layout_moe_rank_bytes(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8));
+    assert_int_equal(bytes, mj_layout_moe_rank_bytes(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8, 0));
     assert_int_equal(bytes % MJ_RANK_ALIGN, 0);
 
     /* every MegaMoE region follows the input region, aligned and big enough */
-    mj_moe_layout l = mj_layout_moe(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8);
+    mj_moe_layout l = mj_layout_moe(7168, 2048, 256, 8, 8, 4096, MJ_FMT_MXFP8, 0);
     mj_u64 pairs = 4096ull * 8, p = 8ull * pairs + 32ull * MJ_MOE_MAX_BLOCK_M;
     assert_int_equal(l.pool_rows, p);
     assert_true(l.counters_offset >= mj_layout_input(7168, 8, 4096, MJ_FMT_MXFP8).end);
@@ -481,6 +481,7 @@ static void test_symm_sizes(void **state) {
     assert_true(l.pool_meta_offset >= l.pool_offset + p * 7168 * 2);
     assert_true(l.pool2_offset >= l.pool_meta_offset + p * MJ_MOE_META_WORDS * 4);
     assert_true(l.combine_offset >= l.pool2_offset + p * 2048 * 2);
+    assert_int_equal(l.pool2_shared_offset, l.combine_offset); /* no shared expert */
     assert_true(l.end >= l.combine_offset + pairs * 7168 * 2);
     mj_u64 offsets[] = {l.counters_offset, l.pool_offset,    l.pool_meta_offset,
                         l.pool2_offset,    l.combine_offset, l.end};
@@ -491,7 +492,7 @@ static void test_symm_sizes(void **state) {
     for (int i = 0; i < 5; i++) {
         int kind = i == 4 ? MJ_MOE_KIND_BF16 : MJ_MOE_KIND_FP8;
         mj_u64 tile = 7168 / 256 * (mj_u64)mj_moe_token_stage_bytes(kind, bms[i], 256);
-        assert_true(mj_moe_pool_tiles(256, 8, 8, 4096, bms[i]) * tile <= p * 7168 * 2);
+        assert_true(mj_moe_pool_tiles(256, 8, 8, 4096, 0, bms[i]) * tile <= p * 7168 * 2);
     }
     assert_true(bytes >= l.end && bytes - l.end < MJ_RANK_ALIGN);
     assert_true(bytes > mj_layout_rank_bytes(7168, 8, 4096, MJ_FMT_MXFP8));
@@ -589,7 +590,7 @@ static void test_input_layout_multiple_of_64(void **state) {
     /* The MegaMoE regions of gpt-oss-120b's layer: aligned, after the input
      * region, each token tile stage a whole number of 16-byte bulk-copy units. */
     for (int fmt = 0; fmt < MJ_FORMAT_COUNT_; fmt++) {
-        const mj_moe_layout l = mj_layout_moe(2880, 2880, 128, 4, 1, 8192, fmt);
+        const mj_moe_layout l = mj_layout_moe(2880, 2880, 128, 4, 1, 8192, fmt, 0);
         assert_true(l.counters_offset >= mj_layout_input(2880, 4, 8192, fmt).end);
         assert_true(l.pool_meta_offset >= l.pool_offset + l.pool_rows * 2880 * 2);
         assert_true(l.combine_offset >= l.pool2_offset + l.pool_rows * 2880 * 2);
@@ -894,6 +895,117 @@ static void test_manifest_situ(void **state) {
                  "manifest: layers[0].name: is not valid UTF-8");
 }
 
+/* A fused shared expert: which formats fuse into which row (and which the
+ * kernel runs), its size rule, its regions in the buffer, its specs. */
+static void test_shared_expert(void **state) {
+    (void)state;
+    mj_moe_config c = good(); /* mxfp4-a8 */
+    c.shared_intermediate = 2048;
+    c.shared_format = MJ_FORMAT_NVFP4;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "shared_format nvfp4: a shared expert fuses into the mxfp4-a8 row in mxfp8 only");
+    c.shared_format = MJ_FORMAT_MXFP8; /* fusable, but the kernel runs the row's format only */
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_UNSUPPORTED,
+                 "shared_format mxfp8: fusable into the mxfp4-a8 row, but the MegaMoE kernel "
+                 "does not run it yet");
+    c.weight_format = MJ_FORMAT_NVFP4;
+    c.dispatch_format = MJ_FORMAT_NVFP4;
+    c.shared_format = MJ_FORMAT_MXFP4;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, "in bf16 or mxfp8 only");
+    c.weight_format = MJ_FORMAT_MXFP8;
+    c.dispatch_format = MJ_FORMAT_MXFP8;
+    c.shared_format = MJ_FORMAT_MXFP8;
+    assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+    c.shared_intermediate = 4096; /* two experts' worth */
+    assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+    c.shared_intermediate = 3072;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "shared_intermediate 3072 must be 0 (no shared expert) or a multiple of "
+                 "intermediate (2048)");
+    c.shared_intermediate = -2048;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, "shared_intermediate -2048");
+    c.shared_intermediate = 0; /* no shared expert: its format must stay unset */
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "shared_format mxfp8: there is no shared expert");
+    c.weight_format = c.dispatch_format = c.shared_format = MJ_FORMAT_BF16;
+    c.shared_intermediate = 2048;
+    assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+
+    /* the spec carries it (a kernel of its own), the image kernel of the
+     * shared expert has its width and the routed stage K */
+    mj_kernel_spec s, plain, image, shared_image;
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    assert_int_equal(s.params[MJ_MOE_PARAM_SHARED_INTER], 2048);
+    c.shared_intermediate = 0;
+    c.shared_format = MJ_FORMAT_BF16;
+    assert_int_equal(spec_of(&c, &plain), MJ_OK);
+    assert_int_equal(plain.params[MJ_MOE_PARAM_SHARED_INTER], 0);
+    expect_error(mj_mega_moe_image_spec(&c, 1, MJ_ARCH_SM90A, &shared_image), MJ_ERR_INVALID_ARG,
+                 "no shared expert");
+    c.shared_intermediate = 4096;
+    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &image), MJ_OK);
+    assert_int_equal(mj_mega_moe_image_spec(&c, 1, MJ_ARCH_SM90A, &shared_image), MJ_OK);
+    assert_int_equal(shared_image.params[MJ_MOE_IMAGE_PARAM_INTERMEDIATE], 4096);
+    assert_int_equal(shared_image.params[MJ_MOE_IMAGE_PARAM_STAGE_K],
+                     image.params[MJ_MOE_IMAGE_PARAM_STAGE_K]);
+
+    /* the buffer: its regions after the routed ones, and a buffer for the
+     * layer without them is refused by name */
+    const mj_symm_config with = mj_symm_config_of_moe(&c);
+    assert_int_equal(with.shared_intermediate, 4096);
+    assert_int_equal(mj_symm_config_check(&with), MJ_OK);
+    const mj_moe_layout l0 = mj_layout_moe(7168, 2048, 256, 8, 8, 4096, MJ_FMT_BF16, 0),
+                        l = mj_layout_moe(7168, 2048, 256, 8, 8, 4096, MJ_FMT_BF16, 4096);
+    assert_int_equal(l.pool_rows, l0.pool_rows + 4096 + MJ_MOE_MAX_BLOCK_M);
+    assert_int_equal(l.bank.ready, l0.bank.ready + 1);
+    assert_true(l.pool2_shared_offset >= l.pool2_offset + l0.pool_rows * 2048 * 2);
+    assert_true(l.combine_offset >= l.pool2_shared_offset + (4096ull + 128) * 4096 * 2);
+    assert_true(l.end >= l.combine_offset + 9ull * 4096 * 7168 * 2);
+    assert_true(mj_symm_rank_bytes(&with) >= l.end);
+    mj_symm_config without = with;
+    without.shared_intermediate = 0;
+    long long a, b;
+    assert_string_equal(mj_symm_config_mismatch(&without, &with, &a, &b), "shared_intermediate");
+    assert_true(a == 0 && b == 4096);
+
+    /* the shared routing entry takes shared memory of its own */
+    mj_launch_config lc_plain, lc_shared;
+    mj_family_request req = {.buffer = &with, .layer = &c};
+    assert_int_equal(spec_of(&c, &s), MJ_OK);
+    mj_mega_moe_family.launch_shape(&s, &req, &lc_shared);
+    mj_mega_moe_family.launch_shape(&plain, &req, &lc_plain);
+    assert_int_equal(lc_shared.smem_bytes, lc_plain.smem_bytes + 8);
+
+    /* a manifest carries it, and names what is wrong */
+    static const char head[] =
+        "{\"archs\": [\"sm_90a\"], \"layers\": [{\"hidden\": 1024, \"intermediate\": 256, "
+        "\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 64, "
+        "\"weight_format\": \"mxfp8\", \"dispatch_format\": \"mxfp8\", \"activation\": "
+        "\"swiglu\"";
+    char json[512];
+    mj_manifest *m = NULL;
+    snprintf(json, sizeof json, "%s, \"shared_intermediate\": 512, \"shared_format\": \"mxfp8\"}]}",
+             head);
+    assert_int_equal(mj_manifest_parse(json, &m), MJ_OK);
+    mj_manifest_destroy(m);
+    snprintf(json, sizeof json, "%s, \"shared_intermediate\": 512}]}", head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].shared_format: missing");
+    snprintf(json, sizeof json, "%s, \"shared_format\": \"mxfp8\"}]}", head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].shared_format: the layer has no shared expert");
+    snprintf(json, sizeof json, "%s, \"shared_intermediate\": 384, \"shared_format\": \"mxfp8\"}]}",
+             head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].shared_intermediate: must be 0 (no shared expert) or a "
+                 "multiple of intermediate (256)");
+    snprintf(json, sizeof json, "%s, \"shared_intermediate\": 256, \"shared_format\": \"nvfp4\"}]}",
+             head);
+    expect_error(mj_manifest_parse(json, &m), MJ_ERR_INVALID_ARG,
+                 "manifest: layers[0].shared_format nvfp4: a shared expert fuses into the mxfp8 "
+                 "row in mxfp8 only");
+}
+
 /* A caller built against the header before unfold_mx_scales passes the
  * shorter struct: accepted, the field reads as its default; shorter still is
  * refused. */
@@ -1041,7 +1153,7 @@ static void test_activation_params(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=6,sms=132,"
-                   "sys=0,fold=0,bias=0> sm_90a");
+                   "sys=0,fold=0,bias=0,shared=0> sm_90a");
     mj_manifest_destroy(m);
     m = parse_layer("\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
                     " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\","
@@ -1049,7 +1161,7 @@ static void test_activation_params(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
                    "act=situ,clamp=0,act_p0=3,act_p1=20,bm=8,stage_k=64,stages=6,sms=132,"
-                   "sys=0,fold=0,bias=0> sm_90a");
+                   "sys=0,fold=0,bias=0,shared=0> sm_90a");
     mj_manifest_destroy(m);
     static const struct {
         const char *tail, *needle;
@@ -1105,7 +1217,7 @@ static void test_expert_biases_config(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=mxfp4,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms=132,"
-                   "sys=0,fold=0,bias=1> sm_90a");
+                   "sys=0,fold=0,bias=1,shared=0> sm_90a");
     mj_manifest_destroy(m);
     char json[1024];
     snprintf(json, sizeof json, "%s%s1}]}", kLayerHead, layer);
@@ -1133,6 +1245,7 @@ int main(void) {
         cmocka_unit_test(test_manifest_bounds),
         cmocka_unit_test(test_manifest_situ),
         cmocka_unit_test(test_symm_sizes),
+        cmocka_unit_test(test_shared_expert),
         cmocka_unit_test(test_hidden_multiple_of_64),
         cmocka_unit_test(test_input_layout_multiple_of_64),
         cmocka_unit_test(test_weights_without_device),

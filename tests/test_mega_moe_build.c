@@ -2,7 +2,9 @@
  * Every MegaMoE kernel a deployment can request builds the way it was tuned:
  * for each embedded preset, plus a DeepSeek-V3 layer of each format row the
  * presets do not cover and a gpt-oss-120b layer (hidden and intermediate
- * 2880) of every row, every kernel of the manifest is compiled with NVRTC
+ * 2880) of every row (the DeepSeek-V3 preset and the bf16 layer with a fused
+ * shared expert, of one and two experts' width), every kernel of the manifest
+ * is compiled with NVRTC
  * for sm_90a with ptxas's resource report, and the report must show no
  * local-memory spills, no stack frame in the main kernel and no "wgmma
  * serialized" warning (C7510-C7520). The PTX of one main kernel per tensor-core
@@ -32,7 +34,8 @@ static const char kExtraLayers[] =
     "{\"archs\": [\"sm_90a\"], \"layers\": ["
     "{\"name\": \"dsv3-bf16\", \"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, "
     "\"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, \"weight_format\": \"bf16\", "
-    "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"},"
+    "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\", \"shared_intermediate\": 4096, "
+    "\"shared_format\": \"bf16\"},"
     "{\"name\": \"dsv3-nvfp4-a16\", \"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, "
     "\"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, \"weight_format\": \"nvfp4\", "
     "\"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"},"

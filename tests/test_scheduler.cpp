@@ -5,7 +5,9 @@
  * GEMM 1 task before every GEMM 2 task (the deadlock-freedom argument of the
  * file), each expert's tasks one contiguous range, tile-major inside it, and
  * each task's rows and 64-row blocks right. Shapes with partial last tasks
- * (gpt-oss's 2880) and experts with 0, 1 and many tiles.
+ * (gpt-oss's 2880) and experts with 0, 1 and many tiles; with a fused shared
+ * expert (the last routing entry, its own GEMM 1 task count and blocks) of
+ * one and two experts' width.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,10 +28,10 @@ extern "C" {
 
 namespace {
 
-template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK>
-using Cfg =
-    mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16,
-                  MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2, 132, 0, 0, 0>;
+template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter = 0>
+using Cfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16,
+                          MJ_FMT_BF16, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2, 132,
+                          0, 0, 0, kSharedInter>;
 
 /* A value below n from the benchmarks' generator. */
 mj_u32 below(uint64_t *rng, mj_u32 n) {
@@ -37,10 +39,10 @@ mj_u32 below(uint64_t *rng, mj_u32 n) {
 }
 
 /* rows[le], then tiles (exclusive prefix of ceil(rows / BLOCK_M)), as the
- * kernel's shared-memory tables. */
+ * kernel's shared-memory tables: the local experts, then the shared expert. */
 template <class C> struct Tables {
-    mj_u32 rows[C::kLocal];
-    mj_u32 tiles[C::kLocal + 1];
+    mj_u32 rows[C::kRoutes];
+    mj_u32 tiles[C::kRoutes + 1];
     mj::Routing<C> routing() {
         mj::Routing<C> r;
         r.rows = rows;
@@ -49,11 +51,11 @@ template <class C> struct Tables {
     }
     void build() {
         mj_u32 run = 0;
-        for (int le = 0; le < C::kLocal; le++) {
+        for (int le = 0; le < C::kRoutes; le++) {
             tiles[le] = run;
             run += (rows[le] + C::kBlockM - 1) / C::kBlockM;
         }
-        tiles[C::kLocal] = run;
+        tiles[C::kRoutes] = run;
     }
 };
 
@@ -61,12 +63,19 @@ template <class C> void check_order(Tables<C> &tab) {
     tab.build();
     const mj::Routing<C> r = tab.routing();
     const int tiles = r.num_tiles(), tasks = r.num_tasks();
-    assert_int_equal(tasks, tiles * (C::kTasks1 + C::kTasks2));
+    const int shared_tiles = C::kShared ? tiles - (int)tab.tiles[C::kLocal] : 0;
+    assert_int_equal(tasks, (tiles - shared_tiles) * C::kTasks1 + shared_tiles * C::kSharedTasks1 +
+                                tiles * C::kTasks2);
+    // GEMM 1 tasks of tile: the shared expert's are over its wider W1.
+    auto per1 = [&](int tile) {
+        return C::kShared && tile >= (int)tab.tiles[C::kLocal] ? C::kSharedTasks1 : C::kTasks1;
+    };
     // seen[gemm - 1][tile][n]
-    constexpr int kPer = C::kTasks1 > C::kTasks2 ? C::kTasks1 : C::kTasks2;
+    constexpr int kPer1 = C::kTasks1 > C::kSharedTasks1 ? C::kTasks1 : C::kSharedTasks1;
+    constexpr int kPer = kPer1 > C::kTasks2 ? kPer1 : C::kTasks2;
     std::vector<int> seen(2 * (size_t)tiles * kPer, 0);
     int last_gemm = 1, last_expert[2] = {-1, -1};
-    std::vector<int> done(2 * C::kLocal, 0);
+    std::vector<int> done(2 * C::kRoutes, 0);
     mj::Task prev{};
     for (int t = 0; t < tasks; t++) {
         const mj::Task k = r.decode(t);
@@ -74,25 +83,28 @@ template <class C> void check_order(Tables<C> &tab) {
         assert_true(k.gemm >= last_gemm); // GEMM 1 first
         last_gemm = k.gemm;
         const int g = k.gemm - 1;
-        const int per = g ? C::kTasks2 : C::kTasks1;
         assert_in_range(k.tile, 0, tiles - 1);
+        const int per = g ? C::kTasks2 : per1(k.tile);
         assert_in_range(k.n, 0, per - 1);
-        assert_in_range(k.local, 0, C::kLocal - 1);
+        assert_in_range(k.local, 0, C::kRoutes - 1);
         // The tile belongs to the expert; its rows and blocks are right.
         assert_true((int)tab.tiles[k.local] <= k.tile && k.tile < (int)tab.tiles[k.local + 1]);
         assert_int_equal(k.row0, (k.tile - (int)tab.tiles[k.local]) * C::kBlockM);
         const int left = (int)tab.rows[k.local] - k.row0;
         assert_int_equal(k.valid, left < C::kBlockM ? left : C::kBlockM);
         assert_true(k.valid > 0);
-        const mj_moe_weight_layout l = C::image();
-        assert_int_equal(k.nblk, mj_moe_task_blocks(g ? &l.w2 : &l.w1, k.n));
+        const mj_moe_weight_layout l = C::image(), ls = C::shared_image();
+        const bool shared = C::kShared && k.local == C::kLocal;
+        assert_int_equal(k.nblk, mj_moe_task_blocks(g ? &l.w2 : shared ? &ls.w1 : &l.w1, k.n));
+        assert_int_equal(C::task_stages(k.gemm, k.local),
+                         g ? (shared ? C::kSharedStages2 : C::kStages2) : C::kStages1);
         int &s = seen[((size_t)g * tiles + k.tile) * kPer + k.n];
         assert_int_equal(s, 0);
         s = 1;
         // One contiguous range per expert and GEMM.
         if (k.local != last_expert[g]) {
-            assert_int_equal(done[g * C::kLocal + k.local], 0);
-            if (last_expert[g] >= 0) done[g * C::kLocal + last_expert[g]] = 1;
+            assert_int_equal(done[g * C::kRoutes + k.local], 0);
+            if (last_expert[g] >= 0) done[g * C::kRoutes + last_expert[g]] = 1;
             last_expert[g] = k.local;
         } else if (t > 0 && prev.gemm == k.gemm) {
             // Tile-major inside the expert: every block task of a tile, then the next tile.
@@ -107,7 +119,8 @@ template <class C> void check_order(Tables<C> &tab) {
         prev = k;
     }
     for (size_t i = 0; i < seen.size(); i++) {
-        const int per = i / ((size_t)tiles * kPer) ? C::kTasks2 : C::kTasks1;
+        const int tile = (int)(i / kPer % (size_t)tiles);
+        const int per = i / ((size_t)tiles * kPer) ? C::kTasks2 : per1(tile);
         assert_int_equal(seen[i], (int)(i % kPer) < per ? 1 : 0);
     }
     assert_int_equal(r.decode(tasks).gemm, 0);
@@ -122,6 +135,9 @@ template <class C> void random_routings(uint64_t seed) {
         for (int le = 0; le < C::kLocal; le++)
             tab.rows[le] = below(&rng, 4) == 0 ? 0u : below(&rng, (mj_u32)(scale * 3 * C::kBlockM));
         tab.rows[below(&rng, C::kLocal)] += 1; // at least one tile
+        if (C::kShared) // this rank's tokens: none, a partial tile, many tiles
+            tab.rows[C::kLocal] =
+                round % 3 == 0 ? 0u : below(&rng, (mj_u32)(scale * 4 * C::kBlockM));
         check_order<C>(tab);
     }
 }
@@ -136,6 +152,35 @@ void test_deepseek_shape(void **state) {
     (void)state;
     random_routings<Cfg<7168, 2048, 32, 128, 128>>(3);
     random_routings<Cfg<7168, 2048, 32, 8, 128>>(4);
+}
+
+void test_shared_expert(void **state) {
+    (void)state;
+    random_routings<Cfg<7168, 2048, 32, 16, 128, 2048>>(5);
+    random_routings<Cfg<7168, 2048, 32, 64, 128, 4096>>(6);
+    random_routings<Cfg<2880, 2880, 8, 8, 64, 5760>>(7);
+    // Its GEMM 1 tasks follow every routed tile's, its GEMM 2 tasks come
+    // last, and each of them streams the K of its own width.
+    typedef Cfg<512, 128, 4, 8, 64, 256> C;
+    static_assert(C::kRoutes == 5 && C::kSharedTasks1 == 2 * C::kTasks1 &&
+                      C::kSharedStages2 == 2 * C::kStages2 && C::kSharedUnits1 == 2 * C::kUnits1,
+                  "the shared expert of two experts' width");
+    Tables<C> tab;
+    tab.rows[0] = 3;
+    tab.rows[1] = tab.rows[2] = tab.rows[3] = 0;
+    tab.rows[4] = 9; // two tiles of this rank's tokens
+    check_order<C>(tab);
+    tab.build();
+    const mj::Routing<C> r = tab.routing();
+    const mj::Task first = r.decode(C::kTasks1), last = r.decode(r.num_tasks() - 1);
+    assert_int_equal(first.gemm, 1);
+    assert_int_equal(first.local, C::kLocal);
+    assert_int_equal(first.tile, 1);
+    assert_int_equal(first.valid, 8);
+    assert_int_equal(last.gemm, 2);
+    assert_int_equal(last.local, C::kLocal);
+    assert_int_equal(last.tile, 2);
+    assert_int_equal(last.valid, 1);
 }
 
 void test_one_expert_many_tiles(void **state) {
@@ -165,6 +210,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_oss_shape),
         cmocka_unit_test(test_deepseek_shape),
         cmocka_unit_test(test_one_expert_many_tiles),
+        cmocka_unit_test(test_shared_expert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

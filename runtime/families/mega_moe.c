@@ -85,8 +85,9 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
     mj_status st = check_arch(arch);
     if (st != MJ_OK) return st;
-    const mj_moe_problem prob = {0,           cfg->num_ranks,    cfg->num_experts, cfg->num_topk,
-                                 cfg->hidden, cfg->intermediate, num_sms};
+    const mj_moe_problem prob = {
+        0,           cfg->num_ranks,    cfg->num_experts, cfg->num_topk,
+        cfg->hidden, cfg->intermediate, num_sms,          cfg->shared_intermediate > 0};
     mj_moe_kernel_config kc;
     if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
@@ -121,24 +122,32 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     p[MJ_MOE_PARAM_SYS_SCOPE] = cfg->num_ranks > 1 && sys_scope ? 1 : 0;
     p[MJ_MOE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
     p[MJ_MOE_PARAM_BIASES] = cfg->expert_biases ? 1 : 0;
+    p[MJ_MOE_PARAM_SHARED_INTER] = cfg->shared_intermediate;
     return MJ_OK;
 }
 
-mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, mj_arch arch, mj_kernel_spec *out) {
+mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj_arch arch,
+                                 mj_kernel_spec *out) {
     const mj_moe_format_row *row = row_of(cfg);
     if (!row) return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: not a MegaMoE format pair");
+    if (shared_expert && !cfg->shared_intermediate)
+        return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: the layer has no shared expert");
     mj_status st = check_arch(arch);
     if (st != MJ_OK) return st;
     mj_kernel_spec_init(out, MJ_FAMILY_MEGA_MOE, MJ_MOE_KERNEL_IMAGE, arch);
     int32_t *p = out->params;
     out->num_params = MJ_MOE_IMAGE_NUM_PARAMS;
-    p[MJ_MOE_IMAGE_PARAM_WEIGHT_FMT] = row->weight_fmt;
+    /* The shared expert's image: its format and width, cut by the routed
+     * experts' stage K (the kernel streams both through one ring), and its
+     * scales never folded (the row's fold is for MXFP4 weights). */
+    p[MJ_MOE_IMAGE_PARAM_WEIGHT_FMT] = shared_expert ? (int)cfg->shared_format : row->weight_fmt;
     /* Only the kind shapes the image: rows of one kind share the kernel. */
     p[MJ_MOE_IMAGE_PARAM_KIND] = row->kind;
     p[MJ_MOE_IMAGE_PARAM_HIDDEN] = cfg->hidden;
-    p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] = cfg->intermediate;
+    p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] =
+        shared_expert ? cfg->shared_intermediate : cfg->intermediate;
     p[MJ_MOE_IMAGE_PARAM_STAGE_K] = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
-    p[MJ_MOE_IMAGE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
+    p[MJ_MOE_IMAGE_PARAM_FOLD] = shared_expert ? 0 : mj_mega_moe_folds_scales(cfg);
     return MJ_OK;
 }
 
@@ -146,7 +155,8 @@ static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch ar
                             mj_kernel_spec *out) {
     if (!req->layer)
         return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: the request carries no MoE layer");
-    if (kernel == MJ_MOE_KERNEL_IMAGE) return mj_mega_moe_image_spec(req->layer, arch, out);
+    if (kernel == MJ_MOE_KERNEL_IMAGE)
+        return mj_mega_moe_image_spec(req->layer, req->shared_expert, arch, out);
     if (kernel != MJ_MOE_KERNEL_MAIN)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown MegaMoE kernel %d", kernel);
     return mj_mega_moe_spec(req->layer, mj_mega_moe_pick_block_m(req->layer, req->num_tokens),
@@ -177,12 +187,13 @@ static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *re
         mj_moe_kind(p[MJ_MOE_PARAM_WEIGHT_FMT], p[MJ_MOE_PARAM_DISPATCH_FMT]),
         p[MJ_MOE_PARAM_HIDDEN], p[MJ_MOE_PARAM_INTERMEDIATE], p[MJ_MOE_PARAM_WEIGHT_FMT],
         p[MJ_MOE_PARAM_STAGE_K], p[MJ_MOE_PARAM_BLOCK_M], p[MJ_MOE_PARAM_STAGES],
-        p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS], p[MJ_MOE_PARAM_RANKS]);
+        p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS] + (p[MJ_MOE_PARAM_SHARED_INTER] > 0),
+        p[MJ_MOE_PARAM_RANKS]);
     *out = (mj_launch_config){
         {(unsigned)p[MJ_MOE_PARAM_NUM_SMS], 1, 1}, {MJ_MOE_THREADS, 1, 1}, smem, 0, req->pdl};
 }
 
-/* The weight-image kernel, then every BLOCK_M a launch can pick for
+/* The weight-image kernel (and the shared expert's), then every BLOCK_M a launch can pick for
  * 0..max_tokens_per_rank tokens. The pick never decreases with the token
  * count, so each next value is found by a binary search for the first token
  * count past the current one. */
@@ -194,8 +205,13 @@ static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec
     if (!cfg || arch != MJ_ARCH_SM90A || !row_of(cfg)) return MJ_OK;
     mj_status st = mj_moe_config_check(cfg, NULL);
     mj_kernel_spec image;
-    if (st == MJ_OK) st = mj_mega_moe_image_spec(cfg, arch, &image);
+    if (st == MJ_OK) st = mj_mega_moe_image_spec(cfg, 0, arch, &image);
     if (st == MJ_OK) st = add(&image, ctx);
+    if (st == MJ_OK && cfg->shared_intermediate) {
+        mj_kernel_spec shared_image;
+        st = mj_mega_moe_image_spec(cfg, 1, arch, &shared_image);
+        if (st == MJ_OK) st = add(&shared_image, ctx);
+    }
     const int max_tokens = cfg->max_tokens_per_rank;
     for (int tokens = 0; st == MJ_OK;) {
         const int block_m = mj_mega_moe_pick_block_m(cfg, tokens);

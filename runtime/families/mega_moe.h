@@ -20,7 +20,8 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
  * SYS_SCOPE is 1 for real peers on other GPUs; FOLD is 1 where MXFP4 weights
  * on the FP8 kind fold their block scales into the decode (mj_moe_config's
  * unfold_mx_scales unset), 0 in every other row; BIASES is
- * mj_moe_config.expert_biases. The name expression is
+ * mj_moe_config.expert_biases; SHARED_INTER is mj_moe_config.shared_intermediate
+ * (0: no shared expert). The name expression is
  * generated from this list and tests/test_families.c checks it against the
  * template. */
 #define MJ_MEGA_MOE_PARAMS(X)                                                                      \
@@ -43,7 +44,8 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
     X(NUM_SMS, "kNumSMs", "sms", MJ_PARAM_INT)                                                     \
     X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)                                                 \
     X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)                                                   \
-    X(BIASES, "kBiases", "bias", MJ_PARAM_INT)
+    X(BIASES, "kBiases", "bias", MJ_PARAM_INT)                                                     \
+    X(SHARED_INTER, "kSharedInter", "shared", MJ_PARAM_INT)
 
 /* The weight-image kernel's: it reads only the weight format, the kind
  * (MJ_MOE_KIND_*, so rows of one kind share the kernel), the shape, the
@@ -84,8 +86,10 @@ int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens);
 mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
                            mj_arch arch, mj_kernel_spec *out);
 
-/* The spec of the kernel that writes cfg's weight images (mj_weights_load). */
-mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, mj_arch arch, mj_kernel_spec *out);
+/* The spec of the kernel that writes cfg's weight images (mj_weights_load),
+ * or with shared_expert its shared expert's (mj_weights_load_shared). */
+mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj_arch arch,
+                                 mj_kernel_spec *out);
 
 /* Whether cfg's kernels fold MXFP4 block scales into the FP8 decode. */
 int mj_mega_moe_folds_scales(const mj_moe_config *cfg);

@@ -9,8 +9,15 @@
  *   pool        GEMM 1 token tiles, each stage of a tile one contiguous image
  *               of the shared-memory B operand (see mj_moe_token_stage_bytes)
  *   pool_meta   per pool row {source rank, token, slot, x_scale bits, weight bits}
- *   pool2       GEMM 2 token tiles (the activation in the GEMM 2 input format)
- *   combine     [K][T_max][H] BF16: GEMM 2 results sent home by the owners
+ *   pool2       GEMM 2 token tiles (the activation in the GEMM 2 input format),
+ *               then those of the shared expert (wider: its intermediate size)
+ *   combine     [K][T_max][H] BF16: GEMM 2 results sent home by the owners,
+ *               then [T_max][H] of the shared expert (slot K) when fused
+ *
+ * A fused shared expert is one more routing entry after the local experts
+ * (entry E_local) whose rows are this rank's own tokens: its GEMM 1 tiles
+ * come after every local expert's in the pool, its rows' counters after
+ * theirs (templates/mega_moe/scheduler.cuh).
  *
  * Everything is zero after mj_symm_buffer_create; every launch leaves the
  * bank the next launch uses zeroed, so CUDA-graph replays need no host reset.
@@ -215,43 +222,58 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int 
 MJ_LAYOUT_FN mj_u32 mj_moe_ring_bytes(mj_u32 wstage, mj_u32 bstage, mj_u32 stages) {
     return stages * (wstage + bstage);
 }
-#define MJ_MOE_ROUTING_BYTES(local, ranks) ((2u * (local) + 2u * (ranks) + 4u) * 4u)
-#define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, local, ranks)                           \
+/* routes: the routing tables' entries, the local experts and a fused shared
+ * expert. */
+#define MJ_MOE_ROUTING_BYTES(routes, ranks) ((2u * (routes) + 2u * (ranks) + 4u) * 4u)
+#define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, routes, ranks)                          \
     (mj_moe_ring_bytes(wstage, bstage, stages) + 2u * (block_m)*288u +                             \
-     MJ_MOE_ROUTING_BYTES(local, ranks) + (2u * (stages) + 4u) * 8u + MJ_MOE_SMEM_TAIL_BYTES)
+     MJ_MOE_ROUTING_BYTES(routes, ranks) + (2u * (stages) + 4u) * 8u + MJ_MOE_SMEM_TAIL_BYTES)
 
 /* The same for a kernel configuration: the heuristic that picks the stages and
  * the launch that asks for the memory call this one. */
 MJ_LAYOUT_FN mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weight_fmt, int stage_k,
-                                      int block_m, int stages, int local, int ranks) {
+                                      int block_m, int stages, int routes, int ranks) {
     const mj_moe_wimage w = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
     return MJ_MOE_SMEM_BYTES(MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf),
                              mj_moe_token_stage_bytes(kind, block_m, stage_k), (mj_u32)stages,
-                             (mj_u32)block_m, (mj_u32)local, (mj_u32)ranks);
+                             (mj_u32)block_m, (mj_u32)routes, (mj_u32)ranks);
 }
 
-/* Rows the pools hold: every (token, slot) pair of every rank, plus a partly
- * filled last tile per local expert at the largest tile size. */
-MJ_LAYOUT_FN mj_u64 mj_moe_pool_rows(int experts, int topk, int ranks, int max_tokens) {
+/* Rows of the routed experts' tiles: every (token, slot) pair of every rank,
+ * plus a partly filled last tile per local expert at the largest tile size. */
+MJ_LAYOUT_FN mj_u64 mj_moe_routed_rows(int experts, int topk, int ranks, int max_tokens) {
     return (mj_u64)ranks * (mj_u64)max_tokens * (mj_u64)topk +
            (mj_u64)(experts / ranks) * MJ_MOE_MAX_BLOCK_M;
 }
 
-/* Token tiles the pools hold at tile size block_m. */
-MJ_LAYOUT_FN mj_u64 mj_moe_pool_tiles(int experts, int topk, int ranks, int max_tokens,
-                                      int block_m) {
-    return mj_moe_pool_rows(experts, topk, ranks, max_tokens) / (mj_u64)block_m;
+/* Rows of a fused shared expert's tiles (shared: 1, else 0): every own
+ * token, plus a partly filled last tile. */
+MJ_LAYOUT_FN mj_u64 mj_moe_shared_rows(int shared, int max_tokens) {
+    return shared ? (mj_u64)max_tokens + MJ_MOE_MAX_BLOCK_M : 0ull;
 }
 
-MJ_LAYOUT_FN mj_moe_bank mj_moe_bank_of(int experts, int topk, int ranks, int max_tokens) {
+/* Rows the GEMM 1 pool holds: both. */
+MJ_LAYOUT_FN mj_u64 mj_moe_pool_rows(int experts, int topk, int ranks, int max_tokens, int shared) {
+    return mj_moe_routed_rows(experts, topk, ranks, max_tokens) +
+           mj_moe_shared_rows(shared, max_tokens);
+}
+
+/* Token tiles the pools hold at tile size block_m. */
+MJ_LAYOUT_FN mj_u64 mj_moe_pool_tiles(int experts, int topk, int ranks, int max_tokens, int shared,
+                                      int block_m) {
+    return mj_moe_pool_rows(experts, topk, ranks, max_tokens, shared) / (mj_u64)block_m;
+}
+
+MJ_LAYOUT_FN mj_moe_bank mj_moe_bank_of(int experts, int topk, int ranks, int max_tokens,
+                                        int shared) {
     mj_moe_bank b;
-    mj_u32 local = (mj_u32)(experts / ranks);
+    mj_u32 routes = (mj_u32)(experts / ranks + (shared ? 1 : 0));
     b.task_claim = 0;
     b.combine_claim = 1;
     b.fill = 2;
-    b.ready = b.fill + local;
-    b.l1_done = b.ready + local;
-    b.arrive = b.l1_done + (mj_u32)mj_moe_pool_tiles(experts, topk, ranks, max_tokens, 8);
+    b.ready = b.fill + routes;
+    b.l1_done = b.ready + routes;
+    b.arrive = b.l1_done + (mj_u32)mj_moe_pool_tiles(experts, topk, ranks, max_tokens, shared, 8);
     b.words = (mj_u32)mj_align_up(b.arrive + (mj_u64)max_tokens, 64);
     return b;
 }
@@ -261,18 +283,21 @@ typedef struct mj_moe_layout {
     mj_u64 pool_offset;
     mj_u64 pool_meta_offset;
     mj_u64 pool2_offset;
+    mj_u64 pool2_shared_offset; /* the shared expert's GEMM 2 tiles (= combine_offset: none) */
     mj_u64 combine_offset;
     mj_u64 pool_rows;
     mj_moe_bank bank;
     mj_u64 end;
 } mj_moe_layout;
 
-/* The pools are sized for the larger token element (BF16), whatever the kind. */
+/* The pools are sized for the larger token element (BF16), whatever the kind.
+ * shared_inter: the fused shared expert's intermediate size, 0 for none. */
 MJ_LAYOUT_FN mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, int topk, int ranks,
-                                         int max_tokens, int fmt) {
+                                         int max_tokens, int fmt, int shared_inter) {
     mj_moe_layout l;
-    l.pool_rows = mj_moe_pool_rows(experts, topk, ranks, max_tokens);
-    l.bank = mj_moe_bank_of(experts, topk, ranks, max_tokens);
+    const int shared = shared_inter > 0;
+    l.pool_rows = mj_moe_pool_rows(experts, topk, ranks, max_tokens, shared);
+    l.bank = mj_moe_bank_of(experts, topk, ranks, max_tokens, shared);
     l.counters_offset = mj_layout_input(hidden, topk, max_tokens, fmt).end;
     mj_u64 counter_bytes = (MJ_MOE_CNT_FIXED + 2ull * l.bank.words) * 4ull;
     /* FP8 tiles carry 4 bytes of scale per 32 elements: within the BF16 size. */
@@ -281,19 +306,25 @@ MJ_LAYOUT_FN mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, int
         mj_align_up(l.pool_offset + l.pool_rows * (mj_u64)hidden * 2ull, MJ_LAYOUT_ALIGN);
     l.pool2_offset =
         mj_align_up(l.pool_meta_offset + l.pool_rows * MJ_MOE_META_WORDS * 4ull, MJ_LAYOUT_ALIGN);
-    l.combine_offset =
-        mj_align_up(l.pool2_offset + l.pool_rows * (mj_u64)inter * 2ull, MJ_LAYOUT_ALIGN);
-    l.end =
-        mj_align_up(l.combine_offset + (mj_u64)topk * (mj_u64)max_tokens * (mj_u64)hidden * 2ull,
+    l.pool2_shared_offset =
+        mj_align_up(l.pool2_offset +
+                        mj_moe_routed_rows(experts, topk, ranks, max_tokens) * (mj_u64)inter * 2ull,
                     MJ_LAYOUT_ALIGN);
+    l.combine_offset = mj_align_up(l.pool2_shared_offset + mj_moe_shared_rows(shared, max_tokens) *
+                                                               (mj_u64)shared_inter * 2ull,
+                                   MJ_LAYOUT_ALIGN);
+    l.end = mj_align_up(l.combine_offset +
+                            (mj_u64)(topk + shared) * (mj_u64)max_tokens * (mj_u64)hidden * 2ull,
+                        MJ_LAYOUT_ALIGN);
     return l;
 }
 
 /* Bytes of one rank's region when it also holds the MegaMoE regions. */
 MJ_LAYOUT_FN mj_u64 mj_layout_moe_rank_bytes(int hidden, int inter, int experts, int topk,
-                                             int ranks, int max_tokens, int fmt) {
-    return mj_align_up(mj_layout_moe(hidden, inter, experts, topk, ranks, max_tokens, fmt).end,
-                       MJ_RANK_ALIGN);
+                                             int ranks, int max_tokens, int fmt, int shared_inter) {
+    return mj_align_up(
+        mj_layout_moe(hidden, inter, experts, topk, ranks, max_tokens, fmt, shared_inter).end,
+        MJ_RANK_ALIGN);
 }
 
 /* Runtime arguments of the mega_moe kernel, passed by value (__grid_constant__). */
@@ -314,6 +345,9 @@ typedef struct mj_moe_args {
      * them keep every other argument's offset. */
     const float *l1_bias;
     const float *l2_bias;
+    /* Kernels with a fused shared expert (kSharedInter) only: its image
+     * (mj_moe_weight_layout at its intermediate size). */
+    const unsigned char *w_shared;
 } mj_moe_args;
 
 /* Phase stamps of one launch (`megajit bench mega-moe --phases`), %globaltimer

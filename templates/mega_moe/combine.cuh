@@ -1,6 +1,7 @@
 /*
  * Combine on the home rank (NUMERICS.md step 8): y[t] = BF16(fp32 sum of the
- * valid slots in increasing k). Items are 256 hidden elements of one token;
+ * valid slots in increasing k, then a fused shared expert's slot K, which
+ * every token has). Items are 256 hidden elements of one token;
  * warps that have run out of tasks claim them and wait for the token's
  * arrivals (valid slots x GEMM 2 warpgroup units), so a token is summed as
  * soon as its last slot lands, while other CTAs still compute.
@@ -33,15 +34,16 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
             if (k0 == 0 && lane == 0) arrived = ld_acquire<C::kSys>(L.arrive() + t);
             valid |= (mj_u64)__ballot_sync(0xffffffffu, slot) << k0;
         }
-        const mj_u32 target = (mj_u32)__popcll(valid) * (mj_u32)C::kUnits2;
+        const mj_u32 target =
+            ((mj_u32)__popcll(valid) + (C::kShared ? 1u : 0u)) * (mj_u32)C::kUnits2;
         if (lane == 0 && arrived < target &&
             !wait_geq<C::kSys>(L.arrive() + t, target, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_COMBINE, (mj_u32)t);
         __syncwarp();
         if (h >= C::kHidden) continue;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int k = 0; k < C::kTopk; k++) {
-            if (!((valid >> k) & 1u)) continue;
+        for (int k = 0; k < C::kTopk + (C::kShared ? 1 : 0); k++) {
+            if (k < C::kTopk && !((valid >> k) & 1u)) continue;
             const uint4 v =
                 ld_cg_v4(L.combine + ((mj_u64)k * C::kMaxTokens + (mj_u64)t) * C::kHidden + h);
             const mj_u32 w[4] = {v.x, v.y, v.z, v.w};

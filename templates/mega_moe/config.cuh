@@ -15,7 +15,8 @@ namespace mj {
 template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int kMaxTokens_,
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
           unsigned kActParam0Bits_, unsigned kActParam1Bits_, int kBlockM_, int kStageK_,
-          int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_, int kBiases_>
+          int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_, int kBiases_,
+          int kSharedInter_>
 struct MoeConfig {
     static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
                          kRanks = kRanks_, kMaxTokens = kMaxTokens_;
@@ -33,8 +34,15 @@ struct MoeConfig {
     static constexpr bool kFold = kFoldScales_ != 0;
     /* Expert biases (mj_moe_args l1_bias, l2_bias) in both epilogues. */
     static constexpr bool kBiases = kBiases_ != 0;
+    /* A fused shared expert of this intermediate size (0: none), with weights
+     * in the routed experts' format (mj_moe_shared_compiled): its tasks run
+     * their K loop, over its own image (mj_moe_args w_shared). */
+    static constexpr int kSharedInter = kSharedInter_;
+    static constexpr bool kShared = kSharedInter > 0;
 
     static constexpr int kLocal = kExperts / kRanks;
+    /* Routing entries: the local experts, then the shared expert (entry kLocal). */
+    static constexpr int kRoutes = kLocal + (kShared ? 1 : 0);
     static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
     static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
     static constexpr int kWBits = mj_format_bits(kWeightFmt), kWGroup = mj_format_group(kWeightFmt);
@@ -78,6 +86,15 @@ struct MoeConfig {
     static constexpr mj_u64 kTile1 = (mj_u64)kStages1 * kBStage,
                             kTile2 = (mj_u64)kStages2 * kBStage;
 
+    /* The shared expert's image and tasks: GEMM 1 has 2 kSharedInter rows,
+     * GEMM 2 the same H rows as a routed expert's over K = kSharedInter. */
+    static constexpr mj_moe_weight_layout kSharedImage =
+        mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK, kWeightFmt);
+    static constexpr int kSharedTasks1 = kSharedImage.w1.tasks;
+    static constexpr int kSharedUnits1 = kSharedImage.w1.blocks / 2;
+    static constexpr int kSharedStages2 = kSharedImage.w2.stages;
+    static constexpr mj_u64 kSharedTile2 = (mj_u64)kSharedStages2 * kBStage;
+
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
     // The ring's arrays (mj_moe_ring_bytes): token data, token scales, weights.
@@ -94,9 +111,9 @@ struct MoeConfig {
                             kSmemEpi = mj_moe_ring_bytes(kWStage, kBStage, (mj_u32)kStages);
     static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
     static constexpr mj_u32 kSmemBars =
-        kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kLocal, (mj_u32)kRanks);
+        kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kRoutes, (mj_u32)kRanks);
     static constexpr mj_u32 kSmemBytes = mj_moe_smem_bytes(
-        kKind, kHidden, kInter, kWeightFmt, kStageK, kBlockM, kStages, kLocal, kRanks);
+        kKind, kHidden, kInter, kWeightFmt, kStageK, kBlockM, kStages, kRoutes, kRanks);
     static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + MJ_MOE_SMEM_TAIL_BYTES,
                   "shared-memory map");
 
@@ -105,8 +122,31 @@ struct MoeConfig {
     static MJ_HD mj_moe_weight_layout image() {
         return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
     }
+    static MJ_HD mj_moe_weight_layout shared_image() {
+        return mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK, kWeightFmt);
+    }
+    /* Byte offset of stage s of task n of W1 (down = 0) or W2 in the shared
+     * expert's image. */
+    static MJ_HD mj_u64 shared_stage_offset(bool down, int n, int s) {
+        const mj_moe_weight_layout l = shared_image();
+        return mj_moe_expert_stage(&l, down, n, s);
+    }
     static MJ_HD int stages_of(int gemm) {
         return gemm == 2 ? kStages2 : kStages1;
+    }
+    /* Stages of a task of GEMM gemm for routing entry `local` (the shared
+     * expert's GEMM 2 streams its wider K). As members of Launch, this and
+     * units1 changed the SASS of kernels without a shared expert. */
+    static MJ_HD int task_stages(int gemm, int local) {
+        if constexpr (kShared)
+            if (local == kLocal) return gemm == 2 ? kSharedStages2 : kStages1;
+        return stages_of(gemm);
+    }
+    /* GEMM 1 warpgroup units that finish one of entry `local`'s token tiles. */
+    static MJ_HD mj_u32 units1(int local) {
+        if constexpr (kShared)
+            if (local == kLocal) return (mj_u32)kSharedUnits1;
+        return (mj_u32)kUnits1;
     }
 
     static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
@@ -121,6 +161,10 @@ struct MoeConfig {
     static_assert(kFp8 || kWeightFmt != MJ_FMT_MXFP8, "MXFP8 weights take the FP8 kind");
     static_assert(!kFold || (kFp8 && kWeightFmt == MJ_FMT_MXFP4),
                   "only MXFP4 weights on the FP8 kind fold their scales");
+    static_assert(!kShared || kSharedInter % kInter == 0,
+                  "the shared expert's intermediate size is a multiple of the routed one");
+    static_assert(!kShared || (!kRebased && !kFold),
+                  "a shared expert's image carries no row scales (mj_moe_shared_compiled)");
 };
 
 } // namespace mj

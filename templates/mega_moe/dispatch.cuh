@@ -7,7 +7,9 @@
  * its expert's tiles (the order of rows inside an expert does not change any
  * result: every token column of the GEMMs is computed on its own), converts
  * the row from the dispatch format into the tile image, writes its meta and
- * releases one row of the expert's ready count.
+ * releases one row of the expert's ready count. A fused shared expert's rows
+ * (routing entry kLocal) are this rank's own tokens, pulled after all pairs:
+ * token t is its row t (no claim), slot K, routing weight 1.
  */
 #ifndef MJ_MEGA_MOE_DISPATCH_CUH
 #define MJ_MEGA_MOE_DISPATCH_CUH
@@ -21,9 +23,12 @@ template <class C> __device__ __forceinline__ const int *rank_ids(const Launch<C
     return peer_ptr(L.peers(), s, reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset));
 }
 
-/* Adds every pair routed to a local expert into L.routing.rows (zeroed). */
+/* Adds every pair routed to a local expert into L.routing.rows (zeroed), and
+ * this rank's tokens as the shared expert's rows. */
 template <class C> __device__ __forceinline__ void route_count(const Launch<C> &L, int tid) {
     const int first = (int)L.peers().rank * C::kLocal;
+    if constexpr (C::kShared)
+        if (tid == 0) L.routing.rows[C::kLocal] = (mj_u32)L.ntok[L.peers().rank];
     for (int s = 0; s < C::kRanks; s++) {
         const int *ids = rank_ids(L, s);
         const int n = L.ntok[s] * C::kTopk;
@@ -148,6 +153,16 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
     }
 }
 
+/* The row of pair i among routing entry le's rows: claimed for a local
+ * expert (le < 0: none of this rank's); token i / K's own row for the shared
+ * expert. */
+template <class C>
+__device__ __forceinline__ mj_u32 row_in_expert(const Launch<C> &L, int le, int i) {
+    if constexpr (C::kShared)
+        if (le == C::kLocal) return (mj_u32)(i / C::kTopk);
+    return le >= 0 ? claim(L.fill() + le) : 0u;
+}
+
 /* The pairs of this CTA (ordinals blockIdx.x + j * kNumSMs over all ranks'
  * pairs), j = slot, slot + slots, ...: one warp of `slots` pulling warps.
  * Rounds of 32 pairs: lane j reads pair j's expert and claims its row, so a
@@ -155,20 +170,30 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
  * rows one after the other. */
 template <class C>
 __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, int lane) {
-    const int total = L.pair_base[C::kRanks];
+    const int pairs = L.pair_base[C::kRanks];
+    // Ordinals from `pairs` on: the shared expert's rows, one per own token.
+    int total = pairs;
+    if constexpr (C::kShared) total += L.ntok[L.peers().rank];
     const int first = (int)L.peers().rank * C::kLocal;
     const int stride = slots * C::kNumSMs;
     for (int o0 = (int)blockIdx.x + slot * C::kNumSMs; o0 < total; o0 += 32 * stride) {
         const int o = o0 + lane * stride;
         int s = 0, i = 0, le = -1;
-        if (o < total) {
+        if (o < pairs) {
             while (L.pair_base[s + 1] <= o)
                 s++;
             i = o - L.pair_base[s];
             const int e = rank_ids(L, s)[i];
             if (e >= first && e < first + C::kLocal) le = e - first;
         }
-        const mj_u32 claimed = le >= 0 ? claim(L.fill() + le) : 0u;
+        if constexpr (C::kShared) {
+            if (o >= pairs && o < total) {
+                s = (int)L.peers().rank;
+                i = (o - pairs) * C::kTopk; // the token's first pair: token = i / K
+                le = C::kLocal;
+            }
+        }
+        const mj_u32 claimed = row_in_expert(L, le, i);
         for (mj_u32 left = __ballot_sync(0xffffffffu, le >= 0); left != 0u; left &= left - 1u) {
             const int j = __ffs((int)left) - 1;
             const int ps = __shfl_sync(0xffffffffu, s, j), pi = __shfl_sync(0xffffffffu, i, j),
@@ -188,11 +213,18 @@ __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, in
                     C::kDispatchFmt == MJ_FMT_NVFP4
                         ? reinterpret_cast<const float *>(src + L.in.x_scales_offset)[token]
                         : 1.0f;
-                const float w = reinterpret_cast<const float *>(src + L.in.topk_w_offset)[pi];
+                float w = reinterpret_cast<const float *>(src + L.in.topk_w_offset)[pi];
+                int slot_k = pi % C::kTopk;
+                if constexpr (C::kShared) {
+                    if (ple == C::kLocal) { // slot K, routing weight 1
+                        slot_k = C::kTopk;
+                        w = 1.0f;
+                    }
+                }
                 mj_u32 *m = L.meta_row(tile, r);
                 m[0] = (mj_u32)ps;
                 m[1] = (mj_u32)token;
-                m[2] = (mj_u32)(pi % C::kTopk);
+                m[2] = (mj_u32)slot_k;
                 m[3] = f32_bits(xs);
                 m[4] = f32_bits(w);
             }

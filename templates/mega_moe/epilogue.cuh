@@ -18,6 +18,10 @@
  * the task is then posted for one arrival per token on the home rank's
  * counter (release.cuh).
  *
+ * The shared expert's tasks (k.local == kLocal) take alphas and
+ * l2_act_scale 1 and no biases (NUMERICS.md step 8); their rows' routing
+ * weight is 1 and their combine slot K (dispatch.cuh).
+ *
  * Both write `stored`, when the task is traced, once the thread's stores are
  * issued (before the GEMM 1 proxy fence).
  */
@@ -94,6 +98,25 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
     e.meta[0] = e.meta[1] = e.meta[2] = e.meta[3] = 0u;
     e.bias[0] = e.bias[1] = make_float2(0.0f, 0.0f);
     const mj_moe_args &a = *L.args;
+    if constexpr (C::kShared) {
+        if (k.local == C::kLocal) {
+            if (m.t < k.valid) {
+                const mj_u32 *meta = L.meta_row(k.tile, m.t);
+                if (k.gemm == 1) {
+                    e.meta[0] = ld_cg(meta + 3);
+                    e.meta[1] = ld_cg(meta + 4);
+                } else {
+                    e.meta[0] = ld_cg(meta);
+                    e.meta[1] = ld_cg(meta + 1);
+                    e.meta[2] = ld_cg(meta + 2);
+                    e.meta[3] = ld_cg(meta + 4);
+                }
+            }
+            e.alpha[0] = e.alpha[1] = e.alpha[2] = 1.0f;
+            e.rs[0] = e.rs[1] = one;
+            return e;
+        }
+    }
     if (k.gemm == 1) {
         if (m.t < k.valid) {
             const mj_u32 *meta = L.meta_row(k.tile, m.t);
@@ -198,7 +221,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     }
     warpgroup_sync(1 + m.wg);
 
-    unsigned char *tile = L.tile2(k.tile);
+    unsigned char *tile = L.tile2(k.tile, k.local);
     constexpr int kGroup = C::kFp8 ? 32 : C::kL2Fmt == MJ_FMT_NVFP4 ? 16 : 8;
     constexpr int kPerCol = MJ_MOE_BLOCK_ROWS / kGroup;
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {

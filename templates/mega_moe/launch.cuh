@@ -19,7 +19,7 @@ template <class C> struct Launch {
     mj_u32 *counters; // monotonic words
     mj_u32 *bank;     // this launch's counter bank
     mj_u32 epoch;
-    unsigned char *pool, *pool2;
+    unsigned char *pool, *pool2, *pool2_shared;
     mj_u32 *meta;
     unsigned short *combine;
     Routing<C> routing;
@@ -46,8 +46,23 @@ template <class C> struct Launch {
     __device__ __forceinline__ unsigned char *tile1(int tile) const {
         return pool + (mj_u64)tile * C::kTile1;
     }
-    __device__ __forceinline__ unsigned char *tile2(int tile) const {
+    // What depends on a task's routing entry `local` (a local expert, or the
+    // shared expert at kLocal) takes the task's fields by value: given the
+    // task by reference, the kernels without a shared expert came out of
+    // ptxas with other code in their token producer.
+    /* The GEMM 2 tile of token tile `tile`: the shared expert's are wider. */
+    __device__ __forceinline__ unsigned char *tile2(int tile, int local) const {
+        if constexpr (C::kShared)
+            if (local == C::kLocal)
+                return pool2_shared +
+                       (mj_u64)(tile - (int)routing.tiles[C::kLocal]) * C::kSharedTile2;
         return pool2 + (mj_u64)tile * C::kTile2;
+    }
+    /* The entry's weight image. */
+    __device__ __forceinline__ const unsigned char *weights(int local) const {
+        if constexpr (C::kShared)
+            if (local == C::kLocal) return args->w_shared;
+        return args->w + (mj_u64)local * C::kExpertBytes;
     }
     __device__ __forceinline__ mj_u32 *meta_row(int tile, int r) const {
         return meta + ((mj_u64)tile * C::kBlockM + (mj_u64)r) * MJ_MOE_META_WORDS;

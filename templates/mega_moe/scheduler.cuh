@@ -8,7 +8,11 @@
  *                          up of 128 intermediates), all of K = hidden
  *   GEMM 2 task (tile, n): token tile x four 64-row blocks of W2, K = inter
  *
- * numbered tile-major, every GEMM 1 task before every GEMM 2 task. CTAs claim
+ * numbered tile-major, every GEMM 1 task before every GEMM 2 task. A fused
+ * shared expert is routing entry kLocal, after the local experts: its rows
+ * are this rank's own tokens, its tiles come last, and a GEMM 1 task of them
+ * covers four blocks of its wider W1 (kSharedTasks1 a tile), a GEMM 2 task
+ * the K of its intermediate size. CTAs claim
  * them in order from one counter, so when a GEMM 2 task waits for the GEMM 1
  * tasks of its tile, those were claimed earlier by CTAs that are running:
  * no wait is on work nobody holds, on any SM count. (The tasks of one expert's
@@ -25,7 +29,7 @@ namespace mj {
 
 struct Task {
     int gemm;  // 1 or 2; 0 = no more tasks
-    int local; // local expert
+    int local; // local expert; kLocal: the shared expert
     int tile;  // token tile index in the pools
     int row0;  // first row of the tile among the expert's rows
     int valid; // rows of the tile that hold tokens
@@ -33,22 +37,31 @@ struct Task {
     int nblk;  // its 64-row blocks (four, fewer for the GEMM's last task)
 };
 
-/* rows[le]: rows of local expert le; tiles[le]: its first tile (tiles[kLocal]
- * = all tiles). Shared memory, filled by route_count + route_prefix. */
+/* rows[le]: rows of routing entry le (a local expert, or the shared expert
+ * at kLocal); tiles[le]: its first tile (tiles[kRoutes] = all tiles). Shared
+ * memory, filled by route_count + route_prefix. */
 template <class C> struct Routing {
     mj_u32 *rows;
     mj_u32 *tiles;
 
     MJ_HD int num_tiles() const {
-        return (int)tiles[C::kLocal];
+        return (int)tiles[C::kRoutes];
+    }
+    /* GEMM 1 tasks: the routed tiles', then the shared expert's. */
+    MJ_HD int num_tasks1() const {
+        if constexpr (C::kShared)
+            return (int)tiles[C::kLocal] * C::kTasks1 +
+                   (num_tiles() - (int)tiles[C::kLocal]) * C::kSharedTasks1;
+        return num_tiles() * C::kTasks1;
     }
     MJ_HD int num_tasks() const {
+        if constexpr (C::kShared) return num_tasks1() + num_tiles() * C::kTasks2;
         return num_tiles() * (C::kTasks1 + C::kTasks2);
     }
 
-    /* The local expert owning tile (tiles is non-decreasing). */
+    /* The routing entry owning tile (tiles is non-decreasing). */
     MJ_HD int expert_of(int tile) const {
-        int lo = 0, hi = C::kLocal - 1;
+        int lo = 0, hi = C::kRoutes - 1;
         while (lo < hi) {
             const int mid = (lo + hi + 1) >> 1;
             if ((int)tiles[mid] <= tile)
@@ -60,6 +73,7 @@ template <class C> struct Routing {
     }
 
     MJ_HD Task decode(int t) const {
+        if constexpr (C::kShared) return decode_with_shared(t);
         // Every field defined, also past the last task: with them undefined
         // there, ptxas spilled one at the join in the 40-register producer.
         Task k = {};
@@ -81,16 +95,52 @@ template <class C> struct Routing {
         k.nblk = k.gemm == 2 ? mj_moe_task_blocks(&l.w2, k.n) : mj_moe_task_blocks(&l.w1, k.n);
         return k;
     }
+
+  private:
+    /* decode with the shared expert's GEMM 1 tasks after the routed tiles'
+     * (kSharedTasks1 a tile, blocks of its wider W1); GEMM 2 tasks as
+     * everyone's (the same H rows). */
+    MJ_HD Task decode_with_shared(int t) const {
+        Task k = {};
+        const int first2 = num_tasks1();
+        if (t >= num_tasks()) {
+            k.gemm = 0;
+            return k;
+        }
+        const int first_shared = (int)tiles[C::kLocal] * C::kTasks1;
+        if (t >= first_shared && t < first2) {
+            const int u = t - first_shared;
+            k.gemm = 1;
+            k.tile = (int)tiles[C::kLocal] + u / C::kSharedTasks1;
+            k.n = u % C::kSharedTasks1;
+            k.local = C::kLocal;
+        } else {
+            const int per = t < first2 ? C::kTasks1 : C::kTasks2;
+            const int u = t < first2 ? t : t - first2;
+            k.gemm = t < first2 ? 1 : 2;
+            k.tile = u / per;
+            k.n = u % per;
+            k.local = expert_of(k.tile);
+        }
+        k.row0 = (k.tile - (int)tiles[k.local]) * C::kBlockM;
+        const int left = (int)rows[k.local] - k.row0;
+        k.valid = left < C::kBlockM ? left : C::kBlockM;
+        const mj_moe_weight_layout l = C::image(), ls = C::shared_image();
+        k.nblk = k.gemm == 2            ? mj_moe_task_blocks(&l.w2, k.n)
+                 : k.local == C::kLocal ? mj_moe_task_blocks(&ls.w1, k.n)
+                                        : mj_moe_task_blocks(&l.w1, k.n);
+        return k;
+    }
 };
 
 #if defined(__CUDACC__)
-/* Exclusive prefix of tiles over the local experts, by one warp. */
+/* Exclusive prefix of tiles over the routing entries, by one warp. */
 template <class C> __device__ __forceinline__ void route_prefix(const Routing<C> &r, int lane) {
-    constexpr int kPer = (C::kLocal + 31) / 32;
+    constexpr int kPer = (C::kRoutes + 31) / 32;
     mj_u32 sum = 0;
     for (int i = 0; i < kPer; i++) {
         const int le = lane * kPer + i;
-        if (le < C::kLocal) sum += (r.rows[le] + C::kBlockM - 1) / C::kBlockM;
+        if (le < C::kRoutes) sum += (r.rows[le] + C::kBlockM - 1) / C::kBlockM;
     }
     mj_u32 incl = sum;
     for (int d = 1; d < 32; d <<= 1) {
@@ -100,12 +150,12 @@ template <class C> __device__ __forceinline__ void route_prefix(const Routing<C>
     mj_u32 run = incl - sum;
     for (int i = 0; i < kPer; i++) {
         const int le = lane * kPer + i;
-        if (le < C::kLocal) {
+        if (le < C::kRoutes) {
             r.tiles[le] = run;
             run += (r.rows[le] + C::kBlockM - 1) / C::kBlockM;
         }
     }
-    if (lane == 31) r.tiles[C::kLocal] = incl;
+    if (lane == 31) r.tiles[C::kRoutes] = incl;
 }
 #endif
 
