@@ -9,7 +9,20 @@
  * `megajit bench mega-moe`'s, against ceilings it measures). Outputs are poisoned (0xFFFF, a BF16
  * NaN) before each launch, so an unwritten element fails like a wrong one. The parts live in
  * tests/gpu/mega_moe/: the scenarios, the precompile plan, one case's run and
- * check, the sections of cases and invalid input.
+ * check, the sections of cases and invalid input, the shared expert's section.
+ *
+ * The shared expert (--section shared): a fused shared expert of I_s = I and
+ * 2I in the row's weight format on the bf16 and mxfp8 rows (the kernel fuses
+ * no other pair yet), R = 1 and 2, a rank of all-masked tokens (y = the
+ * shared output alone), biases, alphas, every activation; its controls
+ * (reference-without-shared-expert, wrong-shared-scale: every gate scale byte
+ * of the shared expert + 1 in the reference, swap-shared-gate-up: the GPU
+ * loads the shared gate as up), its invalid configs and loads (fusable pairs
+ * not built yet: MJ_ERR_UNSUPPORTED; unfusable ones, bad sizes, a launch
+ * before every shared projection is loaded, a buffer of another
+ * shared_intermediate: MJ_ERR_INVALID_ARG), and 1000 CUDA-graph replays.
+ * --quick: one small case (mxfp8, R = 2, I_s = 2I, one rank all masked) and
+ * the invalid input.
  *
  *   test_mega_moe [--quick] [--seed N] [--budget S] [--no-precompile] [--section NAME]
  *   launch_ranks --gpus N -- test_mega_moe --real-ranks [--seed N]
@@ -123,6 +136,9 @@ static void ctx_free(ctx *c) {
     for (int i = 0; i < NUM_ROWS_MAX; i++)
         for (int a = 0; a < 2; a++)
             model_free(&c->models[i][a]);
+    for (int f = 0; f < MJ_FMT_COUNT; f++)
+        for (int m = 0; m <= SHARED_MAX; m++)
+            shared_free(&c->shared[f][m]);
     free(c->stats_ref);
     free(c->stats_got);
     free(c->master_w1);
@@ -238,9 +254,13 @@ int main(int argc, char **argv) {
         void (*fn)(ctx *);
         int in_quick;
     } sections[] = {
-        {"invalid input", test_invalid, 1},        {"format x activation x ranks", test_matrix, 1},
-        {"block_m independence", test_block_m, 0}, {"cuda graphs", test_graphs, 0},
-        {"negative controls", test_controls, 0},   {"gpt-oss-120b shape", gpt_oss_section, 0},
+        {"invalid input", test_invalid, 1},
+        {"format x activation x ranks", test_matrix, 1},
+        {"shared expert", test_shared, 1},
+        {"block_m independence", test_block_m, 0},
+        {"cuda graphs", test_graphs, 0},
+        {"negative controls", test_controls, 0},
+        {"gpt-oss-120b shape", gpt_oss_section, 0},
     };
     enum { NUM_SECTIONS = sizeof sections / sizeof sections[0] };
     double section_s[NUM_SECTIONS + 1] = {0};

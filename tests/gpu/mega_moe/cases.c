@@ -110,11 +110,12 @@ static int check_capture_ok(mj_status st, CUresult er) {
 /* Eager warm-up, then a capture of all ranks (R = 2: stream 1 forked from
  * and joined back into stream 0's capture by events), 1000 replays: y equals
  * the eager y bitwise and recv_stats grew by 1000 x the counts. */
-static void test_graph(ctx *c, int row_index, const scenario *sc) {
+void test_graph(ctx *c, int row_index, const scenario *sc) {
     const int replays = 1000;
     const shape *sh = &c->sh;
     int R = sc->ranks;
-    set_case("graph %s R=%d: eager warm-up", mj_moe_format_at(row_index)->name, R);
+    set_case("graph %s R=%d%s: eager warm-up", mj_moe_format_at(row_index)->name, R,
+             sc->shared ? " shared" : "");
     if (out_of_time()) return;
     run u;
     uint16_t *eager[MAX_R] = {0};
@@ -138,7 +139,8 @@ static void test_graph(ctx *c, int row_index, const scenario *sc) {
         memcpy(eager[r], c->y_got[r], cap * 2);
     }
 
-    set_case("graph %s R=%d: capture (nothing runs)", u.row->name, R);
+    set_case("graph %s R=%d%s: capture (nothing runs)", u.row->name, R,
+             sc->shared ? " shared" : "");
     poison_outputs(c, &u);
     CU(cuEventCreate(&fork_ev, CU_EVENT_DISABLE_TIMING));
     CU(cuEventCreate(&join_ev, CU_EVENT_DISABLE_TIMING));
@@ -171,8 +173,8 @@ static void test_graph(ctx *c, int row_index, const scenario *sc) {
     if (!ok) goto out;
     CU(cuGraphInstantiate(&exec, graph, 0));
 
-    set_case("graph %s R=%d: %d replays = eager bitwise, recv_stats x%d", u.row->name, R, replays,
-             replays);
+    set_case("graph %s R=%d%s: %d replays = eager bitwise, recv_stats x%d", u.row->name, R,
+             sc->shared ? " shared" : "", replays, replays);
     double t0 = now_s();
     for (int i = 0; i < replays; i++)
         CU(cuGraphLaunch(exec, c->s[0]));
@@ -206,7 +208,7 @@ void test_graphs(ctx *c) {
     test_graph(c, row_index_by_name("mxfp4-a8"), &kGraph2);
 }
 
-static const char *control_name(int ctl) {
+const char *control_name(int ctl) {
     switch (ctl) {
     case CTL_SWAP_GATE_UP:
         return "swap-gate-up";
@@ -222,6 +224,12 @@ static const char *control_name(int ctl) {
         return "down-bias-without-routing-weight";
     case CTL_PEERS:
         return "wrong-peer-offset";
+    case CTL_SHARED_DROPPED:
+        return "reference-without-shared-expert";
+    case CTL_SHARED_SCALE:
+        return "wrong-shared-scale";
+    case CTL_SHARED_SWAP:
+        return "swap-shared-gate-up";
     default:
         return "none";
     }

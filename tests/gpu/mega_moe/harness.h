@@ -33,7 +33,7 @@
 #include "tests/reference/quant.h"
 #include "tools/bench/launcher.h"
 
-enum { MAX_R = 8, Y_SLACK = 8, NUM_ROWS_MAX = 8 };
+enum { MAX_R = 8, Y_SLACK = 8, NUM_ROWS_MAX = 8, SHARED_MAX = 2 };
 #define CLAMP 7.0f /* 0x40E00000, exact in BF16 */
 /* ------------------------------------------------------------ the cases */
 
@@ -57,7 +57,10 @@ enum control {
     CTL_ACT_PARAM,       /* the kernel's swiglu alpha -1 (the gate mirrored), the reference's 1 */
     CTL_BIAS_UNWEIGHTED, /* the reference's down bias without the routing weight */
     CTL_PEERS,
-    CTL_PREPARE, /* no fault: the prepare + mj_jit_launch path itself */
+    CTL_PREPARE,        /* no fault: the prepare + mj_jit_launch path itself */
+    CTL_SHARED_DROPPED, /* the reference without the shared expert (the GPU runs it) */
+    CTL_SHARED_SCALE,   /* the reference reads the shared gate's scale bytes + 1 */
+    CTL_SHARED_SWAP,    /* the GPU loads the shared gate's data and scales as up and vice versa */
 };
 
 typedef struct scenario {
@@ -74,6 +77,11 @@ typedef struct scenario {
      * and swiglu_beta, or situ_gate_beta and situ_up_beta). */
     float act_params[2];
     int biases; /* mj_moe_config.expert_biases, with ctx's random biases loaded */
+    /* A fused shared expert of intermediate size shared x I, in the row's
+     * weight format (mj_moe_config.shared_intermediate and shared_format, the
+     * buffer's shared_intermediate; ctx's random shared weights loaded with
+     * mj_weights_load_shared); 0: none. At most SHARED_MAX. */
+    int shared;
 } scenario;
 
 #define SWIGLU MJ_ACT_SWIGLU
@@ -133,6 +141,35 @@ static const shape kQuickShape = {256, 64, 4, 2, 8};
  * emulated ranks with gpt-oss's swigluoai and clamp. Not in --quick. */
 static const shape kGptOss = {2880, 2880, 8, 4, 16};
 static const scenario kGptOssCase = {2, SWIGLUOAI, CLAMP, {16, 5}, ROUTE_RANDOM, -1, 1, 0};
+
+/* The shared expert (tests/gpu/mega_moe/shared.c), on the rows whose kernels
+ * fuse it in their own weight format (bf16 and mxfp8): I_s = I and 2I, at
+ * R = 1 and 2, tokens 0, 1, 37 and T_max; a rank whose every slot is masked
+ * (its y is the shared expert's output alone); routed alphas beside the
+ * shared expert's 1s; expert biases (the shared expert has none); a clamp,
+ * swigluoai, situ and a swiglu of parameters of its own. Fields as kMatrix's,
+ * then the shared expert's I_s / I. */
+static const scenario kShared[] = {
+    {1, SWIGLU, 0, {37}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 0, 1},
+    {1, SWIGLU, CLAMP, {64}, ROUTE_ONE, -1, 1, 0, 0, {0, 0}, 0, 2},
+    {2, SWIGLU, 0, {1, 64}, ROUTE_DUP, -1, 0, 0, 0, {0, 0}, 0, 1},
+    {2, SITU, 0, {37, 64}, ROUTE_RANDOM, 1, 0, 0, 0, {0, 0}, 0, 2},
+    {2, SWIGLU, 0, {0, 37}, ROUTE_SKEW, -1, 1, 0, 0, {0, 0}, 0, 2},
+    {2, SWIGLUOAI, CLAMP, {64, 37}, ROUTE_RANDOM, 0, 0, 0, 0, {0, 0}, 1, 1},
+    {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {1.5f, 0.25f}, 1, 2},
+};
+/* --quick: one small case, R = 2, its second rank all masked. */
+static const scenario kSharedQuick = {2, SWIGLU, CLAMP, {8, 1}, ROUTE_RANDOM, 1, 0, 0,
+                                      0, {0, 0}, 0,     2};
+/* The shared expert's negative controls and CUDA graph: cases of kShared
+ * (their unfaulted runs, their kernels). */
+static const scenario *const kSharedControl = &kShared[0];
+static const scenario *const kSharedGraph = &kShared[2];
+/* The shared expert's invalid input (invalid.c): mxfp8 R = 1 T = 8 with I_s = I. */
+static const scenario kSharedInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 0, 1};
+/* The rows the shared section runs: the kernel fuses a shared expert in the
+ * row's own weight format only so far (mj_moe_shared_compiled). */
+static const char *const kSharedRows[] = {"bf16", "mxfp8"};
 /* ----------------------------------------------------------- test context */
 
 typedef struct model {
@@ -141,6 +178,14 @@ typedef struct model {
     uint8_t *w1, *w1_sf, *w2, *w2_sf;
     float *ag, *au, *a2, *as;
 } model;
+
+/* One shared expert in checkpoint layout: W1 [2 I_s][H] (gate rows, then up
+ * rows), W2 [H][I_s], with their scales; alphas 1, no biases. */
+typedef struct shared_model {
+    int built, fmt, inter;
+    size_t w1b, w1sfb, w2b, w2sfb; /* bytes */
+    uint8_t *w1, *w1_sf, *w2, *w2_sf;
+} shared_model;
 
 typedef struct ctx {
     mj_runtime *rt; /* check_device_inputs = 0: its synchronous check would deadlock ranks */
@@ -157,6 +202,7 @@ typedef struct ctx {
     float *master_w1, *master_w2; /* fp32 [E][2I][H] and [E][H][I] */
     float *bias1, *bias2;         /* fp32 [E][2I] and [E][H], for scenarios with biases */
     model models[NUM_ROWS_MAX][2];
+    shared_model shared[MJ_FMT_COUNT][SHARED_MAX + 1]; /* [format][I_s / I] */
     double ref_s, wait_timeout_s;
 } ctx;
 
@@ -165,6 +211,7 @@ typedef struct run {
     int row_index, ctl, route;
     scenario sc;
     model *m;
+    shared_model *sm; /* the scenario's shared expert; NULL: none */
     mj_symm_buffer *buf;
     mj_weights *w[MAX_R];
     int local, hot; /* experts per rank; the expert ROUTE_ONE* uses */
@@ -202,6 +249,12 @@ void quantize_scaled(int fmt, const float *w, int rows, int cols, float *tmp, ui
 void model_free(model *m);
 /* The row's checkpoint weights at the context's shape (built once, kept in c). */
 model *model_get(ctx *c, int row_index, int alphas);
+/* A shared expert of intermediate size mult x I in weight format fmt (BF16,
+ * MXFP8 or MXFP4: no alphas to absorb an NVFP4 global scale) at the context's
+ * shape, from fp32 weights that depend on fmt and mult only (built once,
+ * kept in c). */
+shared_model *shared_get(ctx *c, int fmt, int mult);
+void shared_free(shared_model *m);
 /* Polls instead of cuStreamSynchronize so a cross-rank deadlock is reported
  * with the case name instead of running into the step's timeout.
  * Returns 1 done, 0 timed out; a kernel fault is returned in *fault. */
@@ -235,6 +288,11 @@ int run_case_relaunched(ctx *c, int row_index, const scenario *sc, int ctl, int 
 
 /* tests/gpu/mega_moe/cases.c */
 void test_matrix(ctx *c);
+/* Eager launch checked against the reference, capture of every rank, 1000
+ * replays: y bitwise the eager y, recv_stats 1000 x the counts. */
+void test_graph(ctx *c, int row_index, const scenario *sc);
+/* "swap-gate-up", ...: a control's name in the output. */
+const char *control_name(int ctl);
 /* Output must not depend on BLOCK_M beyond fp32 accumulation order: each
  * forced size must pass against the reference; bitwise equality is reported.
  * The mxfp4-a8 row runs every size again with unfolded MX scales, whose
@@ -254,5 +312,13 @@ void test_weight_images(ctx *c);
 
 /* tests/gpu/mega_moe/invalid.c */
 void test_invalid(ctx *c);
+/* The shared expert's configs, loads and launches that must be refused. */
+void test_invalid_shared(ctx *c);
+
+/* tests/gpu/mega_moe/shared.c */
+/* The fused shared expert: kShared on kSharedRows against the reference, its
+ * negative controls, its invalid input and a CUDA graph (--quick:
+ * kSharedQuick on mxfp8 and the invalid input). */
+void test_shared(ctx *c);
 
 #endif /* MJ_GPU_MEGA_MOE_HARNESS_H */

@@ -21,12 +21,12 @@ static int nothing_written(ctx *c, int local) {
     return 1;
 }
 
-/* Refused with MJ_ERR_INVALID_ARG and a message naming what was wrong. */
-static int expect_refused(mj_status st, const char *want_in_msg) {
+/* Refused with `want` and a message naming what was wrong. */
+static int expect_status(mj_status st, mj_status want, const char *want_in_msg) {
     const char *msg = mj_last_error();
     printf("  -> %s: %s\n", mj_status_name(st), msg);
-    if (st != MJ_ERR_INVALID_ARG) {
-        printf("  want MJ_ERR_INVALID_ARG\n");
+    if (st != want) {
+        printf("  want %s\n", mj_status_name(want));
         return 0;
     }
     if (!strcasestr(msg, want_in_msg)) {
@@ -34,6 +34,11 @@ static int expect_refused(mj_status st, const char *want_in_msg) {
         return 0;
     }
     return 1;
+}
+
+/* Refused with MJ_ERR_INVALID_ARG and a message naming what was wrong. */
+static int expect_refused(mj_status st, const char *want_in_msg) {
+    return expect_status(st, MJ_ERR_INVALID_ARG, want_in_msg);
 }
 
 /* Random MXFP8 weights for every local expert of a config (they are never
@@ -220,5 +225,206 @@ void test_invalid(ctx *c) {
             expect_ok(mj_family_set_num_sms(c->rt, MJ_FAMILY_MEGA_MOE, sms), "set num_sms");
         record(ok && restored);
     }
+    run_teardown(&u);
+}
+
+/* ------------------------------------------------- the shared expert */
+
+/* Random MXFP8 projections first..last of the shared expert of mc. */
+static int load_shared_random(mj_weights *w, const mj_moe_config *mc, int first, int last) {
+    const int H = mc->hidden, IS = mc->shared_intermediate;
+    const size_t n = (size_t)H * (size_t)IS;
+    float *f = xmalloc(n * sizeof(float));
+    uint8_t *d = xmalloc(n), *s = xmalloc(n / 32);
+    for (size_t i = 0; i < n; i++)
+        f[i] = rnd_sym() * 0.05f;
+    int ok = 1;
+    for (int p = first; p <= last && ok; p++) {
+        const int rows = p == MJ_PROJ_DOWN ? H : IS, cols = p == MJ_PROJ_DOWN ? IS : H;
+        mjr_quantize_weights(MJ_FMT_MXFP8, f, rows, cols, d, s);
+        ok = expect_ok(mj_weights_load_shared(w, (mj_projection)p, d, s, 0),
+                       "mj_weights_load_shared");
+    }
+    free(f);
+    free(d);
+    free(s);
+    return ok;
+}
+
+/* mj_weights_create refuses a shared expert of this format and size on this
+ * row with `want`, naming `field`, and creates nothing. */
+static void create_refused(ctx *c, const char *row_name, int shared_fmt, int shared_inter,
+                           mj_status want, const char *field, const char *why) {
+    const mj_moe_format_row *row = mj_moe_format_at(row_index_by_name(row_name));
+    set_case(
+        "invalid shared: %s row, shared_format %s, shared_intermediate %d (%s) -> %s", row_name,
+        mj_format_name((mj_format)shared_fmt) ? mj_format_name((mj_format)shared_fmt) : "(unknown)",
+        shared_inter, why, mj_status_name(want));
+    mj_moe_config mc = moe_cfg(&c->sh, row, &kInvalid, 0);
+    mc.shared_intermediate = shared_inter;
+    mc.shared_format = (mj_format)shared_fmt;
+    mj_weights *w = NULL;
+    int ok = expect_status(mj_weights_create(c->rt, &mc, &w), want, field);
+    if (w) {
+        printf("  weights were created all the same\n");
+        mj_weights_destroy(w);
+        ok = 0;
+    }
+    record(ok);
+}
+
+void test_invalid_shared(ctx *c) {
+    const shape *sh = &c->sh;
+    const int I = sh->I;
+    /* The fusable pairs (include/megajit.h): bf16 -> bf16; mxfp8, mxfp4-a8,
+     * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16. The kernels run
+     * the row's own weight format only so far: the other fusable pairs are
+     * valid requests this build cannot serve, the rest invalid. */
+    create_refused(c, "bf16", MJ_FORMAT_NVFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
+                   "not fusable");
+    create_refused(c, "bf16", MJ_FORMAT_MXFP8, I, MJ_ERR_INVALID_ARG, "shared_format",
+                   "not fusable: a bf16 row fuses bf16 only");
+    create_refused(c, "mxfp4-a16", MJ_FORMAT_MXFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
+                   "not fusable");
+    create_refused(c, "mxfp8", (int)MJ_FORMAT_COUNT_ + 3, I, MJ_ERR_INVALID_ARG, "shared_format",
+                   "no such format");
+    create_refused(c, "mxfp4-a8", MJ_FORMAT_MXFP8, I, MJ_ERR_UNSUPPORTED, "shared_format",
+                   "fusable, not built");
+    create_refused(c, "nvfp4", MJ_FORMAT_BF16, 2 * I, MJ_ERR_UNSUPPORTED, "shared_format",
+                   "fusable, not built");
+    create_refused(c, "nvfp4-a16", MJ_FORMAT_MXFP8, I, MJ_ERR_UNSUPPORTED, "shared_format",
+                   "fusable, not built");
+    create_refused(c, "mxfp8", MJ_FORMAT_MXFP8, 0, MJ_ERR_INVALID_ARG, "shared_format",
+                   "a format without a shared expert");
+    create_refused(c, "mxfp8", MJ_FORMAT_MXFP8, I + I / 2, MJ_ERR_INVALID_ARG,
+                   "shared_intermediate", "not a multiple of intermediate");
+    create_refused(c, "mxfp8", MJ_FORMAT_MXFP8, -I, MJ_ERR_INVALID_ARG, "shared_intermediate",
+                   "negative");
+
+    const int row_index = row_index_by_name("mxfp8");
+    set_case("invalid shared: a buffer of shared_intermediate %d (intermediate %d)", I + I / 2, I);
+    {
+        mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(row_index), &kSharedInvalid, 0);
+        mj_symm_config cfg = mj_symm_config_of_moe(&mc);
+        cfg.shared_intermediate = I + I / 2;
+        mj_symm_buffer *buf = NULL;
+        int ok = expect_refused(mj_symm_buffer_create(c->rt, &cfg, &buf), "shared_intermediate");
+        if (buf) {
+            printf("  the buffer was created all the same\n");
+            mj_symm_buffer_destroy(buf);
+            ok = 0;
+        }
+        record(ok);
+    }
+
+    /* A correct layer with a shared expert: the refusals below use its buffer. */
+    set_case("invalid shared: setup (mxfp8 R=1 T=8, shared_intermediate %d)", I);
+    if (out_of_time()) return;
+    run u;
+    if (!run_setup(c, &u, row_index, &kSharedInvalid, CTL_NONE)) {
+        record(0);
+        run_teardown(&u);
+        return;
+    }
+    record(1);
+    poison_outputs(c, &u);
+    void *y = (void *)(uintptr_t)c->d_y[0];
+    int32_t *stats = (int32_t *)(uintptr_t)c->d_stats[0];
+    const int T = kSharedInvalid.tokens[0];
+    const mj_moe_config shared_cfg = moe_cfg(sh, u.row, &kSharedInvalid, 0);
+    const mj_moe_config plain_cfg = moe_cfg(sh, u.row, &kInvalid, 0);
+
+    set_case("invalid shared: mj_weights_load_shared on weights without a shared expert, a bad "
+             "projection, NULL data, missing scales");
+    {
+        mj_weights *plain = NULL, *w = NULL;
+        const size_t n = (size_t)sh->H * (size_t)I;
+        uint8_t *d = xmalloc(n), *s = xmalloc(n / 32);
+        int ok =
+            expect_ok(mj_weights_create(c->rt, &plain_cfg, &plain), "mj_weights_create") &&
+            expect_refused(mj_weights_load_shared(plain, MJ_PROJ_GATE, d, s, 0),
+                           "shared_intermediate") &&
+            expect_ok(mj_weights_create(c->rt, &shared_cfg, &w), "mj_weights_create(shared)") &&
+            expect_refused(mj_weights_load_shared(w, (mj_projection)3, d, s, 0), "projection") &&
+            expect_refused(mj_weights_load_shared(w, MJ_PROJ_UP, NULL, s, 0), "NULL") &&
+            expect_refused(mj_weights_load_shared(w, MJ_PROJ_DOWN, d, NULL, 0), "scales") &&
+            expect_refused(mj_weights_load_shared(NULL, MJ_PROJ_GATE, d, s, 0), "NULL");
+        if (plain) mj_weights_destroy(plain);
+        if (w) mj_weights_destroy(w);
+        free(d);
+        free(s);
+        record(ok);
+    }
+
+    /* Every routed projection loaded, the shared expert's not (all), then
+     * without its down: refused, nothing written; with the down loaded the
+     * same call runs and writes every row. */
+    set_case("invalid shared: launch refused until all three shared projections are loaded");
+    {
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &shared_cfg, &w), "mj_weights_create") &&
+                 load_all_random(w, &shared_cfg, -1, -1);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]),
+                                "shared expert's gate") &
+                 nothing_written(c, u.local);
+        ok = ok && load_shared_random(w, &shared_cfg, MJ_PROJ_GATE, MJ_PROJ_UP);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]),
+                                "shared expert's down") &
+                 nothing_written(c, u.local);
+        ok = ok && load_shared_random(w, &shared_cfg, MJ_PROJ_DOWN, MJ_PROJ_DOWN) &&
+             expect_ok(mj_mega_moe(c->rt, u.buf, w, y, T, stats, c->s[0]),
+                       "mj_mega_moe, every projection loaded");
+        if (ok) {
+            const size_t cap = (size_t)(sh->TMAX + Y_SLACK) * (size_t)sh->H;
+            size_t unwritten, nonfinite, past;
+            wait_or_die(c, c->s, 1);
+            CU(cuMemcpyDtoH(c->y_got[0], c->d_y[0], cap * 2));
+            mj_bench_scan_output(c->y_got[0], (size_t)T * (size_t)sh->H, cap, &unwritten,
+                                 &nonfinite, &past);
+            if (unwritten || nonfinite || past) {
+                printf("  %zu unwritten, %zu non-finite, %zu written past num_tokens\n", unwritten,
+                       nonfinite, past);
+                ok = 0;
+            }
+        }
+        if (w) mj_weights_destroy(w);
+        record(ok);
+    }
+
+    /* The buffer's shared_intermediate must be the weights'. */
+    set_case("invalid shared: weights with a shared expert on a buffer without, and the reverse");
+    {
+        poison_outputs(c, &u);
+        const mj_symm_config plain_buf_cfg = mj_symm_config_of_moe(&plain_cfg);
+        mj_symm_buffer *plain_buf = NULL;
+        mj_weights *plain = NULL;
+        int ok = expect_ok(mj_symm_buffer_create(c->rt, &plain_buf_cfg, &plain_buf),
+                           "mj_symm_buffer_create(no shared expert)") &&
+                 expect_ok(mj_weights_create(c->rt, &plain_cfg, &plain), "mj_weights_create") &&
+                 load_all_random(plain, &plain_cfg, -1, -1);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, plain_buf, u.w[0], y, T, stats, c->s[0]),
+                                "shared_intermediate") &
+                 nothing_written(c, u.local);
+        if (ok)
+            ok = expect_refused(mj_mega_moe(c->rt, u.buf, plain, y, T, stats, c->s[0]),
+                                "shared_intermediate") &
+                 nothing_written(c, u.local);
+        if (plain) mj_weights_destroy(plain);
+        if (plain_buf) mj_symm_buffer_destroy(plain_buf);
+        record(ok);
+    }
+
+    /* The layer the refusals ran beside is still correct. */
+    set_case("invalid shared: the correct layer's launch after the refusals");
+    poison_outputs(c, &u);
+    int ok = run_launch(c, &u, c->s);
+    if (ok) {
+        wait_or_die(c, c->s, 1);
+        ok = run_check(c, &u, 1, 1, NULL);
+    }
+    record(ok);
     run_teardown(&u);
 }

@@ -24,6 +24,30 @@ static void plan_add(mj_spec_list *l, const shape *sh, int row_index, const scen
             mj_mega_moe_spec(&mc, bm, sms, g_comm != NULL, arch, &spec) != MJ_OK)
             continue; /* the test itself reports it */
         if (mj_spec_list_add(&spec, l) != MJ_OK) _exit(3);
+        /* A shared expert's weight image has a kernel of its own (its
+         * intermediate size and format); the routed one's is listed beside
+         * it (the list keeps one of equal specs). */
+        for (int shared = 0; sc->shared && shared <= 1; shared++) {
+            memset(&spec, 0, sizeof spec);
+            if (mj_mega_moe_image_spec(&mc, shared, arch, &spec) != MJ_OK) continue;
+            if (mj_spec_list_add(&spec, l) != MJ_OK) _exit(3);
+        }
+    }
+}
+
+/* The shared expert's section on its rows: its cases (the controls and the
+ * graph run cases of them) and the invalid input's launch. */
+static void plan_shared(mj_spec_list *l, const shape *sh, int ds, int quick, mj_arch arch) {
+    const int mxfp8 = row_index_by_name("mxfp8");
+    plan_add(l, sh, mxfp8, &kSharedInvalid, ds, quick, arch);
+    if (quick) {
+        plan_add(l, sh, mxfp8, &kSharedQuick, ds, quick, arch);
+        return;
+    }
+    for (size_t k = 0; k < sizeof kSharedRows / sizeof kSharedRows[0]; k++) {
+        const int i = row_index_by_name(kSharedRows[k]);
+        for (size_t s = 0; s < sizeof kShared / sizeof kShared[0]; s++)
+            plan_add(l, sh, i, &kShared[s], ds, quick, arch);
     }
 }
 
@@ -31,6 +55,7 @@ static void plan_quick(mj_spec_list *l, int ds, mj_arch arch) {
     plan_add(l, &kQuickShape, row_index_by_name("mxfp8"), &kInvalid, ds, 1, arch);
     for (size_t s = 0; s < sizeof kQuick / sizeof kQuick[0]; s++)
         plan_add(l, &kQuickShape, row_index_by_name("nvfp4"), &kQuick[s], ds, 1, arch);
+    plan_shared(l, &kQuickShape, ds, 1, arch);
 }
 
 /* Every kernel the full run launches, and those of --quick, which run.sh
@@ -57,6 +82,7 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
         plan_add(l, sh, i, &sc, ds, 0, arch);
         plan_add(l, sh, i, &kBiasControl, ds, 0, arch);
     }
+    plan_shared(l, sh, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers2, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers4, ds, 0, arch);
     for (int i = 0; i < mj_moe_format_count(); i++)

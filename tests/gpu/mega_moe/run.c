@@ -67,6 +67,60 @@ model *model_get(ctx *c, int row_index, int alphas) {
     return m;
 }
 
+shared_model *shared_get(ctx *c, int fmt, int mult) {
+    if (fmt < 0 || fmt >= MJ_FMT_COUNT || fmt == MJ_FMT_NVFP4 || mult < 1 || mult > SHARED_MAX) {
+        printf("FATAL shared_get(format %d, %d x I): no such shared expert (test bug)\n", fmt,
+               mult);
+        g_failed++;
+        finish();
+    }
+    shared_model *m = &c->shared[fmt][mult];
+    if (m->built) return m;
+    const shape *sh = &c->sh;
+    const int bits = mj_format_bits(fmt), group = mj_format_group(fmt);
+    const size_t H = (size_t)sh->H, IS = (size_t)mult * (size_t)sh->I;
+    m->fmt = fmt;
+    m->inter = (int)IS;
+    m->w1b = 2 * IS * H * (size_t)bits / 8;
+    m->w1sfb = group ? 2 * IS * (H / (size_t)group) : 0;
+    m->w2b = H * IS * (size_t)bits / 8;
+    m->w2sfb = group ? H * (IS / (size_t)group) : 0;
+    m->w1 = xmalloc(m->w1b);
+    m->w1_sf = xmalloc(m->w1sfb);
+    m->w2 = xmalloc(m->w2b);
+    m->w2_sf = xmalloc(m->w2sfb);
+    float *w1 = xmalloc(2 * IS * H * sizeof(float)), *w2 = xmalloc(H * IS * sizeof(float));
+    uint64_t saved = g_rng;
+    /* independent of case order, and of the routed experts' weights */
+    g_rng = 0x5A4EDE0ull + (uint64_t)fmt * 131 + (uint64_t)mult;
+    const float a1 = sqrtf(3.0f / (float)H), a2 = sqrtf(3.0f / (float)IS);
+    for (size_t i = 0; i < 2 * IS * H; i++)
+        w1[i] = rnd_sym() * a1;
+    for (size_t i = 0; i < H * IS; i++)
+        w2[i] = rnd_sym() * a2;
+    g_rng = saved;
+    /* Per-row scales: W1 at once is gate and up quantized apart. */
+    if (mjr_quantize_weights(fmt, w1, 2 * (int)IS, (int)H, m->w1, m->w1_sf) != 0 ||
+        mjr_quantize_weights(fmt, w2, (int)H, (int)IS, m->w2, m->w2_sf) != 0) {
+        printf("FATAL mjr_quantize_weights refused the shared expert (format %d, I_s %zu)\n", fmt,
+               IS);
+        g_failed++;
+        finish();
+    }
+    free(w1);
+    free(w2);
+    m->built = 1;
+    return m;
+}
+
+void shared_free(shared_model *m) {
+    free(m->w1);
+    free(m->w1_sf);
+    free(m->w2);
+    free(m->w2_sf);
+    memset(m, 0, sizeof *m);
+}
+
 void model_free(model *m) {
     free(m->w1);
     free(m->w1_sf);
@@ -229,6 +283,32 @@ static int load_weights(const ctx *c, run *u, int r) {
     return 1;
 }
 
+/* The shared expert's three projections for rank r (CTL_SHARED_SWAP: gate
+ * and up exchanged, data and scales). */
+static int load_shared(run *u, int r) {
+    const shared_model *sm = u->sm;
+    const int scaled = sm->w1sfb != 0;
+    const uint8_t *g = sm->w1, *up = sm->w1 + sm->w1b / 2;
+    const uint8_t *gs = sm->w1_sf, *us = sm->w1_sf + sm->w1sfb / 2;
+    if (u->ctl == CTL_SHARED_SWAP) {
+        const uint8_t *t = g;
+        g = up;
+        up = t;
+        t = gs;
+        gs = us;
+        us = t;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "mj_weights_load_shared(rank %d)", r);
+    return expect_ok(mj_weights_load_shared(u->w[r], MJ_PROJ_GATE, g, scaled ? gs : NULL, 0),
+                     what) &&
+           expect_ok(mj_weights_load_shared(u->w[r], MJ_PROJ_UP, up, scaled ? us : NULL, 0),
+                     what) &&
+           expect_ok(
+               mj_weights_load_shared(u->w[r], MJ_PROJ_DOWN, sm->w2, scaled ? sm->w2_sf : NULL, 0),
+               what);
+}
+
 int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
     const shape *sh = &c->sh;
     memset(u, 0, sizeof *u);
@@ -242,6 +322,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
     u->local = sh->E / R;
     u->hot = sh->E - 1;
     u->m = model_get(c, row_index, sc->alphas);
+    u->sm = sc->shared ? shared_get(c, u->row->weight_fmt, sc->shared) : NULL;
 
     int local_ranks = g_real_rank < 0 ? R : 1;
     if (!expect_ok(
@@ -262,7 +343,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
         mj_moe_config mc = moe_cfg(sh, u->row, sc, r);
         if (ctl == CTL_ACT_PARAM) mc.swiglu_alpha = -1.0f; /* precompile.c plans it */
         ok = expect_ok(mj_weights_create(c->rt, &mc, &u->w[r]), "mj_weights_create") &&
-             load_weights(c, u, r);
+             load_weights(c, u, r) && (!u->sm || load_shared(u, r));
     }
     if (bumped) {
         memcpy(u->m->w1_sf + (size_t)u->hot * u->m->w1sfb, saved, u->m->w1sfb / 2);
@@ -315,7 +396,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
         };
         y[r] = c->y_ref[r];
     }
-    mjr_expert_weights *ew = xmalloc((size_t)sh->E * sizeof *ew);
+    mjr_expert_weights *ew = xmalloc((size_t)(sh->E + 1) * sizeof *ew);
     for (int e = 0; e < sh->E; e++) {
         model *m = u->m;
         int g = m->w1sfb != 0;
@@ -346,7 +427,37 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
                        sc->clamp,
                        {sc->act_params[0], sc->act_params[1]},
                        u->ctl == CTL_BIAS_UNWEIGHTED};
+    /* The shared expert is experts[E]: alphas 1, no biases. */
+    uint8_t *bumped_sf = NULL;
+    if (u->sm && ctl != CTL_SHARED_DROPPED) {
+        const shared_model *sm = u->sm;
+        const uint8_t *w1_sf = sm->w1sfb ? sm->w1_sf : NULL;
+        if (ctl == CTL_SHARED_SCALE && sm->w1sfb) {
+            /* Every scale byte of the gate doubles its weights in the
+             * reference only: one byte or one row moves y by too little
+             * against the 1e-3 bar to be a reliable control. */
+            bumped_sf = xmalloc(sm->w1sfb);
+            memcpy(bumped_sf, sm->w1_sf, sm->w1sfb);
+            int changed = 0;
+            for (size_t i = 0; i < sm->w1sfb / 2; i++)
+                if (bumped_sf[i] < 254) bumped_sf[i]++, changed++;
+            printf("  %d scale bytes of the shared expert's gate bumped in the reference only\n",
+                   changed);
+            w1_sf = bumped_sf;
+        }
+        ew[sh->E] = (mjr_expert_weights){.w1 = sm->w1,
+                                         .w1_sf = w1_sf,
+                                         .w2 = sm->w2,
+                                         .w2_sf = sm->w2sfb ? sm->w2_sf : NULL,
+                                         .l1_alpha_gate = 1.0f,
+                                         .l1_alpha_up = 1.0f,
+                                         .l2_alpha = 1.0f,
+                                         .l2_act_scale = 1.0f};
+        s.shared_inter = sm->inter;
+        s.shared_fmt = sm->fmt;
+    }
     int rc = mjr_moe_forward(&s, ew, in, y, c->stats_ref);
+    free(bumped_sf);
     free(ew);
     c->ref_s += now_s() - t0;
     if (rc != 0) {
@@ -530,9 +641,12 @@ void describe(const run *u, char *out, size_t cap) {
     for (int r = 0; r < u->sc.ranks && n > 0 && (size_t)n < cap; r++)
         n += snprintf(out + n, cap - (size_t)n, "%s%d", r ? "," : "", u->sc.tokens[r]);
     if (n > 0 && (size_t)n < cap)
-        snprintf(out + n, cap - (size_t)n, "] route=%s%s%s%s bm=%s", route_names[u->route],
-                 u->sc.masked_rank >= 0 ? " masked-rank" : "", u->sc.alphas ? " alphas" : "",
-                 u->sc.biases ? " biases" : "", u->sc.block_m ? "forced" : "auto");
+        n += snprintf(out + n, cap - (size_t)n, "] route=%s%s%s%s bm=%s", route_names[u->route],
+                      u->sc.masked_rank >= 0 ? " masked-rank" : "", u->sc.alphas ? " alphas" : "",
+                      u->sc.biases ? " biases" : "", u->sc.block_m ? "forced" : "auto");
+    if (n > 0 && (size_t)n < cap && u->sc.shared)
+        snprintf(out + n, cap - (size_t)n, " shared=%dI(%s)", u->sc.shared,
+                 mj_format_name((mj_format)u->row->weight_fmt));
 }
 
 /* Whether rank r's output of this launch repeats `first` (the first launch's,

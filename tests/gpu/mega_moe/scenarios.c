@@ -64,5 +64,9 @@ mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scena
         mc.swiglu_alpha = sc->act_params[0];
         mc.swiglu_beta = sc->act_params[1];
     }
+    if (sc->shared) {
+        mc.shared_intermediate = sc->shared * sh->I;
+        mc.shared_format = (mj_format)row->weight_fmt;
+    }
     return mc;
 }
