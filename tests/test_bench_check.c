@@ -98,7 +98,7 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
     const size_t pb = w->data_bytes, sb = w->sf_bytes;
     uint8_t *w1 = malloc(E * 2 * pb), *w1sf = malloc(E * 2 * sb + 1);
     assert_true(w1 && w1sf);
-    mjr_expert_weights ex[E];
+    mjr_expert_weights ex[E + 1]; /* ex[E]: the shared expert, with v->shared */
     for (int e = 0; e < E; e++) {
         const int c = e % w->classes;
         const int up = (c + 1) % w->classes, down = (c + 2) % w->classes;
@@ -126,18 +126,28 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
     float xs[N];
     for (int t = 0; t < N; t++)
         mjr_quantize_row(fmt, x + t * H, H, xq + t * xb, xsf + t * xsb, &xs[t]);
-    const mjr_moe_shape s = {H,
-                             I,
-                             E,
-                             K,
-                             1,
-                             N,
-                             row->weight_fmt,
-                             fmt,
-                             row->l2_input_fmt,
-                             v->activation,
-                             v->clamp > 0,
-                             v->clamp};
+    const mjr_moe_shape s = {.hidden = H,
+                             .inter = I,
+                             .experts = E,
+                             .topk = K,
+                             .ranks = 1,
+                             .max_tokens = N,
+                             .weight_fmt = row->weight_fmt,
+                             .dispatch_fmt = fmt,
+                             .l2_fmt = row->l2_input_fmt,
+                             .activation = v->activation,
+                             .has_clamp = v->clamp > 0,
+                             .clamp = v->clamp,
+                             .shared_inter = v->shared * I,
+                             .shared_fmt = row->weight_fmt};
+    if (v->shared) {
+        assert_int_equal(w->shared_intermediate, v->shared * I);
+        ex[E] = (mjr_expert_weights){w->shared_w1, w->shared_w1_sf,
+                                     w->shared_w2, w->shared_w2_sf,
+                                     1.0f,         1.0f,
+                                     1.0f,         1.0f,
+                                     NULL,         NULL};
+    }
     const mjr_rank_input in = {N, xq, group ? xsf : NULL, fmt == MJ_FMT_NVFP4 ? xs : NULL, ids, tw};
     uint16_t *const ys[1] = {y};
     assert_int_equal(mjr_moe_forward(&s, ex, &in, ys, NULL), 0);
@@ -210,12 +220,114 @@ static void test_jobs(void **state) {
     free(res);
 }
 
+/* The shared expert's random weights: W1 [2 I_s][H] and W2 [H][I_s] in the
+ * ring's format, added once, alphas 1 and no biases in the reference's view. */
+static void test_shared_weights(void **state) {
+    (void)state;
+    mj_bench_weights *w = mj_bench_weights_new(MJ_FMT_MXFP8, H, I, 3, 1, 5);
+    assert_non_null(w);
+    assert_int_equal(w->shared_intermediate, 0);
+    assert_null(mj_bench_weights_shared(w).w1);
+    assert_int_equal(mj_bench_weights_add_shared(w, 0, 9), -1);
+    assert_int_equal(mj_bench_weights_add_shared(w, 2 * I + 16, 9), -1); /* not a group multiple */
+    assert_int_equal(mj_bench_weights_add_shared(w, 2 * I, 9), 0);
+    assert_int_equal(mj_bench_weights_add_shared(w, I, 9), -1); /* one already */
+    assert_int_equal(w->shared_intermediate, 2 * I);
+    assert_int_equal(w->shared_w1_bytes, (size_t)2 * 2 * I * H);
+    assert_int_equal(w->shared_w1_sf_bytes, (size_t)2 * 2 * I * H / 32);
+    assert_int_equal(w->shared_w2_bytes, (size_t)2 * I * H);
+    assert_int_equal(w->shared_w2_sf_bytes, (size_t)2 * I * H / 32);
+    for (size_t i = 0; i < w->shared_w1_sf_bytes; i++)
+        assert_true(w->shared_w1_sf[i] >= 120 && w->shared_w1_sf[i] <= 130);
+    for (size_t i = 0; i < w->shared_w2_bytes; i++)
+        assert_int_equal(w->shared_w2[i] & 0x40, 0); /* E4M3 exponent <= 7, never NaN */
+    const mjr_expert_weights sh = mj_bench_weights_shared(w);
+    assert_ptr_equal(sh.w1, w->shared_w1);
+    assert_ptr_equal(sh.w1_sf, w->shared_w1_sf);
+    assert_ptr_equal(sh.w2, w->shared_w2);
+    assert_ptr_equal(sh.w2_sf, w->shared_w2_sf);
+    assert_true(sh.l1_alpha_gate == 1.0f && sh.l1_alpha_up == 1.0f && sh.l2_alpha == 1.0f &&
+                sh.l2_act_scale == 1.0f);
+    assert_null(sh.b1);
+    assert_null(sh.b2);
+    mj_bench_weights_release(w);
+
+    w = mj_bench_weights_new(MJ_FMT_BF16, H, I, 3, 0, 5);
+    assert_non_null(w);
+    assert_int_equal(mj_bench_weights_add_shared(w, I, 9), 0);
+    assert_int_equal(w->shared_w1_bytes, (size_t)2 * I * H * 2);
+    assert_null(w->shared_w1_sf);
+    assert_null(w->shared_w2_sf);
+    mj_bench_weights_release(w);
+}
+
+/* With --shared the check's reference runs the shared expert: an output with
+ * it passes (a token whose slots are all masked included: y = the shared
+ * output), the same output checked as a layer without it fails, and a
+ * shared size the weights do not hold is refused as a bench bug. */
+static void test_jobs_shared(void **state) {
+    (void)state;
+    const int rows = mj_moe_format_count();
+    mj_bench_checker *ck = mj_bench_checker_new(2);
+    assert_non_null(ck);
+    mj_bench_check_result *res = calloc((size_t)rows * 3, sizeof *res);
+    uint16_t *y = malloc((size_t)rows * N * H * sizeof *y);
+    assert_true(res && y);
+    uint16_t x[N * H];
+    int32_t ids[N * K];
+    float tw[N * K];
+    uint64_t rng = 23;
+    for (int i = 0; i < N * H; i++)
+        x[i] = mjr_bf16_from_f32((float)(int64_t)(mj_bench_rng(&rng) % 2001 - 1000) / 500.0f);
+    assert_int_equal(mj_bench_route(MJ_BENCH_ROUTING_UNIFORM, E, K, N, 7, 0, ids, tw), 0);
+    for (int k = 0; k < K; k++)
+        ids[1 * K + k] = -1; /* token 1: every routed slot masked */
+    const mj_bench_moe_variant shared = {.shared = 2}, none = {0}, smaller = {.shared = 1};
+    for (int r = 0; r < rows; r++) {
+        const mj_moe_format_row *row = mj_moe_format_at(r);
+        mj_bench_weights *w = mj_bench_weights_new(row->weight_fmt, H, I, 3, 0, 31 + (uint64_t)r);
+        assert_non_null(w);
+        assert_int_equal(mj_bench_weights_add_shared(w, 2 * I, 41 + (uint64_t)r), 0);
+        uint16_t *yr = y + (size_t)r * N * H;
+        reference_all_experts(w, row, &shared, x, ids, tw, yr);
+        int nonzero = 0;
+        for (int h = 0; h < H; h++)
+            nonzero += (yr[H + h] & 0x7fff) != 0;
+        if (nonzero < H / 2)
+            fail_msg("%s: the all-masked token's y is not the shared output (%d of %d nonzero)",
+                     row->name, nonzero, H);
+        const mj_bench_moe_variant *vs[3] = {&shared, &none, &smaller};
+        for (int v = 0; v < 3; v++) {
+            mj_bench_check_job *j =
+                mj_bench_check_job_new(w, row, vs[v], H, I, K, N, x, ids, tw, yr, &res[r * 3 + v]);
+            assert_non_null(j);
+            mj_bench_checker_submit(ck, j);
+        }
+        mj_bench_weights_release(w);
+    }
+    mj_bench_checker_finish(ck);
+    for (int r = 0; r < rows; r++) {
+        const char *name = mj_moe_format_at(r)->name;
+        const mj_bench_check_result *ok = &res[r * 3], *dropped = &res[r * 3 + 1],
+                                    *bug = &res[r * 3 + 2];
+        if (!ok->done || !ok->ok || ok->calc_diff != 0.0)
+            fail_msg("%s: the reference's own output with the shared expert failed: %s", name,
+                     ok->message);
+        if (!dropped->done || dropped->ok || !strstr(dropped->message, "calc_diff"))
+            fail_msg("%s: a layer without its shared expert passed (%s)", name, dropped->message);
+        if (!bug->done || bug->ok || !strstr(bug->message, "a bench bug"))
+            fail_msg("%s: a shared size the weights do not hold was checked (%s)", name,
+                     bug->message);
+    }
+    free(res);
+    free(y);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sample),
-        cmocka_unit_test(test_scan),
-        cmocka_unit_test(test_weight_classes),
-        cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_sample),         cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_weight_classes), cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_shared_weights), cmocka_unit_test(test_jobs_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,11 +84,46 @@ static void test_bound(void **state) {
     assert_true(f.compute_us > 0.880 && f.compute_us < 0.881);
 }
 
+/* A fused shared expert (--shared): all of its weights and scales once per
+ * rank when the rank has tokens, and one more pair per token. */
+static void test_shared(void **state) {
+    (void)state;
+    /* 3 x 256 x 128 = 98304 E4M3 bytes + 3072 scales; BF16 2 bytes, no scales */
+    assert_true(mj_bench_shared_bytes(MJ_FMT_MXFP8, 256, 128, 1) == 98304.0 + 3072.0);
+    assert_true(mj_bench_shared_bytes(MJ_FMT_MXFP8, 256, 128, 4096) == 98304.0 + 3072.0);
+    assert_true(mj_bench_shared_bytes(MJ_FMT_BF16, 256, 128, 37) == 196608.0);
+    assert_true(mj_bench_shared_bytes(MJ_FMT_MXFP8, 256, 128, 1) ==
+                mj_bench_expert_bytes(MJ_FMT_MXFP8, 256, 128));
+    /* no tokens, no shared expert: nothing */
+    assert_true(mj_bench_shared_bytes(MJ_FMT_MXFP8, 256, 128, 0) == 0.0);
+    assert_true(mj_bench_shared_bytes(MJ_FMT_MXFP8, 256, 0, 64) == 0.0);
+    /* DeepSeek-V3 MXFP8, a shared expert of one expert's size (I_s = 2048):
+     * 44040192 + 1376256 bytes. At T = 1 the 8 routed experts, the shared
+     * one and the token at 4590 GB/s: 89.06 us instead of 79.16; the FLOPs
+     * (9 pairs) take 0.99 us at 800 TFLOP/s. */
+    const double shared = mj_bench_shared_bytes(MJ_FMT_MXFP8, 7168, 2048, 1);
+    assert_true(shared == 45416448.0);
+    const double expert = mj_bench_expert_bytes(MJ_FMT_MXFP8, 7168, 2048);
+    const double token = mj_bench_token_bytes(MJ_FMT_MXFP8, 7168, 8);
+    const double flops = mj_bench_moe_flops(7168, 2048, 8) + mj_bench_moe_flops(7168, 2048, 1);
+    assert_true(flops == 9 * 88080384.0);
+    mj_bench_floor f =
+        mj_bench_floor_of(8 * expert + token, mj_bench_moe_flops(7168, 2048, 8), 4590.0, 800.0);
+    assert_true(f.floor_us > 79.161 && f.floor_us < 79.162);
+    f = mj_bench_floor_of(8 * expert + shared + token, flops, 4590.0, 800.0);
+    assert_int_equal(f.bound, MJ_BENCH_BOUND_MEMORY);
+    assert_true(f.floor_us > 89.056 && f.floor_us < 89.057);
+    assert_true(f.compute_us > 0.990 && f.compute_us < 0.991);
+    /* I_s = 2I: twice the bytes and twice the FLOPs per token */
+    assert_true(mj_bench_shared_bytes(MJ_FMT_MXFP8, 7168, 4096, 8) == 2 * shared);
+    assert_true(mj_bench_moe_flops(7168, 4096, 8) == 2 * mj_bench_moe_flops(7168, 2048, 8));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expert_bytes), cmocka_unit_test(test_token_bytes),
         cmocka_unit_test(test_flops),        cmocka_unit_test(test_distinct_experts),
-        cmocka_unit_test(test_bound),
+        cmocka_unit_test(test_bound),        cmocka_unit_test(test_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,7 @@ static void test_defaults(void **state) {
     assert_int_equal(a.variant.activation, MJ_ACT_SWIGLU);
     assert_true(a.variant.clamp == 0.0f);
     assert_int_equal(a.variant.biases, 0);
+    assert_int_equal(a.variant.shared, 0);
     assert_null(a.dump_dir);
 }
 
@@ -91,6 +92,15 @@ static void test_flags(void **state) {
     assert_int_equal(a.variant.activation, MJ_ACT_SWIGLUOAI);
     assert_true(a.variant.clamp == 7.0f);
     assert_int_equal(a.variant.biases, 1);
+    assert_int_equal(a.variant.shared, 0);
+
+    /* --shared N: I_s = N x I; 0 is no shared expert, as without the flag */
+    assert_int_equal(PARSE(&a, "--shared", "2", "--format", "mxfp8"), MJ_MOE_ARGS_OK);
+    assert_int_equal(a.variant.shared, 2);
+    assert_int_equal(PARSE(&a, "--shared", "512"), MJ_MOE_ARGS_OK);
+    assert_int_equal(a.variant.shared, 512);
+    assert_int_equal(PARSE(&a, "--shared", "1", "--shared", "0"), MJ_MOE_ARGS_OK);
+    assert_int_equal(a.variant.shared, 0);
 
     assert_int_equal(PARSE(&a, "--tokens", "64", "--max-tokens", "4096"), MJ_MOE_ARGS_OK);
     assert_int_equal(a.max_tokens, 4096);
@@ -154,6 +164,12 @@ static void test_errors(void **state) {
         {{"--activation", "situ", "--clamp", "7"},
          "--clamp: only swiglu and swigluoai take a clamp (--activation situ)"},
         {{"--shape", "all", "--ranks", "256"}, "--ranks: expected 1..72, got '256'"},
+        {{"--shared"}, "option '--shared' needs a value"},
+        {{"--shared", "-1"},
+         "--shared: expected 0..512 (the shared expert's intermediate size as a multiple of the "
+         "routed one), got '-1'"},
+        {{"--shared", "1.5"}, "got '1.5'"},
+        {{"--shared", "513"}, "got '513'"},
         {{"--shape", "kimi-k2", "--ranks", "5"},
          "--ranks 5 does not divide the 384 experts of "
          "kimi-k2"},

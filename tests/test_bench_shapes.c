@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "heuristics/moe_formats.h"
 #include "templates/layout/codes.h"
 #include "tools/bench/moe_shapes.h"
 
@@ -37,32 +38,72 @@ static void test_runnable(void **state) {
     for (int i = 0; i < mj_bench_moe_shape_count(); i++)
         for (int fmt = 0; fmt < MJ_FMT_COUNT; fmt++) {
             assert_int_equal(
-                mj_bench_moe_unrunnable(mj_bench_moe_shape_at(i), fmt, 1, 4096, why, sizeof why),
+                mj_bench_moe_unrunnable(mj_bench_moe_shape_at(i), fmt, 1, 4096, 0, why, sizeof why),
                 0);
             assert_string_equal(why, "");
         }
     assert_int_equal(mj_bench_moe_unrunnable(mj_bench_moe_shape_by_name("deepseek-v3"),
-                                             MJ_FMT_MXFP8, 8, 64, why, sizeof why),
+                                             MJ_FMT_MXFP8, 8, 64, 0, why, sizeof why),
                      0);
     /* A hidden size off the 64 grid, in the library's words. */
     const mj_bench_moe_shape off_grid = {"custom", 2880 + 32, 2880, 128, 4};
-    assert_int_equal(mj_bench_moe_unrunnable(&off_grid, MJ_FMT_MXFP8, 1, 4096, why, sizeof why), 1);
+    assert_int_equal(mj_bench_moe_unrunnable(&off_grid, MJ_FMT_MXFP8, 1, 4096, 0, why, sizeof why),
+                     1);
     assert_string_equal(why, "hidden must be a multiple of 64 in 64..8192 (got 2912)");
     /* Other limits in the library's words, naming the field. */
     assert_int_equal(mj_bench_moe_unrunnable(mj_bench_moe_shape_by_name("deepseek-v3"), MJ_FMT_BF16,
-                                             3, 4096, why, sizeof why),
+                                             3, 4096, 0, why, sizeof why),
                      1);
     assert_non_null(strstr(why, "experts must be a multiple of ranks (3)"));
     const mj_bench_moe_shape odd = {"custom", 4096, 1000, 64, 4};
-    assert_int_equal(mj_bench_moe_unrunnable(&odd, MJ_FMT_BF16, 1, 64, why, sizeof why), 1);
+    assert_int_equal(mj_bench_moe_unrunnable(&odd, MJ_FMT_BF16, 1, 64, 0, why, sizeof why), 1);
     assert_non_null(strstr(why, "intermediate must be a multiple of 64"));
     assert_non_null(strstr(why, "(got 1000)"));
+}
+
+/* --shared: the shared expert's size in the library's shape rules, and its
+ * format (the row's weight format) in the library's fusion rules. */
+static void test_shared(void **state) {
+    (void)state;
+    char why[256];
+    const mj_bench_moe_shape *ds = mj_bench_moe_shape_by_name("deepseek-v3");
+    for (int n = 1; n <= 2; n++) {
+        assert_int_equal(mj_bench_moe_unrunnable(ds, MJ_FMT_MXFP8, 8, 4096, n * ds->intermediate,
+                                                 why, sizeof why),
+                         0);
+        assert_string_equal(why, "");
+    }
+    /* 17 x 2048 is past the 32768 an intermediate size may have */
+    assert_int_equal(
+        mj_bench_moe_unrunnable(ds, MJ_FMT_MXFP8, 1, 64, 17 * ds->intermediate, why, sizeof why),
+        1);
+    assert_non_null(strstr(why, "shared_intermediate"));
+    assert_non_null(strstr(why, "(got 34816)"));
+
+    /* The kernels fuse the row's own weight format on the bf16 and mxfp8
+     * rows; a shared expert in MXFP4 or NVFP4 fuses into no row. */
+    for (int i = 0; i < mj_moe_format_count(); i++) {
+        const mj_moe_format_row *row = mj_moe_format_at(i);
+        assert_int_equal(mj_bench_moe_shared_unrunnable(row, 0, why, sizeof why), 0);
+        assert_string_equal(why, "");
+        const int own = strcmp(row->name, "bf16") == 0 || strcmp(row->name, "mxfp8") == 0;
+        if (mj_bench_moe_shared_unrunnable(row, 2, why, sizeof why) != !own)
+            fail_msg("row %s: --shared 2 %s (%s)", row->name, own ? "refused" : "accepted", why);
+        if (own) {
+            assert_string_equal(why, "");
+        } else {
+            assert_non_null(strstr(why, "--shared runs the shared expert in the row's weight "
+                                        "format: shared_format"));
+            assert_non_null(strstr(why, row->name));
+        }
+    }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_runnable),
+        cmocka_unit_test(test_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,7 +41,7 @@
 #define MIN_AUTO_ITERS 3
 #define MAX_AUTO_ITERS 200
 /* Stream seeds of one configuration: routing, tokens, weights. */
-enum { SEED_ROUTING = 1, SEED_TOKENS = 2, SEED_WEIGHTS = 3 };
+enum { SEED_ROUTING = 1, SEED_TOKENS = 2, SEED_WEIGHTS = 3, SEED_SHARED = 4 };
 
 typedef struct moe_run {
     mj_runtime *rt;
@@ -107,7 +107,9 @@ mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_forma
                            .activation = (mj_activation)v->activation,
                            .clamp = v->clamp,
                            .unfold_mx_scales = v->unfold_mx_scales,
-                           .expert_biases = v->biases};
+                           .expert_biases = v->biases,
+                           .shared_intermediate = v->shared * s->intermediate,
+                           .shared_format = v->shared ? (mj_format)row->weight_fmt : 0};
 }
 
 static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
@@ -170,6 +172,18 @@ static mj_status load_weights(moe_run *b, int lr) {
             st = mj_weights_load_bias(b->w[lr], le, (mj_projection)p,
                                       mj_bench_weights_bias(b->hw, e, p), 0);
     }
+    /* The shared expert, from the host: gate and up are W1's two halves. */
+    const mj_bench_weights *hw = b->hw;
+    if (st == MJ_OK && o->variant.shared) {
+        const size_t d = hw->shared_w1_bytes / 2, sf = hw->shared_w1_sf_bytes / 2;
+        const uint8_t *w1_sf = hw->shared_w1_sf;
+        st = mj_weights_load_shared(b->w[lr], MJ_PROJ_GATE, hw->shared_w1, w1_sf, 0);
+        if (st == MJ_OK)
+            st = mj_weights_load_shared(b->w[lr], MJ_PROJ_UP, hw->shared_w1 + d,
+                                        w1_sf ? w1_sf + sf : NULL, 0);
+        if (st == MJ_OK)
+            st = mj_weights_load_shared(b->w[lr], MJ_PROJ_DOWN, hw->shared_w2, hw->shared_w2_sf, 0);
+    }
     return st;
 }
 
@@ -205,7 +219,10 @@ static mj_status run_setup(moe_run *b) {
     b->hw = mj_bench_weights_new(o->row->weight_fmt, sh->hidden, sh->intermediate,
                                  MJ_BENCH_WEIGHT_CLASSES, o->variant.biases,
                                  mj_bench_seed(config_seed(o, 0), SEED_WEIGHTS));
-    if (!b->hw) return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (weights)");
+    if (!b->hw || (o->variant.shared &&
+                   mj_bench_weights_add_shared(b->hw, o->variant.shared * sh->intermediate,
+                                               mj_bench_seed(config_seed(o, 0), SEED_SHARED)) != 0))
+        return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (weights)");
     const size_t ring = (size_t)(b->hw->classes + 1);
     if ((st = upload(cu, &b->wdata, b->hw->data, ring * b->hw->data_bytes,
                      "bench mega-moe: weight source")) != MJ_OK ||
@@ -321,7 +338,9 @@ static mj_status sets_make(moe_run *b, int tokens, moe_sets **out) {
 
 /* What this device must move and compute for each set, averaged: the
  * experts hit on its ranks (emulated: all of them; a real rank: its own),
- * their bytes, and its tokens in and out. */
+ * their bytes, and its tokens in and out; with a shared expert, each local
+ * rank's copy of it (every token of the rank runs it) and one more pair per
+ * token. */
 static mj_status floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_point *p) {
     const mj_bench_mega_moe_options *o = b->o;
     const mj_bench_moe_shape *sh = o->shape;
@@ -341,8 +360,13 @@ static mj_status floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_poin
         }
     free(seen);
     p->experts_hit = hit / s->n;
-    p->bytes = p->experts_hit * expert_bytes + (double)b->local_ranks * s->tokens * token_bytes;
-    p->flops = mj_bench_moe_flops(sh->hidden, sh->intermediate, routed / s->n);
+    const int shared_inter = o->variant.shared * sh->intermediate;
+    p->shared_bytes = (double)b->local_ranks * mj_bench_shared_bytes(o->row->weight_fmt, sh->hidden,
+                                                                     shared_inter, s->tokens);
+    p->bytes = p->experts_hit * expert_bytes + (double)b->local_ranks * s->tokens * token_bytes +
+               p->shared_bytes;
+    p->flops = mj_bench_moe_flops(sh->hidden, sh->intermediate, routed / s->n) +
+               mj_bench_moe_flops(sh->hidden, shared_inter, (double)b->local_ranks * s->tokens);
     p->floor =
         mj_bench_floor_of(p->bytes, p->flops, o->ceilings->read_gbps, o->ceilings->bf16_tflops);
     return MJ_OK;

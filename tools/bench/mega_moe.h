@@ -27,8 +27,10 @@ typedef struct mj_bench_moe_point {
     double pd_moe_us; /* median pre-dispatch + MegaMoE back to back */
     double
         experts_hit; /* distinct experts the routing hits on this device's ranks (mean over sets) */
-    double bytes;    /* their weights and scales + this device's tokens in and out */
-    double flops;    /* 2 x 3 H I x the (token, slot) pairs this device's experts get */
+    double bytes;    /* their weights and scales + this device's tokens in and out + shared_bytes */
+    double flops;    /* 2 x 3 H I x the (token, slot) pairs this device's experts get, + 2 x 3 H I_s
+                      * x this device's tokens with a shared expert */
+    double shared_bytes; /* the shared expert's weights and scales, once per local rank; 0: none */
     mj_bench_floor floor;
     mj_bench_check_result check; /* written by the checker pool: read after it finishes */
     int traced;                  /* phases holds one traced launch (options.phases) */
@@ -60,7 +62,7 @@ typedef struct mj_bench_mega_moe_options {
     /* Nonzero: after the timed passes, one more launch of rank 0 on set 0
      * writes phase stamps (mj_moe_args.trace) into point.phases. */
     int phases;
-    mj_bench_moe_variant variant; /* activation, clamp, biases, MX scales unfolded */
+    mj_bench_moe_variant variant; /* activation, clamp, biases, MX scales unfolded, shared expert */
 } mj_bench_mega_moe_options;
 
 /* The layer the benchmark runs for shape s in format row `row` and variant v

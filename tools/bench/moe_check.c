@@ -86,7 +86,9 @@ mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_for
                                .l2_fmt = row->l2_input_fmt,
                                .activation = v->activation,
                                .has_clamp = v->clamp > 0,
-                               .clamp = v->clamp};
+                               .clamp = v->clamp,
+                               .shared_inter = v->shared * intermediate,
+                               .shared_fmt = v->shared ? row->weight_fmt : 0};
     j->n = n;
     j->x = malloc(rows * x_row);
     j->x_sf = group ? malloc(rows * sf_row) : NULL;
@@ -118,14 +120,21 @@ static void check_job_run(mj_bench_check_job *j) {
     const mjr_moe_shape *s = &j->shape;
     out->bar = mj_bench_check_bar(s->weight_fmt, s->dispatch_fmt);
     out->tokens = j->n;
-    mjr_expert_weights experts[MJ_BENCH_WEIGHT_CLASSES];
+    /* the classes, then the shared expert (experts[E] of the reference) */
+    mjr_expert_weights experts[MJ_BENCH_WEIGHT_CLASSES + 1];
     for (int c = 0; c < j->w->classes; c++)
         experts[c] = mj_bench_weights_class(j->w, c);
+    experts[j->w->classes] = mj_bench_weights_shared(j->w);
     const mjr_rank_input in = {j->n, j->x, j->x_sf, j->x_scales, j->ids, j->tw};
     const size_t elems = (size_t)j->n * (size_t)s->hidden;
     uint16_t *ref = malloc(elems * sizeof *ref);
     uint16_t *const y_ref[1] = {ref};
-    const int rc = ref ? mjr_moe_forward(s, experts, &in, y_ref, NULL) : -2;
+    /* A shared expert of another size than the weights hold is a bench bug
+     * (the reference would read past them). */
+    const int rc = !ref ? -2
+                   : s->shared_inter && s->shared_inter != j->w->shared_intermediate
+                       ? -1
+                       : mjr_moe_forward(s, experts, &in, y_ref, NULL);
     out->calc_diff = rc == 0 ? mjr_calc_diff(ref, j->y, elems) : NAN;
     out->ok =
         rc == 0 && out->calc_diff < out->bar && !out->unwritten && !out->nonfinite && !out->past;

@@ -14,13 +14,17 @@
 
 /* What the benchmark's layers compute besides their shape and format row
  * (`megajit bench mega-moe` --activation, --clamp, --biases,
- * --unfold-mx-scales). All zero: swiglu, no clamp, no biases, folded MX
- * scales. */
+ * --unfold-mx-scales, --shared). All zero: swiglu, no clamp, no biases,
+ * folded MX scales, no shared expert. */
 typedef struct mj_bench_moe_variant {
     int activation; /* MJ_ACT_* */
     float clamp;    /* > 0: the swiglu family's clamp; 0: none */
     int biases;     /* random expert biases, per weight class (moe_weights.h) */
     int unfold_mx_scales;
+    /* A fused shared expert of intermediate size shared x the routed one, in
+     * the row's weight format, with random weights of its own
+     * (mj_bench_weights_add_shared); 0: none. */
+    int shared;
 } mj_bench_moe_variant;
 
 /* The output is poisoned with this before the checked launch (a BF16 NaN). */
@@ -57,8 +61,10 @@ void mj_bench_scan_output(const uint16_t *y, size_t written, size_t total, size_
 
 typedef struct mj_bench_check_job mj_bench_check_job;
 
-/* A check of n tokens of one configuration of variant v (its activation and
- * clamp; the biases are w's): their BF16 rows x (n x H, before pre-dispatch,
+/* A check of n tokens of one configuration of variant v (its activation,
+ * clamp and shared expert, whose weights are w's: v->shared needs
+ * mj_bench_weights_add_shared of v->shared x intermediate, or the reference
+ * refuses the check; the biases are w's): their BF16 rows x (n x H, before pre-dispatch,
  * which the job applies with the reference quantizer), their global top-k ids
  * and weights (n x K), and the rows y the kernel wrote (n x H). Copies
  * everything; holds a reference to w. out->unwritten, nonfinite and past must

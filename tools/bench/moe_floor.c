@@ -22,6 +22,12 @@ double mj_bench_moe_flops(int hidden, int intermediate, double pairs) {
     return 2.0 * 3.0 * (double)hidden * (double)intermediate * pairs;
 }
 
+double mj_bench_shared_bytes(int fmt, int hidden, int shared_intermediate, int tokens) {
+    return shared_intermediate > 0 && tokens > 0
+               ? mj_bench_expert_bytes(fmt, hidden, shared_intermediate)
+               : 0.0;
+}
+
 int mj_bench_distinct_experts(const int32_t *ids, size_t n, int lo, int hi, unsigned char *seen,
                               size_t *in_range) {
     memset(seen, 0, (size_t)(hi - lo));

@@ -16,8 +16,14 @@ double mj_bench_expert_bytes(int fmt, int hidden, int intermediate);
  * weights), and out (y, BF16). */
 double mj_bench_token_bytes(int dispatch_fmt, int hidden, int topk);
 /* FLOPs of `pairs` valid (token, slot) pairs: 2 x 3 H I each (GEMM 1 gate
- * and up, GEMM 2 down). */
+ * and up, GEMM 2 down). A fused shared expert's are
+ * mj_bench_moe_flops(H, I_s, tokens): each token is one more pair. */
 double mj_bench_moe_flops(int hidden, int intermediate, double pairs);
+/* Bytes a fused shared expert of intermediate size shared_intermediate (0:
+ * none) in weight format fmt adds to one rank's launch of `tokens` tokens:
+ * every token runs it, so with tokens > 0 its W1 and W2 and their scales
+ * are read once (mj_bench_expert_bytes at I_s), else nothing. */
+double mj_bench_shared_bytes(int fmt, int hidden, int shared_intermediate, int tokens);
 
 /* Distinct experts in [lo, hi) among ids[0..n) (negative ids are masked
  * slots), and in *in_range how many ids fall there; seen is scratch of

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "heuristics/moe_formats.h"
+#include "include/megajit.h"
+#include "runtime/configs.h"
 #include "runtime/limits.h"
 
 /* hidden, intermediate (per expert), experts, top-k of the published models. */
@@ -38,7 +41,7 @@ const char *mj_bench_moe_shape_names(void) {
 }
 
 int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,
-                            int max_tokens, char *why, size_t cap) {
+                            int max_tokens, int shared_intermediate, char *why, size_t cap) {
     mj_shape shape = {.moe = 1};
     shape.v[MJ_SHAPE_HIDDEN] = s->hidden;
     shape.v[MJ_SHAPE_INTERMEDIATE] = s->intermediate;
@@ -47,6 +50,7 @@ int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int r
     shape.v[MJ_SHAPE_RANKS] = ranks;
     shape.v[MJ_SHAPE_MAX_TOKENS] = max_tokens;
     shape.v[MJ_SHAPE_DISPATCH_FORMAT] = dispatch_fmt;
+    shape.v[MJ_SHAPE_SHARED_INTERMEDIATE] = shared_intermediate;
     mj_shape_violation v;
     if (!mj_shape_check(&shape, MJ_SHAPE_MANIFEST_NAMES, &v)) {
         if (cap) why[0] = '\0';
@@ -54,5 +58,21 @@ int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int r
     }
     snprintf(why, cap, "%s %s (got %lld)", mj_shape_field_name(v.field, MJ_SHAPE_MANIFEST_NAMES),
              v.rule, shape.v[v.field]);
+    return 1;
+}
+
+int mj_bench_moe_shared_unrunnable(const mj_moe_format_row *row, int shared, char *why,
+                                   size_t cap) {
+    if (cap) why[0] = '\0';
+    if (!shared) return 0;
+    /* Only the fields the library's shared-expert check reads. */
+    mj_moe_config c = MJ_MOE_CONFIG_INIT;
+    c.weight_format = (mj_format)row->weight_fmt;
+    c.dispatch_format = (mj_format)row->dispatch_fmt;
+    c.shared_intermediate = shared;
+    c.shared_format = (mj_format)row->weight_fmt;
+    if (mj_moe_shared_check(&c, row, "") == MJ_OK) return 0;
+    snprintf(why, cap, "--shared runs the shared expert in the row's weight format: %s",
+             mj_last_error());
     return 1;
 }

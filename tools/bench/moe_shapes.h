@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "heuristics/moe_formats.h"
+
 typedef struct mj_bench_moe_shape {
     const char *name; /* "deepseek-v3"; "custom" once --hidden & co. changed it */
     int hidden;
@@ -22,10 +24,18 @@ const mj_bench_moe_shape *mj_bench_moe_shape_by_name(const char *name);
 const char *mj_bench_moe_shape_names(void);
 
 /* 0 when a MegaMoE layer of shape s, its tokens pre-dispatched in
- * dispatch_fmt (MJ_FMT_*), runs as `ranks` ranks on a buffer of max_tokens
- * per rank: the library's own limits (runtime/limits.h). Otherwise 1, and why
- * in why, naming the field ("experts must be a multiple of ranks (3) ..."). */
+ * dispatch_fmt (MJ_FMT_*), with a fused shared expert of intermediate size
+ * shared_intermediate (0: none), runs as `ranks` ranks on a buffer of
+ * max_tokens per rank: the library's own limits (runtime/limits.h).
+ * Otherwise 1, and why in why, naming the field ("experts must be a multiple
+ * of ranks (3) ..."). */
 int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,
-                            int max_tokens, char *why, size_t cap);
+                            int max_tokens, int shared_intermediate, char *why, size_t cap);
+
+/* 0 when shared is 0 or the library fuses a shared expert in format row
+ * row's own weight format into its layers (what --shared runs); otherwise 1,
+ * and in why the library's reason (a format the row does not fuse, or one
+ * its kernels are not built for yet). */
+int mj_bench_moe_shared_unrunnable(const mj_moe_format_row *row, int shared, char *why, size_t cap);
 
 #endif

@@ -36,6 +36,7 @@ mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, in
     const size_t per_class = 2 * (size_t)intermediate + (size_t)hidden;
     const int group = mj_format_group(fmt);
     w->refs = 1;
+    w->fmt = fmt;
     w->classes = classes;
     w->hidden = hidden;
     w->intermediate = intermediate;
@@ -59,6 +60,37 @@ mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, in
     return w;
 }
 
+int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_intermediate, uint64_t seed) {
+    const int group = mj_format_group(w->fmt);
+    if (w->shared_intermediate || shared_intermediate < 1 || (group && shared_intermediate % group))
+        return -1;
+    const size_t elems = (size_t)w->hidden * (size_t)shared_intermediate;
+    const size_t data = elems * (size_t)mj_format_bits(w->fmt) / 8,
+                 sf = group ? elems / (size_t)group : 0;
+    uint8_t *w1 = malloc(2 * data), *w2 = malloc(data);
+    uint8_t *w1_sf = group ? malloc(2 * sf) : NULL, *w2_sf = group ? malloc(sf) : NULL;
+    if (!w1 || !w2 || (group && (!w1_sf || !w2_sf))) {
+        free(w1);
+        free(w2);
+        free(w1_sf);
+        free(w2_sf);
+        return -1;
+    }
+    uint64_t rng = mj_bench_seed(seed, (uint64_t)w->fmt);
+    fill_projection(w->fmt, &rng, w1, 2 * data, w1_sf, 2 * sf);
+    fill_projection(w->fmt, &rng, w2, data, w2_sf, sf);
+    w->shared_intermediate = shared_intermediate;
+    w->shared_w1 = w1;
+    w->shared_w1_sf = w1_sf;
+    w->shared_w2 = w2;
+    w->shared_w2_sf = w2_sf;
+    w->shared_w1_bytes = 2 * data;
+    w->shared_w1_sf_bytes = 2 * sf;
+    w->shared_w2_bytes = data;
+    w->shared_w2_sf_bytes = sf;
+    return 0;
+}
+
 mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w) {
     __atomic_add_fetch(&w->refs, 1, __ATOMIC_RELAXED);
     return w;
@@ -69,6 +101,10 @@ void mj_bench_weights_release(mj_bench_weights *w) {
     free(w->data);
     free(w->sf);
     free(w->bias);
+    free(w->shared_w1);
+    free(w->shared_w1_sf);
+    free(w->shared_w2);
+    free(w->shared_w2_sf);
     free(w);
 }
 
@@ -91,6 +127,17 @@ mjr_expert_weights mj_bench_weights_class(const mj_bench_weights *w, int c) {
         .b1 = mj_bench_weights_bias(w, c, 0),
         .b2 = mj_bench_weights_bias(w, c, 2),
     };
+}
+
+mjr_expert_weights mj_bench_weights_shared(const mj_bench_weights *w) {
+    return (mjr_expert_weights){.w1 = w->shared_w1,
+                                .w1_sf = w->shared_w1_sf,
+                                .w2 = w->shared_w2,
+                                .w2_sf = w->shared_w2_sf,
+                                .l1_alpha_gate = 1.0f,
+                                .l1_alpha_up = 1.0f,
+                                .l2_alpha = 1.0f,
+                                .l2_act_scale = 1.0f};
 }
 
 const float *mj_bench_weights_bias(const mj_bench_weights *w, int expert, int proj) {

@@ -34,7 +34,13 @@ typedef struct mj_bench_weights {
     /* With biases: classes x (2I + H) fp32, class c's gate, up and down
      * biases, which every expert of the class loads; else NULL. */
     float *bias;
-    int hidden, intermediate;
+    int fmt, hidden, intermediate;
+    /* The shared expert (mj_bench_weights_add_shared), in fmt: W1 [2 I_s][H]
+     * (gate rows, then up rows) and W2 [H][I_s], I_s = shared_intermediate,
+     * their scales (NULL for BF16); 0 and NULL without one. */
+    int shared_intermediate;
+    size_t shared_w1_bytes, shared_w1_sf_bytes, shared_w2_bytes, shared_w2_sf_bytes;
+    uint8_t *shared_w1, *shared_w1_sf, *shared_w2, *shared_w2_sf;
 } mj_bench_weights;
 
 /* Random projections of weight format fmt: BF16 of magnitude 2^-9..2^-4,
@@ -45,6 +51,11 @@ typedef struct mj_bench_weights {
  * held. */
 mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, int classes,
                                        int biases, uint64_t seed);
+/* Adds a shared expert of intermediate size shared_intermediate (> 0, a
+ * multiple of the group of w's format) with random weights of the same kind,
+ * drawn from seed; before w is shared with any check job. 0, or -1 when out
+ * of memory or w has one already (w unchanged). */
+int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_intermediate, uint64_t seed);
 mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w);
 void mj_bench_weights_release(mj_bench_weights *w);
 
@@ -58,6 +69,10 @@ mj_bench_expert_sources mj_bench_weights_sources(const mj_bench_weights *w, int 
 /* The fp64 reference's view of class c (its W1 = gate and up, adjacent; its
  * biases when there are). */
 mjr_expert_weights mj_bench_weights_class(const mj_bench_weights *w, int c);
+
+/* The fp64 reference's view of the shared expert (alphas 1, no biases:
+ * experts[E] of mjr_moe_forward); all NULL without one. */
+mjr_expert_weights mj_bench_weights_shared(const mj_bench_weights *w);
 
 /* Expert e's bias of projection proj (0 gate, 1 up, 2 down: I, I or H
  * floats); NULL without biases. */

@@ -66,6 +66,10 @@ static const char kUsage[] =
     "  --activation NAME   swiglu (default), swigluoai or situ\n"
     "  --clamp C           the swiglu family's clamp (gpt-oss: 7)\n"
     "  --biases            random expert biases (mj_moe_config.expert_biases), in the check too\n"
+    "  --shared N          a fused shared expert of intermediate size N x I in the row's weight\n"
+    "                      format (mj_moe_config.shared_intermediate; default 0: none), random\n"
+    "                      weights of its own, in the floor (its weights once per rank, 2 x 3 H\n"
+    "                      N I FLOPs per token) and the check; rows that cannot fuse it say why\n"
     "  --phases            one more launch per configuration (rank 0) stamps its phases:\n"
     "                      prologue, each GEMM's tasks (first-stage wait, K loop, epilogue),\n"
     "                      gaps, combine, tail; printed after the table and in the JSON\n"
@@ -105,8 +109,10 @@ static int plan(const mj_moe_bench_args *a, int ranks, config *out) {
             memset(c, 0, sizeof *c);
             c->shape = s;
             c->row = row;
-            mj_bench_moe_unrunnable(s, row->dispatch_fmt, ranks, a->max_tokens, c->reason,
-                                    sizeof c->reason);
+            if (!mj_bench_moe_unrunnable(s, row->dispatch_fmt, ranks, a->max_tokens,
+                                         a->variant.shared * s->intermediate, c->reason,
+                                         sizeof c->reason))
+                mj_bench_moe_shared_unrunnable(row, a->variant.shared, c->reason, sizeof c->reason);
             if (ri == 0) snprintf(first, sizeof first, "%s", c->reason);
             all_same &= c->reason[0] && strcmp(c->reason, first) == 0;
         }
@@ -282,6 +288,8 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(j, "intermediate", s->intermediate);
     cJSON_AddNumberToObject(j, "experts", s->experts);
     cJSON_AddNumberToObject(j, "topk", s->topk);
+    /* 0: none; else in the row's weight format */
+    cJSON_AddNumberToObject(j, "shared_intermediate", a->variant.shared * s->intermediate);
     cJSON_AddStringToObject(j, "row", c->row ? c->row->name : "all");
     cJSON_AddStringToObject(j, "routing", mj_bench_routing_name(a->routing));
     cJSON_AddNumberToObject(j, "ranks", ranks);
@@ -301,6 +309,7 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(j, "pd_moe_us", p->pd_moe_us);
     cJSON_AddNumberToObject(j, "experts_hit", p->experts_hit);
     cJSON_AddNumberToObject(j, "bytes", p->bytes);
+    cJSON_AddNumberToObject(j, "shared_bytes", p->shared_bytes);
     cJSON_AddNumberToObject(j, "flops", p->flops);
     cJSON_AddNumberToObject(j, "memory_us", p->floor.memory_us);
     cJSON_AddNumberToObject(j, "compute_us", p->floor.compute_us);
@@ -354,8 +363,13 @@ static void print_header(FILE *f, const mj_info *info, const mj_moe_bench_args *
     const mj_bench_moe_variant *v = &a->variant;
     char clamp[32] = "";
     if (v->clamp > 0) snprintf(clamp, sizeof clamp, ", clamp %g", (double)v->clamp);
-    fprintf(f, "layer: %s%s%s%s\n", mj_moe_activation_name(v->activation), clamp,
-            v->biases ? ", expert biases" : "", v->unfold_mx_scales ? ", MX scales unfolded" : "");
+    char shared[64] = "";
+    if (v->shared)
+        snprintf(shared, sizeof shared, ", a shared expert of %d x I (the row's weight format)",
+                 v->shared);
+    fprintf(f, "layer: %s%s%s%s%s\n", mj_moe_activation_name(v->activation), clamp,
+            v->biases ? ", expert biases" : "", v->unfold_mx_scales ? ", MX scales unfolded" : "",
+            shared);
     fprintf(f,
             "ceilings (measured now): bulk-copy read %.0f GB/s (%.1f GB read), device copy %.0f "
             "GB/s (read + write), BF16 wgmma %.0f TFLOP/s (%d SMs)\n",
@@ -381,6 +395,7 @@ static cJSON *header_json(const mj_info *info, const mj_moe_bench_args *a, int r
     cJSON_AddNumberToObject(j, "clamp", a->variant.clamp);
     cJSON_AddBoolToObject(j, "expert_biases", a->variant.biases);
     cJSON_AddBoolToObject(j, "unfold_mx_scales", a->variant.unfold_mx_scales);
+    cJSON_AddNumberToObject(j, "shared", a->variant.shared);
     cJSON_AddNumberToObject(j, "max_tokens", a->max_tokens);
     cJSON *c = cJSON_AddObjectToObject(j, "ceilings");
     cJSON_AddNumberToObject(c, "read_gbps", ceil->read_gbps);
@@ -570,9 +585,11 @@ int cmd_bench_mega_moe(int argc, char **argv) {
             print_header(stdout, &info, &a, ranks, mode, &ceil, &host_cost);
             cli_table_print(t, stdout);
             printf("floor = max(bytes / bulk-copy read bandwidth, FLOPs / BF16 tensor rate): "
-                   "bytes = weights and scales of the experts this routing hits%s + tokens in "
-                   "and out, FLOPs = 2 x 3 H I per (token, slot) pair\n",
-                   ranks > 1 && !launched ? " on every emulated rank" : "");
+                   "bytes = weights and scales of the experts this routing hits%s%s + tokens in "
+                   "and out, FLOPs = 2 x 3 H I per (token, slot) pair%s\n",
+                   ranks > 1 && !launched ? " on every emulated rank" : "",
+                   a.variant.shared ? " + the shared expert's, once per rank" : "",
+                   a.variant.shared ? " + 2 x 3 H I_s per token (the shared expert)" : "");
             cli_table_free(t);
             for (int i = 0; i < n; i++)
                 for (int k = 0; cfgs[i].points && k < a.num_tokens; k++)

@@ -30,6 +30,7 @@ enum {
     OPT_ACTIVATION = 'a',
     OPT_CLAMP = 'C',
     OPT_BIASES = 'b',
+    OPT_SHARED = 'S',
     OPT_CACHE = 'c',
     OPT_HELP = 'h',
 };
@@ -53,12 +54,16 @@ static const struct option kOptions[] = {
     {"activation", required_argument, NULL, OPT_ACTIVATION},
     {"clamp", required_argument, NULL, OPT_CLAMP},
     {"biases", no_argument, NULL, OPT_BIASES},
+    {"shared", required_argument, NULL, OPT_SHARED},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
 
 #define ITERS_MAX 100000
+/* --shared N: I_s = N x I must stay within the library's intermediate limit
+ * for some I (a multiple of 64); the shape's own check says which fit. */
+#define SHARED_MAX (MJ_LIMIT_INTERMEDIATE_MAX / 64)
 #define INT_ARG_MAX (1L << 30)
 
 static int bad(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -213,6 +218,14 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
         }
         case OPT_BIASES:
             a->variant.biases = 1;
+            break;
+        case OPT_SHARED:
+            if (cli_parse_long(optarg, 0, SHARED_MAX, &v))
+                return bad(err, cap,
+                           "--shared: expected 0..%d (the shared expert's intermediate size as a "
+                           "multiple of the routed one), got '%s'",
+                           SHARED_MAX, optarg);
+            a->variant.shared = (int)v;
             break;
         case OPT_CACHE:
             a->cache_dir = optarg;
