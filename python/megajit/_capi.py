@@ -186,6 +186,7 @@ class SymmConfig(_Versioned):
         ("dispatch_format", c_int),
         ("num_ranks", c_int),
         ("intermediate", c_int),
+        ("shared_intermediate", c_int64),
     ]
 
 
@@ -221,6 +222,8 @@ class MoeConfig(_Versioned):
         ("situ_gate_beta", c_float),
         ("situ_up_beta", c_float),
         ("expert_biases", c_int),
+        ("shared_intermediate", c_int),
+        ("shared_format", c_int),
     ]
 
 
@@ -389,6 +392,10 @@ FUNCTIONS = {
     "mj_weights_load": (
         "mj_status",
         ["mj_weights *", "int", "mj_projection", "const void *", "const void *", "int"],
+    ),
+    "mj_weights_load_shared": (
+        "mj_status",
+        ["mj_weights *", "mj_projection", "const void *", "const void *", "int"],
     ),
     "mj_weights_load_bias": (
         "mj_status",

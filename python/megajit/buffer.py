@@ -21,6 +21,8 @@ class SymmConfig:
     dispatch_format: the format pre-dispatch quantizes tokens into.
     num_ranks: ranks emulated in this process, or the NCCL communicator's size.
     intermediate: the MegaMoE expert size I; 0 = a buffer for pre-dispatch only.
+    shared_intermediate: the layer's fused shared expert's size (MoEConfig's; 0 =
+      none): the buffer then also holds its token tiles and combine slot.
     """
 
     hidden: int
@@ -30,6 +32,7 @@ class SymmConfig:
     dispatch_format: Format = Format.BF16
     num_ranks: int = 1
     intermediate: int = 0
+    shared_intermediate: int = 0
 
     def _c(self):
         return c_struct(_capi.SymmConfig, self, dispatch_format=int(parse_format(self.dispatch_format)))

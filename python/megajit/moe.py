@@ -4,6 +4,7 @@ MegaMoE kernel behind one forward() call with PyTorch tensors."""
 import ctypes
 import dataclasses
 import sys
+from typing import Optional
 
 from . import _capi, _lib, _torch
 from ._args import c_float, c_int, c_struct, config_of, enum_member
@@ -56,6 +57,16 @@ class MoEConfig:
       (mj_moe_config).
     expert_biases: the experts have biases (gpt-oss), loaded with
       MegaMoE.load_bias (mj_moe_config.expert_biases; compiled into the kernels).
+    shared_intermediate, shared_format: a shared expert fused into the layer
+      (DeepSeek-V3), loaded with MegaMoE.load_shared: its intermediate size, a
+      multiple of intermediate, and its weights' format (a name or megajit.Format;
+      None with shared_intermediate 0: no shared expert). Every rank runs it on each
+      of its own tokens from their dispatched rows, with routing weight 1, alphas 1,
+      no biases and the layer's activation, clamp and GEMM 2 input format, and adds
+      its output after the routed slots (NUMERICS.md step 8). The formats it fuses
+      in per row (mj_moe_config): bf16 -> bf16; mxfp8, mxfp4-a8, mxfp4-a16 -> mxfp8;
+      nvfp4, nvfp4-a16 -> mxfp8 or bf16 (InvalidArgument for others); the kernel runs
+      the row's own weight format only so far (Unsupported for the rest).
     """
 
     hidden: int
@@ -76,6 +87,8 @@ class MoEConfig:
     situ_gate_beta: float = 0.0
     situ_up_beta: float = 0.0
     expert_biases: bool = False
+    shared_intermediate: int = 0
+    shared_format: Optional[Format] = None
 
     @classmethod
     def for_row(cls, row, **fields):
@@ -109,6 +122,7 @@ class MoEConfig:
             dispatch_format=parse_format(self.dispatch_format),
             num_ranks=self.num_ranks,
             intermediate=self.intermediate,
+            shared_intermediate=self.shared_intermediate,
         )
 
     def block_m_for(self, num_tokens):
@@ -127,6 +141,16 @@ class MoEConfig:
         for name, value in params.items():
             if value != 0 and ctypes.c_float(value).value == 0:
                 raise invalid(f"megajit: {name} {value} rounds to 0 as a float (0 means the standard value)")
+        # In C, shared_format 0 is both "unset" and bf16: only here can a format without
+        # a shared expert, or a shared expert without a format, be told apart.
+        has_shared = c_int(self.shared_intermediate, "shared_intermediate") != 0
+        shared_format = None if self.shared_format is None else parse_format(self.shared_format)
+        if shared_format is not None and not has_shared:
+            raise invalid(f"megajit: shared_format {format_name(shared_format)}: there is no shared expert "
+                          "(shared_intermediate is 0; leave shared_format None)")
+        if has_shared and shared_format is None:
+            raise invalid(f"megajit: shared_intermediate {self.shared_intermediate} needs shared_format "
+                          "(the shared expert's weight format)")
         return c_struct(
             _capi.MoeConfig,
             self,
@@ -134,6 +158,7 @@ class MoEConfig:
             dispatch_format=int(parse_format(self.dispatch_format)),
             activation=int(enum_member(Activation, self.activation, "activation")),
             clamp=c_float(self.clamp, "clamp"),
+            shared_format=int(shared_format) if has_shared else 0,
             **params,
         )
 
@@ -255,24 +280,48 @@ class MegaMoE(Owner):
         same), or host buffers (numpy). Returns when the image is written: the
         sources may be freed (device sources are read after every pending
         operation of the context, cuCtxSynchronize). Not during graph capture."""
-        e = c_int(expert, "expert", 0, self.config.local_experts - 1)
+        self._load(c_int(expert, "expert", 0, self.config.local_experts - 1), projection, weight, scales)
+
+    def load_shared(self, projection, weight, scales=None):
+        """Loads one projection of the layer's shared expert (mj_weights_load_shared;
+        MoEConfig.shared_intermediate) as load() loads a routed expert's: gate/up
+        [I_s, H], down [H, I_s] with I_s = shared_intermediate, in shared_format
+        (mxfp8: E4M3 data and UE8M0 scales [out, in / 32]; bf16: no scales), same
+        sources, same synchronization. The shared expert has no alphas or biases.
+        Every projection must be loaded before forward()."""
+        # Before the sources are checked: without a shared expert there is no format or
+        # shape to check them against.
+        if not self.config.shared_intermediate:
+            raise invalid("megajit: this layer has no shared expert "
+                          "(MoEConfig(shared_intermediate=..., shared_format=...))")
+        self._load(None, projection, weight, scales)
+
+    def _load(self, e, projection, weight, scales):
+        """load of local expert e (checked), or load_shared for e None."""
         proj = enum_member(Projection, projection, "projection (gate, up or down)")
-        fmt = parse_format(self.config.weight_format)
-        h, i = self.config.hidden, self.config.intermediate
+        c, shared = self.config, e is None
+        fmt = parse_format(c.shared_format if shared else c.weight_format)
+        h, i = c.hidden, c.shared_intermediate if shared else c.intermediate
         rows, cols = (h, i) if proj == Projection.DOWN else (i, h)
         group = _GROUP[fmt]
+        whose = "shared " if shared else ""
         keep = []
-        wp, w_dev = self._source(weight, f"{proj.name.lower()} weight", fmt, rows, cols, None, keep)
+        wp, w_dev = self._source(weight, f"{whose}{proj.name.lower()} weight", fmt, rows, cols, None, keep)
         sp, s_dev = 0, w_dev
         if group and scales is None:
-            raise invalid(f"megajit: {format_name(fmt)} weights need scales [{rows}, {cols // group}]")
+            raise invalid(f"megajit: {whose}{format_name(fmt)} weights need scales [{rows}, {cols // group}]")
         if not group and scales is not None:
-            raise invalid("megajit: bf16 weights take no scales")
+            raise invalid(f"megajit: {whose}bf16 weights take no scales")
         if scales is not None:
-            sp, s_dev = self._source(scales, f"{proj.name.lower()} scales", fmt, rows, cols // group, "scales", keep)
+            sp, s_dev = self._source(scales, f"{whose}{proj.name.lower()} scales", fmt, rows, cols // group,
+                                     "scales", keep)
         if w_dev != s_dev:
             raise invalid("megajit: weight and scales must both be on the GPU or both on the CPU")
-        check(_lib.load().mj_weights_load(self._handle(), e, int(proj), wp or None, sp or None, 1 if w_dev else 0))
+        lib, dev = _lib.load(), 1 if w_dev else 0
+        if shared:
+            check(lib.mj_weights_load_shared(self._handle(), int(proj), wp or None, sp or None, dev))
+        else:
+            check(lib.mj_weights_load(self._handle(), e, int(proj), wp or None, sp or None, dev))
         self._loaded.add((e, proj))
 
     def load_bias(self, expert, projection, bias):
@@ -340,18 +389,35 @@ class MegaMoE(Owner):
             raise invalid(f"megajit: {name} must be contiguous, got strides {t.stride()}")
         return self._source_device(t, name, keep)
 
-    def load_experts(self, w13, w2, w13_scales=None, w2_scales=None, w13_bias=None, w2_bias=None):
+    def load_experts(self, w13, w2, w13_scales=None, w2_scales=None, w13_bias=None, w2_bias=None, *,
+                     shared_w13=None, shared_w2=None, shared_w13_scales=None, shared_w2_scales=None):
         """Loads every local expert from stacked tensors in vLLM's layout: w13
         [E/R, 2I, H...] (gate rows 0..I-1, then up), w2 [E/R, H, I...], and their
         scales stacked the same way (None for bf16); element layouts as load().
         With config.expert_biases, w13_bias float32 [E/R, 2I] and w2_bias [E/R, H]
-        (load_bias); both or neither."""
+        (load_bias); both or neither. With config.shared_intermediate I_s, the
+        shared expert too (load_shared), unstacked: shared_w13 [2 I_s, H...] (gate
+        rows, then up) and shared_w2 [H, I_s...], with their scales for mxfp8; both
+        or neither (load_shared loads them one by one instead)."""
         n, i = self.config.local_experts, self.config.intermediate
         for name, t in (("w13", w13), ("w2", w2), ("w13_scales", w13_scales), ("w2_scales", w2_scales)):
             if t is not None and (not hasattr(t, "shape") or len(t.shape) != 3 or t.shape[0] != n):
                 raise invalid(f"megajit: {name} must be stacked [{n}, ...] (local experts first)")
             if t is not None and 2 * i != t.shape[1] and name.startswith("w13"):
                 raise invalid(f"megajit: {name} must have 2 * intermediate = {2 * i} rows per expert")
+        i_s = self.config.shared_intermediate
+        if (shared_w13 is None) != (shared_w2 is None):
+            raise invalid("megajit: pass both shared_w13 and shared_w2, or neither")
+        if shared_w13 is None and (shared_w13_scales is not None or shared_w2_scales is not None):
+            raise invalid("megajit: shared expert scales without shared_w13 and shared_w2")
+        if shared_w13 is not None and not i_s:
+            raise invalid("megajit: this layer has no shared expert "
+                          "(MoEConfig(shared_intermediate=..., shared_format=...))")
+        # Checked before any expert loads: a bad shared tensor leaves nothing half-loaded.
+        for name, t in (("shared_w13", shared_w13), ("shared_w13_scales", shared_w13_scales)):
+            if t is not None and (not hasattr(t, "shape") or len(t.shape) != 2 or t.shape[0] != 2 * i_s):
+                raise invalid(f"megajit: {name} must be [2 * shared_intermediate = {2 * i_s}, ...] "
+                              "(gate rows, then up)")
         if (w13_bias is None) != (w2_bias is None):
             raise invalid("megajit: pass both w13_bias and w2_bias, or neither")
         if w13_bias is not None and not self.config.expert_biases:
@@ -376,6 +442,11 @@ class MegaMoE(Owner):
                 rows = (w13_bias[e, :i], w13_bias[e, i:], w2_bias[e])
                 for proj, b in zip(("gate", "up", "down"), rows):
                     self.load_bias(e, proj, b.contiguous() if hasattr(b, "contiguous") else b)
+        if shared_w13 is not None:
+            s13 = shared_w13_scales
+            self.load_shared("gate", shared_w13[:i_s], None if s13 is None else s13[:i_s])
+            self.load_shared("up", shared_w13[i_s:], None if s13 is None else s13[i_s:])
+            self.load_shared("down", shared_w2, shared_w2_scales)
 
     def set_alphas(self, expert, l1_alpha_gate=1.0, l1_alpha_up=1.0, l2_alpha=1.0, l2_act_scale=1.0):
         """Per-expert fp32 scalars (default 1), kept on the device so changing them needs
@@ -399,8 +470,9 @@ class MegaMoE(Owner):
 
     @property
     def loaded(self):
-        """Whether every projection of every local expert has been loaded."""
-        return len(self._loaded) == 3 * self.config.local_experts
+        """Whether every projection of every local expert, and of the shared expert
+        when the layer has one, has been loaded."""
+        return len(self._loaded) == 3 * (self.config.local_experts + bool(self.config.shared_intermediate))
 
     # ------------------------------------------------------------ launch
 

@@ -4,6 +4,8 @@ handles, and (with PyTorch) wrong tensors. Each case runs in this process, so
 a crash would end the test run."""
 
 import ctypes
+import dataclasses
+import functools
 
 import pytest
 
@@ -116,6 +118,10 @@ def test_symm_buffer_config_errors(rt):
                                   dispatch_format="fp7")
     with pytest.raises(megajit.InvalidArgument):
         megajit.SymmBuffer.create(rt, hidden=512, num_experts=16, num_topk=4, max_tokens_per_rank=8, num_ranks=0)
+    # the 64-bit shared_intermediate reaches C where the header puts it
+    with pytest.raises(megajit.InvalidArgument, match="shared_intermediate 192 must be 0 .* multiple of intermediate"):
+        megajit.SymmBuffer.create(rt, hidden=512, num_experts=16, num_topk=4, max_tokens_per_rank=8,
+                                  intermediate=128, shared_intermediate=192)
     cfg = megajit.SymmConfig(512, 16, 4, 8, "mxfp8")
     if not rt.has_device:
         with pytest.raises(megajit.NoDeviceError):
@@ -135,7 +141,8 @@ def test_moe_config_errors(rt):
     for bad in (dict(hidden=500), dict(intermediate=100), dict(num_experts=15, num_ranks=2),
                 dict(num_topk=0), dict(max_tokens_per_rank=0), dict(rank=3), dict(block_m=24),
                 dict(clamp=-1.0), dict(unfold_mx_scales=2), dict(swiglu_beta=float("nan")),
-                dict(situ_gate_beta=4.0), dict(activation="situ", situ_up_beta=-25.0)):
+                dict(situ_gate_beta=4.0), dict(activation="situ", situ_up_beta=-25.0),
+                dict(shared_intermediate=128, shared_format="mxfp8")):
         with pytest.raises(megajit.InvalidArgument):
             megajit.MegaMoE(rt, megajit.MoEConfig(**{**GOOD_MOE, **bad}))
     with pytest.raises(megajit.InvalidArgument, match="activation"):
@@ -172,6 +179,144 @@ def test_block_m_needs_no_device():
         cfg.block_m_for(65)
     with pytest.raises(megajit.InvalidArgument):
         cfg.block_m_for(-1)
+
+
+# The formats a shared expert fuses in, per row (include/megajit.h, mj_moe_config).
+SHARED_FUSABLE = {"bf16": {"bf16"}, "mxfp8": {"mxfp8"}, "mxfp4-a8": {"mxfp8"}, "mxfp4-a16": {"mxfp8"},
+                  "nvfp4": {"mxfp8", "bf16"}, "nvfp4-a16": {"mxfp8", "bf16"}}
+
+
+def test_shared_expert_config():
+    """A fused shared expert's config goes through mj_mega_moe_block_m, no GPU needed:
+    every (row, shared format) pair of the header's matrix runs (the row's own weight
+    format, one or two experts wide), is Unsupported (fusable, not in the kernel yet)
+    or InvalidArgument naming the formats the row takes; bad sizes; and what only the
+    Python side can tell, C's shared_format 0 being bf16 too."""
+    assert set(SHARED_FUSABLE) == set(megajit.FORMAT_ROWS)
+    for row, (weight_format, _, _) in megajit.FORMAT_ROWS.items():
+        for fmt in megajit.Format:
+            name = megajit.format_name(fmt)
+            cfg = megajit.MoEConfig.for_row(row, **GOOD_MOE, shared_intermediate=128, shared_format=name)
+            if name not in SHARED_FUSABLE[row]:
+                allowed = " or ".join(sorted(SHARED_FUSABLE[row]))
+                why = f"^shared_format {name}: a shared expert fuses into the {row} row in {allowed} only$"
+                with pytest.raises(megajit.InvalidArgument, match=why):
+                    cfg.block_m_for(1)
+            elif fmt != weight_format:
+                with pytest.raises(megajit.Unsupported, match=f"^shared_format {name}: .* weight format only") as e:
+                    cfg.block_m_for(1)
+                assert e.value.status == megajit.Status.ERR_UNSUPPORTED
+            else:
+                for width in (128, 256):
+                    wide = dataclasses.replace(cfg, shared_intermediate=width)
+                    assert wide.block_m_for(1) > 0 and wide.block_m_for(64) >= wide.block_m_for(1)
+                    c = wide._c()
+                    assert (c.shared_intermediate, c.shared_format) == (width, fmt)
+                    assert wide.symm_config().shared_intermediate == width
+    mxfp8 = functools.partial(megajit.MoEConfig.for_row, "mxfp8", **GOOD_MOE)
+    for width in (64, 192, -128, 2**20):
+        with pytest.raises(megajit.InvalidArgument, match=f"shared_intermediate {width} must be 0"):
+            mxfp8(shared_intermediate=width, shared_format="mxfp8").block_m_for(1)
+    with pytest.raises(megajit.InvalidArgument, match="outside"):
+        mxfp8(shared_intermediate=2**40, shared_format="mxfp8").block_m_for(1)
+    for fmt in ("bf16", megajit.Format.BF16, "mxfp8"):  # bf16 is C's 0: only Python sees it set
+        with pytest.raises(megajit.InvalidArgument, match="there is no shared expert"):
+            mxfp8(shared_format=fmt).block_m_for(1)
+    with pytest.raises(megajit.InvalidArgument, match="needs shared_format"):
+        mxfp8(shared_intermediate=128).block_m_for(1)
+    with pytest.raises(megajit.InvalidArgument, match="fp7"):
+        mxfp8(shared_intermediate=128, shared_format="fp7").block_m_for(1)
+    assert mxfp8()._c().shared_intermediate == 0 and mxfp8().symm_config().shared_intermediate == 0
+
+
+class Stacked:
+    """Stands in for a weight tensor in load_experts: a shape, and indexing that
+    returns (name, index) so that a recorder shows which rows went where."""
+
+    def __init__(self, name, *shape):
+        self.name, self.shape = name, shape
+
+    def __getitem__(self, index):
+        return (self.name, index)
+
+
+def stand_in_layer(**fields):
+    """A MegaMoE of GOOD_MOE's mxfp8 layer with `fields`, without a GPU: no C handle,
+    and load / load_shared record their calls (MegaMoE.calls) instead of loading."""
+    moe = megajit.MegaMoE.__new__(megajit.MegaMoE)
+    moe.config = megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, **fields)
+    moe.calls = []
+    moe.load = lambda *args: moe.calls.append(("load", *args))
+    moe.load_shared = lambda *args: moe.calls.append(("load_shared", *args))
+    return moe
+
+
+def routed():
+    """Stand-ins of load_experts' routed arguments for GOOD_MOE's mxfp8 layer."""
+    n, i, h = GOOD_MOE["num_experts"], GOOD_MOE["intermediate"], GOOD_MOE["hidden"]
+    return (Stacked("w13", n, 2 * i, h), Stacked("w2", n, h, i), Stacked("s13", n, 2 * i, h // 32),
+            Stacked("s2", n, h, i // 32))
+
+
+def test_load_experts_loads_the_shared_expert():
+    """load_experts hands the shared expert's gate rows, up rows and down matrix, with
+    their scales, to load_shared after every routed expert; it refuses bad shared
+    arguments before loading anything."""
+    moe = stand_in_layer(shared_intermediate=256, shared_format="mxfp8")
+    s13, s2 = Stacked("shared_w13", 512, 512), Stacked("shared_w2", 512, 256)
+    sf13, sf2 = Stacked("shared_s13", 512, 16), Stacked("shared_s2", 512, 8)
+    moe.load_experts(*routed(), shared_w13=s13, shared_w2=s2, shared_w13_scales=sf13, shared_w2_scales=sf2)
+    assert [c[0] for c in moe.calls] == ["load"] * 48 + ["load_shared"] * 3
+    assert moe.calls[-3:] == [
+        ("load_shared", "gate", ("shared_w13", slice(None, 256)), ("shared_s13", slice(None, 256))),
+        ("load_shared", "up", ("shared_w13", slice(256, None)), ("shared_s13", slice(256, None))),
+        ("load_shared", "down", s2, sf2),
+    ]
+    moe.calls.clear()
+    moe.load_experts(*routed())  # without: the routed experts alone (load_shared may follow)
+    assert {c[0] for c in moe.calls} == {"load"}
+    bad = [
+        ("pass both shared_w13 and shared_w2", dict(shared_w13=s13)),
+        ("pass both shared_w13 and shared_w2", dict(shared_w2=s2)),
+        ("scales without shared_w13", dict(shared_w13_scales=sf13)),
+        ("scales without shared_w13", dict(shared_w2_scales=sf2)),
+        (r"shared_w13 must be \[2 \* shared_intermediate = 512", dict(shared_w13=Stacked("w", 256, 512), shared_w2=s2)),
+        (r"shared_w13 must be \[2 \* shared_intermediate", dict(shared_w13=Stacked("w", 1, 512, 512), shared_w2=s2)),
+        (r"shared_w13_scales must be \[2 \* shared_intermediate",
+         dict(shared_w13=s13, shared_w2=s2, shared_w13_scales=Stacked("s", 256, 16))),
+    ]
+    for message, kwargs in bad:
+        moe.calls.clear()
+        with pytest.raises(megajit.InvalidArgument, match=message):
+            moe.load_experts(*routed(), **kwargs)
+        assert moe.calls == [], message
+    plain = stand_in_layer()
+    with pytest.raises(megajit.InvalidArgument, match="no shared expert"):
+        plain.load_experts(*routed(), shared_w13=s13, shared_w2=s2)
+    assert plain.calls == []
+
+
+def test_load_shared_checks_its_sources():
+    """load_shared checks its sources against the shared expert's size and format (not
+    the routed experts') before the C call, which a stand-in without a handle refuses."""
+    moe = megajit.MegaMoE.__new__(megajit.MegaMoE)
+    moe.config = megajit.MoEConfig.for_row("mxfp8", **GOOD_MOE, shared_intermediate=256, shared_format="mxfp8")
+    with pytest.raises(megajit.InvalidArgument, match="shared gate weight has 65536 bytes, expected 131072"):
+        moe.load_shared("gate", bytes(128 * 512), bytes(128 * 16))  # the routed experts' size
+    with pytest.raises(megajit.InvalidArgument, match=r"shared mxfp8 weights need scales \[512, 8\]"):
+        moe.load_shared("down", bytes(512 * 256))
+    with pytest.raises(megajit.InvalidArgument, match="this weights is closed"):  # sources accepted
+        moe.load_shared("down", bytes(512 * 256), bytes(512 * 8))
+    with pytest.raises(megajit.InvalidArgument, match="unknown projection"):
+        moe.load_shared("gate_up", bytes(256 * 512), bytes(256 * 16))
+    bf16 = megajit.MegaMoE.__new__(megajit.MegaMoE)
+    bf16.config = megajit.MoEConfig(**GOOD_MOE, shared_intermediate=128, shared_format="bf16")
+    with pytest.raises(megajit.InvalidArgument, match="shared bf16 weights take no scales"):
+        bf16.load_shared("up", bytes(2 * 128 * 512), bytes(128 * 16))
+    plain = megajit.MegaMoE.__new__(megajit.MegaMoE)
+    plain.config = megajit.MoEConfig(**GOOD_MOE)
+    with pytest.raises(megajit.InvalidArgument, match="this layer has no shared expert"):
+        plain.load_shared("gate", bytes(128 * 512))
 
 
 def test_warmup_finds_every_block_m_by_bisection():

@@ -59,7 +59,7 @@ def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     write_inputs(tmp_path, m, x, ids, tw)
     wf, df, lf = megajit.FORMAT_ROWS[row]
     p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), int(megajit.Activation[act.upper()]), clamp,
-                                                 *params, 0, H, I, E, K, T, gpu.TMAX, tmp_path))],
+                                                 *params, 0, 0, 0, H, I, E, K, T, gpu.TMAX, tmp_path))],
                        capture_output=True, text=True, check=True)
     xo, so, io, wo, xso = map(int, p.stdout.split())
 
@@ -114,7 +114,7 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     write(tmp_path / "b2.f32", b2)
     wf, df, lf = megajit.FORMAT_ROWS[row]
     act = int(megajit.Activation.SWIGLUOAI)
-    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), act, gpu.CLAMP, 0.0, 0.0, 1,
+    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), act, gpu.CLAMP, 0.0, 0.0, 1, 0, 0,
                                                  H, I, E, K, T, gpu.TMAX, tmp_path))],
                        capture_output=True, text=True, check=True)
     xo, so, io, wo, xso = map(int, p.stdout.split())
@@ -132,3 +132,54 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
     cd = nx.calc_diff(ref, c_y)
     assert (cd >= 1e-3) if unweighted else (cd < 1e-9), cd
+
+
+# (row, shared format, mult): the GPU test's shared experts (the row's weight format),
+# plus pairs the reference runs and the kernel not yet: NVFP4 tokens, whose per-token
+# scale the shared GEMM 1 takes, and BF16 shared weights beside NVFP4 routed ones.
+SHARED_PAIRS = [(row, megajit.FORMAT_ROWS[row][0], mult) for row, mult in gpu.SHARED_CASES] + [
+    ("nvfp4", Format.MXFP8, 1), ("nvfp4-a16", Format.BF16, 2)]
+
+
+@pytest.mark.parametrize("row,sfmt,mult", SHARED_PAIRS, ids=lambda v: str(getattr(v, "name", v)).lower())
+def test_shared_expert_matches_the_c_reference(harness, tmp_path, row, sfmt, mult):
+    """numerics.moe_reference with a fused shared expert = the C reference's (slot K,
+    weight 1, alphas 1, after the routed slots in the fp32 sum), from the shared weights
+    the GPU test loads (bit for bit); a clamp and a token with every routed slot masked
+    (which gets the shared output alone) included. The negative control leaves the
+    shared expert out of the PyTorch side and must disagree. The two references sum
+    fp64 dot products in different orders, so a BF16 rounding tie can rarely come out
+    an ulp apart (seeds 6 and 10 have one each, 6 in the routed nvfp4 path alone):
+    seed 8 has none."""
+    H, I, E, K, T = gpu.H, gpu.I, gpu.E, gpu.K, 37
+    m = gpu.make_model(row)
+    sh = gpu.make_shared(sfmt, mult * I)
+    x, ids, tw = gpu.gen_inputs(T, seed=8)
+    assert bool((ids < 0).all(1).any())
+    write_inputs(tmp_path, m, x, ids, tw)
+    write(tmp_path / "sw1.f32", sh["master_w1"])
+    write(tmp_path / "sw2.f32", sh["master_w2"])
+    wf, df, lf = megajit.FORMAT_ROWS[row]
+    act = int(megajit.Activation.SWIGLUOAI)
+    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), act, gpu.CLAMP, 0.0, 0.0, 0,
+                                                 mult * I, int(sfmt), H, I, E, K, T, gpu.TMAX, tmp_path))],
+                       capture_output=True, text=True, check=True)
+    xo, so, io, wo, xso = map(int, p.stdout.split())
+    w13 = sh["w13"].view(torch.uint8) if sh["w13"].dtype != torch.uint8 else sh["w13"]
+    assert torch.equal(read(tmp_path / "sq1"), w13.contiguous().view(-1).view(torch.uint8))
+    assert torch.equal(read(tmp_path / "sq2"), sh["w2q"].contiguous().view(-1).view(torch.uint8))
+    if sh["s13"] is not None:
+        assert torch.equal(read(tmp_path / "ss1"), sh["s13"].contiguous().view(-1))
+        assert torch.equal(read(tmp_path / "ss2"), sh["s2"].contiguous().view(-1))
+    region = read(tmp_path / "region")
+    qx, qsf, _ = nx.quantize_tokens(df, x)
+    xq = region[xo:xo + qx.numel() * qx.element_size()].view(T, -1)
+    sf = region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None
+    xs = region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T)
+    vid = region[io:io + 4 * T * K].view(torch.int32).view(T, K)
+    vtw = region[wo:wo + 4 * T * K].view(torch.float32).view(T, K)
+    a = gpu.dequant_tokens(df, xq.view(torch.bfloat16) if df == Format.BF16 else xq, sf)
+    layer = gpu.layer_of(m, "swigluoai", gpu.CLAMP)
+    c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
+    assert nx.calc_diff(nx.moe_reference({**layer, "shared": sh}, a, xs, vid, vtw), c_y) < 1e-9
+    assert nx.calc_diff(nx.moe_reference(layer, a, xs, vid, vtw), c_y) >= 1e-3

@@ -5,6 +5,7 @@ second translation unit assigns every function to a pointer of the type the
 Python table declares, with -Werror, so a drifted signature fails to compile."""
 
 import ctypes
+import dataclasses
 import re
 import subprocess
 
@@ -105,6 +106,16 @@ def test_every_struct_field_is_mirrored():
         names = [re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[[^\]]*\])?\s*$", decl.strip())[0]
                  for decl in body.split(";") if decl.strip()]
         assert names == [f for f, _ in cls._fields_], c_name
+
+
+@pytest.mark.parametrize("plain,ctype", [(megajit.MoEConfig, _capi.MoeConfig), (megajit.SymmConfig, _capi.SymmConfig)],
+                         ids=["MoEConfig", "SymmConfig"])
+def test_configs_carry_every_struct_field(plain, ctype):
+    """The config a user fills has a field for every field of its C struct but
+    struct_size: the struct is built from the dataclass alone (_args.c_struct), so a
+    field missing there would reach C as 0 whatever the user asked for (the shared
+    expert's fields, say)."""
+    assert {f.name for f in dataclasses.fields(plain)} == {f for f, _ in ctype._fields_} - {"struct_size"}
 
 
 def test_every_struct_is_mirrored():

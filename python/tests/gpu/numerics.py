@@ -184,6 +184,32 @@ def activate(act, g, u, params=(0.0, 0.0)):
     return g * torch.sigmoid(a * g) * (u + b)
 
 
+def expert_rows(layer, w1, w2, x, mul_g, mul_u, mul_act, alpha_down=1.0, b1=None, b2=None, b2_weight=None):
+    """Steps 2-7 of one expert (intermediate size I = w2.shape[1]) for rows x [n, H]
+    (fp64): w1 [2I, H] (gate rows, then up) and w2 [H, I] dequantized (fp64); mul_g,
+    mul_u, mul_act [n] the per-row multipliers of step 2 and 5 as the kernel forms
+    them (fp32 products, as fp64); b1 [2I], b2 [H] and b2_weight [n] the biases and
+    the down bias's weight (optional). The layer's activation, clamp and GEMM 2 input
+    format come from `layer` (moe_reference). Returns the BF16 outputs [n, H] as fp32."""
+    I = w2.shape[1]
+    c = float(bf16_round(f32(layer["clamp"]))) if layer["clamp"] > 0 else 0.0
+    g = (x @ w1[:I].T) * mul_g[:, None]
+    u = (x @ w1[I:].T) * mul_u[:, None]
+    if b1 is not None:
+        g = g + b1[:I].to(torch.float64)
+        u = u + b1[I:].to(torch.float64)
+    g, u = bf16_round(g), bf16_round(u)
+    if c > 0:
+        g = torch.clamp(g, max=c)
+        u = torch.clamp(u, -c, c)
+    act = activate(layer["act"], g, u, layer.get("act_params", (0.0, 0.0))) * mul_act[:, None]
+    actq = quantize_act(layer["l2"], act)
+    out = (actq @ w2.T) * alpha_down
+    if b2 is not None:
+        out = out + b2_weight.to(torch.float64)[:, None] * b2.to(torch.float64)
+    return bf16_round(out).to(torch.float32)
+
+
 def moe_reference(layer, a, xs, ids, tw):
     """Steps 1-8 for one rank's tokens.
 
@@ -191,46 +217,40 @@ def moe_reference(layer, a, xs, ids, tw):
       alpha_up, alpha_down, act_scale (fp32 [E]), l2 (Format), act (str), clamp (float),
       act_params (the activation's two parameters, 0 = standard; optional), b1 [E, 2I]
       and b2 [E, H] (fp32 expert biases; optional, include/megajit.h mj_weights_load_bias);
-      down_bias_unweighted (negative controls only: b2 without the routing weight).
+      down_bias_unweighted (negative controls only: b2 without the routing weight);
+      shared: the fused shared expert (optional, include/megajit.h
+      mj_moe_config.shared_intermediate), a dict with w1 [2 I_s, H] and w2 [H, I_s]
+      (fp64, dequantized): run on every token with routing weight 1, alphas 1 and
+      no biases, its output added after the routed slots (slot K), so a token whose
+      routed slots are all masked gets BF16(its shared output).
     a: the rank's dequantized tokens [T, H] (fp64); xs: per-token scale [T] (fp32).
     ids, tw: the top-k ids [T, K] and weights [T, K] as pre-dispatch stored them.
     Returns y [T, H] as BF16. Experts are global ids (every expert's weights are given).
     """
     T, K = ids.shape
     H = layer["w2"].shape[1]
-    I = layer["w2"].shape[2]
     o = torch.zeros(T, K, H, dtype=torch.float32)
-    c = float(bf16_round(f32(layer["clamp"]))) if layer["clamp"] > 0 else 0.0
     for e in sorted(set(int(v) for v in ids.flatten().tolist() if v >= 0)):
         t, k = (ids == e).nonzero(as_tuple=True)
-        x = a[t]
-        w1, w2 = layer["w1"][e], layer["w2"][e]
         mul_g = (xs[t] * layer["alpha_gate"][e]).to(torch.float64)
         mul_u = (xs[t] * layer["alpha_up"][e]).to(torch.float64)
-        g = (x @ w1[:I].T) * mul_g[:, None]
-        u = (x @ w1[I:].T) * mul_u[:, None]
-        if layer.get("b1") is not None:
-            g = g + layer["b1"][e, :I].to(torch.float64)
-            u = u + layer["b1"][e, I:].to(torch.float64)
-        g, u = bf16_round(g), bf16_round(u)
-        if c > 0:
-            g = torch.clamp(g, max=c)
-            u = torch.clamp(u, -c, c)
         mul_act = (tw[t, k] * layer["act_scale"][e]).to(torch.float64)
-        act = activate(layer["act"], g, u, layer.get("act_params", (0.0, 0.0))) * mul_act[:, None]
-        actq = quantize_act(layer["l2"], act)
-        out = (actq @ w2.T) * float(layer["alpha_down"][e])
-        if layer.get("b2") is not None:
-            w = torch.ones_like(tw[t, k]) if layer.get("down_bias_unweighted") else tw[t, k]
-            out = out + w.to(torch.float64)[:, None] * layer["b2"][e].to(torch.float64)
-        out = bf16_round(out)
-        o[t, k] = out.to(torch.float32)
+        b1, b2 = layer.get("b1"), layer.get("b2")
+        o[t, k] = expert_rows(layer, layer["w1"][e], layer["w2"][e], a[t], mul_g, mul_u, mul_act,
+                              float(layer["alpha_down"][e]), None if b1 is None else b1[e],
+                              None if b2 is None else b2[e],
+                              torch.ones_like(tw[t, k]) if layer.get("down_bias_unweighted") else tw[t, k])
     acc = torch.zeros(T, H, dtype=torch.float32)
     valid = ids >= 0
     for k in range(K):
         acc = torch.where(valid[:, k, None], acc + o[:, k], acc)
-    y = torch.where(valid.any(1)[:, None], acc, torch.zeros_like(acc))
-    return y.to(torch.bfloat16)
+    shared = layer.get("shared")
+    if shared is None:
+        return torch.where(valid.any(1)[:, None], acc, torch.zeros_like(acc)).to(torch.bfloat16)
+    # Slot K: the fp32 sum goes on (xs * alpha 1 = xs, weight 1 * l2_act_scale 1 = 1).
+    ones = torch.ones(T, dtype=torch.float64)
+    return (acc + expert_rows(layer, shared["w1"], shared["w2"], a, xs.to(torch.float64), xs.to(torch.float64),
+                              ones)).to(torch.bfloat16)
 
 
 def calc_diff(x, y):

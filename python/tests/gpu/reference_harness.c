@@ -3,11 +3,15 @@
  * python/tests/test_gpu_reference.py can check the GPU test's PyTorch
  * quantizers and MegaMoE reference (numerics.py) against it on the CPU.
  *
- *   reference_harness WFMT DFMT L2FMT ACT CLAMP P0 P1 BIASES H I E K T TMAX DIR
+ *   reference_harness WFMT DFMT L2FMT ACT CLAMP P0 P1 BIASES IS SFMT H I E K T TMAX DIR
  *
  * P0 P1: the activation's two parameters (mjr_moe_shape.act_params; 0 =
  * standard). BIASES 1: DIR also holds b1.f32 [E][2I] and b2.f32 [E][H], the
- * experts' biases (mjr_expert_weights.b1, b2).
+ * experts' biases (mjr_expert_weights.b1, b2). IS > 0: a fused shared expert
+ * of that intermediate size in SFMT, bf16 or mxfp8 (the formats a shared
+ * expert fuses in; it has no alpha to take back NVFP4's pre-scaling): DIR also
+ * holds its master weights sw1.f32 [2 IS][H] and sw2.f32 [H][IS], quantized
+ * into sq1/ss1/sq2/ss2 (mjr_moe_shape.shared_inter, shared_fmt).
  *
  * DIR holds w1.f32 [E][2I][H] and w2.f32 [E][H][I] (master weights), alphas.f32
  * [4][E] (gate, up, down, act scale), x.bf16 [T][H], ids.i32 and tw.f32 [T][K].
@@ -58,14 +62,15 @@ static void quantize(int fmt, const float *w, int rows, int cols, float *tmp, ui
 }
 
 int main(int argc, char **argv) {
-    if (argc != 16) return 2;
+    if (argc != 18) return 2;
     int wf = atoi(argv[1]), df = atoi(argv[2]), lf = atoi(argv[3]), act = atoi(argv[4]);
     float clamp = (float)atof(argv[5]);
     float act_params[2] = {(float)atof(argv[6]), (float)atof(argv[7])};
-    int biases = atoi(argv[8]);
-    int H = atoi(argv[9]), I = atoi(argv[10]), E = atoi(argv[11]), K = atoi(argv[12]);
-    int T = atoi(argv[13]), TM = atoi(argv[14]);
-    const char *dir = argv[15];
+    int biases = atoi(argv[8]), IS = atoi(argv[9]), sfmt = atoi(argv[10]);
+    int H = atoi(argv[11]), I = atoi(argv[12]), E = atoi(argv[13]), K = atoi(argv[14]);
+    int T = atoi(argv[15]), TM = atoi(argv[16]);
+    const char *dir = argv[17];
+    if (IS && sfmt != MJ_FMT_BF16 && sfmt != MJ_FMT_MXFP8) return 2;
     float *w1 = slurp(dir, "w1.f32", (size_t)E * 2 * I * H * 4);
     float *w2 = slurp(dir, "w2.f32", (size_t)E * H * I * 4);
     float *alphas = slurp(dir, "alphas.f32", (size_t)4 * E * 4);
@@ -79,8 +84,8 @@ int main(int argc, char **argv) {
     size_t w1s = group ? (size_t)2 * I * (H / group) : 0, w2s = group ? (size_t)H * (I / group) : 0;
     uint8_t *q1 = calloc(E, w1b), *s1 = calloc(E, w1s + 1), *q2 = calloc(E, w2b);
     uint8_t *s2 = calloc(E, w2s + 1);
-    float *tmp = malloc((size_t)2 * I * H * 4);
-    mjr_expert_weights *ew = calloc(E, sizeof *ew);
+    float *tmp = malloc((size_t)2 * (IS > I ? IS : I) * H * 4);
+    mjr_expert_weights *ew = calloc(E + 1, sizeof *ew); /* ew[E]: the shared expert */
     for (int e = 0; e < E; e++) {
         const float *g = w1 + (size_t)e * 2 * I * H;
         quantize(wf, g, I, H, tmp, q1 + e * w1b, s1 + e * w1s);
@@ -101,6 +106,23 @@ int main(int argc, char **argv) {
     spill(dir, "s1", s1, E * w1s);
     spill(dir, "q2", q2, E * w2b);
     spill(dir, "s2", s2, E * w2s);
+    if (IS) {
+        float *sw1 = slurp(dir, "sw1.f32", (size_t)2 * IS * H * 4);
+        float *sw2 = slurp(dir, "sw2.f32", (size_t)H * IS * 4);
+        int sgroup = mj_format_group(sfmt);
+        /* gate and up in one call: bf16 and mxfp8 quantize row by row */
+        size_t n1 = (size_t)2 * IS * H * mj_format_bits(sfmt) / 8, n2 = n1 / 2;
+        size_t g1 = sgroup ? (size_t)2 * IS * (H / sgroup) : 0, g2 = g1 / 2;
+        uint8_t *sq1 = malloc(n1), *ss1 = malloc(g1 + 1), *sq2 = malloc(n2), *ss2 = malloc(g2 + 1);
+        quantize(sfmt, sw1, 2 * IS, H, tmp, sq1, ss1);
+        quantize(sfmt, sw2, H, IS, tmp, sq2, ss2);
+        spill(dir, "sq1", sq1, n1);
+        spill(dir, "ss1", ss1, g1);
+        spill(dir, "sq2", sq2, n2);
+        spill(dir, "ss2", ss2, g2);
+        ew[E] = (mjr_expert_weights){
+            sq1, sgroup ? ss1 : NULL, sq2, sgroup ? ss2 : NULL, 1.0f, 1.0f, 1.0f, 1.0f, NULL, NULL};
+    }
     mj_input_layout l = mj_layout_input(H, K, TM, df);
     uint8_t *region = calloc(1, l.end);
     mjr_pre_dispatch(df, H, K, TM, x, ids, tw, NULL, T, region);
@@ -111,8 +133,21 @@ int main(int argc, char **argv) {
                          df == MJ_FMT_NVFP4 ? (const float *)(region + l.x_scales_offset) : NULL,
                          (const int32_t *)(region + l.topk_idx_offset),
                          (const float *)(region + l.topk_w_offset)};
-    mjr_moe_shape s = {
-        H, I, E, K, 1, TM, wf, df, lf, act, clamp > 0, clamp, {act_params[0], act_params[1]}};
+    mjr_moe_shape s = {.hidden = H,
+                       .inter = I,
+                       .experts = E,
+                       .topk = K,
+                       .ranks = 1,
+                       .max_tokens = TM,
+                       .weight_fmt = wf,
+                       .dispatch_fmt = df,
+                       .l2_fmt = lf,
+                       .activation = act,
+                       .has_clamp = clamp > 0,
+                       .clamp = clamp,
+                       .act_params = {act_params[0], act_params[1]},
+                       .shared_inter = IS,
+                       .shared_fmt = sfmt};
     uint16_t *y = calloc((size_t)T * H + 1, 2);
     int32_t *stats = calloc(E, 4);
     uint16_t *ys[1] = {y};

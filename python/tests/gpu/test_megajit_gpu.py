@@ -13,6 +13,9 @@ What it checks (H 512, I 128, E 16, K 4, T <= 64; its last runs are in bench/RES
     masked tokens 0, T = 0, the symmetric-buffer views bit-identical to the
     PyTorch pre-dispatch quantizer and zero-copy;
   * run() again on the same pre-dispatched input gives the same y;
+  * a fused shared expert (bf16 and mxfp8 rows, one and two experts wide)
+    against the reference with it as slot K, loaded through load_experts and
+    load_shared, with a reference without it as the negative control;
   * the layer captured in a torch.cuda.CUDAGraph and replayed 100 times with
     new inputs copied in, bitwise equal to eager each time;
   * CaptureError when a kernel was not warmed up, and warmup() curing it;
@@ -26,7 +29,8 @@ What it checks (H 512, I 128, E 16, K 4, T <= 64; its last runs are in bench/RES
   * the README's Python example, run as written in a fresh process.
 The last line is "N passed, N failed"; the exit status is 1 on any failure.
 
-Real ranks (one process per GPU, N = 2, 4, 8), under torchrun:
+Real ranks (one process per GPU, N = 2, 4, 8; every row, then the bf16 and
+mxfp8 rows with a shared expert two experts wide), under torchrun:
     PYTHONPATH=python MEGAJIT_LIB=build/lib/libmegajit.so.0 \\
         torchrun --nproc-per-node 2 python/tests/gpu/test_megajit_gpu.py --real-ranks
 """
@@ -66,6 +70,11 @@ CASES = [(row, "swiglu", 0.0, NO_PARAMS) for row in ROWS] + [
 def case_name(case):
     row, act, clamp, params = case
     return f"{row}-{act}{'-clamp' if clamp else ''}{'-%g,%g' % params if params != NO_PARAMS else ''}"
+
+
+# Fused shared experts (MoEConfig.shared_intermediate = MULT * I): the rows whose
+# kernel runs one today (in the row's own weight format), one and two experts wide.
+SHARED_CASES = [(row, mult) for row in ("bf16", "mxfp8") for mult in (1, 2)]
 
 
 def act_fields(act, params):
@@ -141,6 +150,22 @@ def make_model(row, seed=1234, alphas=True, num_experts=E):
     return m
 
 
+def make_shared(fmt, inter, seed=99):
+    """A shared expert of intermediate size `inter` with bf16 or mxfp8 weights:
+    checkpoint-layout w13 [2 inter, H] (gate rows, then up) and w2q [H, inter] with
+    their scales s13 and s2 (None for bf16), CPU tensors; its master weights; and w1,
+    w2, their fp64 dequantization (numerics.moe_reference's layer["shared"])."""
+    gen = torch.Generator().manual_seed(seed)
+    w1 = (torch.rand(2 * inter, H, generator=gen) * 2 - 1) * (3.0 / H) ** 0.5
+    w2 = (torch.rand(H, inter, generator=gen) * 2 - 1) * (3.0 / inter) ** 0.5
+    # bf16 and mxfp8 quantize row by row: gate and up in one call, as the harness does
+    q13, s13, a13 = nx.quantize_weight(fmt, w1)
+    q2, s2, a2 = nx.quantize_weight(fmt, w2)
+    assert a13 == a2 == 1.0  # no NVFP4 pre-scaling: the shared expert has no alphas to undo one
+    return {"fmt": fmt, "master_w1": w1, "master_w2": w2, "w13": q13, "s13": s13, "w2q": q2, "s2": s2,
+            "w1": nx.dequantize(fmt, q13, s13, H), "w2": nx.dequantize(fmt, q2, s2, inter)}
+
+
 def gen_inputs(T, seed, num_experts=E, masked_token=True):
     """BF16 tokens (amplitudes 1..16 per token, so a clamp at 7 bites), distinct ids
     per token with one slot in ten masked, and one token with every slot masked."""
@@ -170,9 +195,10 @@ def layer_of(m, act, clamp, params=NO_PARAMS):
             "act": act, "clamp": clamp, "act_params": params}
 
 
-def load(moe, m, first=0, host=False, biases=None):
+def load(moe, m, first=0, host=False, biases=None, shared=None):
     """Loads experts first .. first + local - 1 of model m (from the CPU with host=True),
-    with biases = (b1 [E, 2I], b2 [E, H]) through load_experts when given."""
+    with biases = (b1 [E, 2I], b2 [E, H]) and the shared expert `shared` (make_shared)
+    through load_experts when given."""
     n = moe.config.local_experts
     dev = "cpu" if host else moe.runtime.device
     w13 = m["w13"][first:first + n]
@@ -187,11 +213,21 @@ def load(moe, m, first=0, host=False, biases=None):
         None if s13 is None else s13[first:first + n].to(dev),
         None if m["s2"] is None else m["s2"][first:first + n].to(dev),
         *(() if biases is None else (biases[0][first:first + n].to(dev), biases[1][first:first + n].to(dev))),
+        **({} if shared is None else shared_sources(shared, dev)),
     )
     for e in range(n):
         g = first + e
         moe.set_alphas(e, float(m["alpha_gate"][g]), float(m["alpha_up"][g]),
                        float(m["alpha_down"][g]), float(m["act_scale"][g]))
+
+
+def shared_sources(s, dev):
+    """load_experts' shared_* arguments for shared expert s (make_shared) on dev, mxfp8
+    data as PyTorch's e4m3 dtype."""
+    w13 = s["w13"].view(torch.float8_e4m3fn) if s["fmt"] == Format.MXFP8 else s["w13"]
+    return {"shared_w13": w13.to(dev), "shared_w2": s["w2q"].to(dev),
+            "shared_w13_scales": None if s["s13"] is None else s["s13"].to(dev),
+            "shared_w2_scales": None if s["s2"] is None else s["s2"].to(dev)}
 
 
 def read_views(buf, rank, T, dfmt):
@@ -210,16 +246,21 @@ def dequant_tokens(dfmt, x, sf):
     return nx.dequantize(dfmt, x.view(torch.uint8), sf, H)
 
 
-def reference(m, buf, rank, T, act="swiglu", clamp=0.0, views=None, params=NO_PARAMS):
-    """The reference y of `rank`'s T tokens, from what pre-dispatch left in buf."""
+def reference(m, buf, rank, T, act="swiglu", clamp=0.0, views=None, params=NO_PARAMS, shared=None):
+    """The reference y of `rank`'s T tokens, from what pre-dispatch left in buf, with
+    the shared expert `shared` (make_shared) when given."""
     x, sf, xs, ids, tw = views or read_views(buf, rank, T, m["dfmt"])
-    return nx.moe_reference(layer_of(m, act, clamp, params), dequant_tokens(m["dfmt"], x, sf), xs, ids[:T], tw[:T])
+    layer = layer_of(m, act, clamp, params)
+    if shared is not None:
+        layer["shared"] = shared
+    return nx.moe_reference(layer, dequant_tokens(m["dfmt"], x, sf), xs, ids[:T], tw[:T])
 
 
-def loaded(rt, m, cfg, buffer=None, max_tokens=None, host=False):
-    """A MegaMoE of cfg with model m's weights loaded and its kernels warmed up."""
+def loaded(rt, m, cfg, buffer=None, max_tokens=None, host=False, shared=None):
+    """A MegaMoE of cfg with model m's weights (and the shared expert `shared`, from
+    make_shared, when given) loaded and its kernels warmed up."""
     moe = megajit.MegaMoE(rt, cfg, buffer=buffer)
-    load(moe, m, first=cfg.rank * cfg.local_experts, host=host)
+    load(moe, m, first=cfg.rank * cfg.local_experts, host=host, shared=shared)
     moe.warmed = moe.warmup(max_tokens)
     return moe
 
@@ -318,6 +359,75 @@ def test_biases(rt, models):
                                   ("with the down bias unweighted", {**layer, "down_bias_unweighted": True})):
                     cd = nx.calc_diff(y, nx.moe_reference(bad, a, xs, vid[:37], vtw[:37]))
                     record(cd >= BAR, f"control: the reference {what} disagrees", f"calc_diff {cd:.3g}")
+
+
+# ---------------------------------------------------------- shared expert
+
+def shared_config(row, mult, **fields):
+    """config(row) with a shared expert mult * I wide in the row's weight format."""
+    fmt = megajit.FORMAT_ROWS[row][0]
+    return config(row, shared_intermediate=mult * I, shared_format=megajit.format_name(fmt), **fields)
+
+
+def test_shared_expert(rt, row, mult, models):
+    """DeepSeek-V3's layer kind: a shared expert mult * I wide, fused in the row's weight
+    format, against the reference with it as slot K (routing weight 1, alphas 1, after
+    the routed slots in the fp32 sum): every T, the token with every routed slot masked
+    getting the shared output alone (not 0), recv_stats counting routed pairs only,
+    run() again. mult 1 loads it through load_experts from the GPU; mult 2 through
+    load_shared from the CPU, with a forward refused before its last projection. A
+    reference without the shared expert must disagree (the negative control)."""
+    m = model(models, row)
+    s = make_shared(m["wfmt"], mult * I)
+    name = f"shared expert {row} I_s={mult}I"
+    dev = rt.device
+    compiles = rt.stats().compiles
+    with megajit.MegaMoE(rt, shared_config(row, mult)) as moe:
+        if mult == 1:
+            load(moe, m, shared=s)
+        else:
+            load(moe, m)
+            moe.load_shared("gate", s["w13"][:mult * I], None if s["s13"] is None else s["s13"][:mult * I])
+            moe.load_shared("up", s["w13"][mult * I:], None if s["s13"] is None else s["s13"][mult * I:])
+            x, ids, tw = (t.to(dev) for t in gen_inputs(8, seed=9))
+            err = None
+            try:
+                moe.forward(x, tw, ids)
+            except megajit.InvalidArgument as e:
+                err = e
+            record(err is not None and "shared expert's down" in err.message and not moe.loaded,
+                   f"{name}: forward refused before the shared down projection is loaded", repr(err)[:200])
+            moe.load_shared("down", s["w2q"], s["s2"])
+        record(moe.loaded, f"{name}: loaded ({'load_experts, GPU' if mult == 1 else 'load_shared, CPU'} sources)")
+        warmed = moe.warmup()
+        for i, T in enumerate(TOKENS):
+            x, ids, tw = gen_inputs(T, seed=300 + 10 * i + mult)
+            stats = torch.zeros(E, dtype=torch.int32, device=dev)
+            y = moe.forward(x.to(dev), tw.to(dev), ids.to(dev), recv_stats=stats)
+            torch.cuda.synchronize()
+            if T == 0:
+                record(y.shape == (0, H) and int(stats.sum()) == 0, f"{name} T=0: empty output, no pairs")
+                continue
+            views = read_views(moe.buffer, 0, T, m["dfmt"])
+            ref = reference(m, moe.buffer, 0, T, views=views, shared=s)
+            got = y.cpu()
+            cd = nx.calc_diff(got, ref)
+            want_stats = torch.bincount(ids[ids >= 0].long(), minlength=E).int()
+            ok = cd < BAR and bool(torch.isfinite(got.float()).all()) and torch.equal(stats.cpu(), want_stats)
+            record(ok, f"{name} T={T} (BLOCK_M {moe.block_m(T)} of {warmed})", f"calc_diff {cd:.3g}")
+            masked = (ids < 0).all(1)
+            if masked.any():
+                cdm = nx.calc_diff(got[masked], ref[masked])
+                record(cdm < BAR and bool((got[masked] != 0).any()),
+                       f"{name} T={T}: a token with every routed slot masked gets the shared output",
+                       f"calc_diff {cdm:.3g}")
+            cd0 = nx.calc_diff(got, reference(m, moe.buffer, 0, T, views=views))
+            record(cd0 >= BAR, f"control: {name} T={T}: the reference without the shared expert disagrees",
+                   f"calc_diff {cd0:.3g}")
+            if T == 37:
+                record(torch.equal(moe.run(T), y), f"{name}: run() again on the same pre-dispatched input = forward")
+    stats = rt.stats()
+    record(stats.compiles == compiles, f"{name}: compiled nothing (precompiled)", str(stats))
 
 
 # ----------------------------------------------------------------- graphs
@@ -594,19 +704,26 @@ def test_real_ranks(args):
     torch.cuda.set_device(local)
     dist.init_process_group("gloo")
     cache = os.environ.get("MEGAJIT_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "megajit-gpu-test-cache")
+    shared_rows = [row for row, mult in SHARED_CASES if mult == 2 and row in args.rows]
     if rank == 0:
-        manifest = manifest_for([(r, "swiglu", 0.0) for r in args.rows], world, torch.cuda.get_device_properties(local).multi_processor_count)
+        manifest = manifest_for([(r, "swiglu", 0.0, NO_PARAMS) for r in args.rows], world,
+                                torch.cuda.get_device_properties(local).multi_processor_count,
+                                shared=[(r, 2) for r in shared_rows])
         report = megajit.precompile(manifest, jobs=args.jobs, cache_dir=cache)
         print(f"INFO rank 0 precompiled {report.kernels} kernels ({report.compiled} compiled) in {report.seconds:.1f} s")
     dist.barrier()
     rt = megajit.Runtime(cache_dir=cache)
     comm = distributed.nccl_communicator()
     dev = rt.device
-    for row in args.rows:
+    # each row, then the rows with a shared expert (two experts wide) with one
+    runs = [(row, None) for row in args.rows]
+    runs += [(row, make_shared(megajit.FORMAT_ROWS[row][0], 2 * I)) for row in shared_rows]
+    for row, s in runs:
         m = make_model(row)
-        cfg = config(row, num_ranks=world, rank=rank)
+        ranks = dict(num_ranks=world, rank=rank)
+        cfg = config(row, **ranks) if s is None else shared_config(row, 2, **ranks)
         buf = megajit.SymmBuffer.create_nccl(rt, cfg.symm_config(), comm)
-        moe = loaded(rt, m, cfg, buffer=buf)
+        moe = loaded(rt, m, cfg, buffer=buf, shared=s)
         tokens = [TOKENS[(r + i) % len(TOKENS)] for i, r in enumerate(range(world))]
         inputs = [gen_inputs(tokens[r], seed=500 + r) for r in range(world)]
         x, ids, tw = inputs[rank]
@@ -622,10 +739,11 @@ def test_real_ranks(args):
         ok = torch.equal(stats.cpu(), want)
         cd = 0.0
         if T:
-            ref = reference(m, buf, rank, T)
+            ref = reference(m, buf, rank, T, shared=s)
             cd = nx.calc_diff(y.cpu(), ref)
             ok &= cd < BAR
-        record(ok, f"rank {rank}/{world} {row} T={T}", f"calc_diff {cd:.3g}")
+        what = row if s is None else f"{row} with a shared expert (I_s=2I)"
+        record(ok, f"rank {rank}/{world} {what} T={T}", f"calc_diff {cd:.3g}")
         dist.barrier()
         moe.close()
         buf.close()  # collective
@@ -653,17 +771,22 @@ def test_readme_example(tmp):
 
 # -------------------------------------------------------------------- main
 
-def manifest_for(cases, ranks, sms):
-    layers = []
-    for row, act, clamp, params in cases:
+def manifest_for(cases, ranks, sms, shared=()):
+    """The layers of `cases` (CASES entries), then one per `shared` entry ((row, mult)
+    of SHARED_CASES: swiglu with a shared expert mult * I wide in the row's weight format)."""
+    def layer(row, act, clamp=0.0, params=NO_PARAMS, **extra):
         w, d, _ = megajit.FORMAT_ROWS[row]
-        layer = {"hidden": H, "intermediate": I, "experts": E, "topk": K, "ranks": ranks,
-                 "max_tokens_per_rank": TMAX, "weight_format": megajit.format_name(w),
-                 "dispatch_format": megajit.format_name(d), "activation": act, "num_sms": sms,
-                 **act_fields(act, params)}
+        out = {"hidden": H, "intermediate": I, "experts": E, "topk": K, "ranks": ranks,
+               "max_tokens_per_rank": TMAX, "weight_format": megajit.format_name(w),
+               "dispatch_format": megajit.format_name(d), "activation": act, "num_sms": sms,
+               **act_fields(act, params), **extra}
         if clamp:
-            layer["clamp"] = clamp
-        layers.append(layer)
+            out["clamp"] = clamp
+        return out
+
+    layers = [layer(*case) for case in cases]
+    layers += [layer(row, "swiglu", shared_intermediate=mult * I,
+                     shared_format=megajit.format_name(megajit.FORMAT_ROWS[row][0])) for row, mult in shared]
     return {"archs": ["sm_90a"], "layers": layers}
 
 
@@ -687,9 +810,10 @@ def main():
         cache = os.path.join(tmp, "cache")
         sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         cases = [c for c in CASES if c[0] in args.rows]
+        shared_cases = [c for c in SHARED_CASES if c[0] in args.rows]
         events = []
-        report = megajit.precompile(manifest_for(cases, 1, sms), jobs=args.jobs, cache_dir=cache,
-                                    progress=events.append)
+        report = megajit.precompile(manifest_for(cases, 1, sms, shared=shared_cases), jobs=args.jobs,
+                                    cache_dir=cache, progress=events.append)
         record(report.ok and len(events) == report.kernels and report.compiled == report.kernels,
                f"precompile: {report.kernels} kernels in {report.seconds:.1f} s with {report.jobs} workers, "
                f"a progress event each", str(report.failures)[:300])
@@ -702,6 +826,8 @@ def main():
         record(stats.compiles == 0, "the rows compiled nothing (precompiled cache)", str(stats))
         if "mxfp4-a16" in args.rows:
             guarded("biases", test_biases, rt, models)
+        for row, mult in shared_cases:
+            guarded(f"shared expert {row} x{mult}", test_shared_expert, rt, row, mult, models)
         for row in ("nvfp4", "mxfp4-a8"):
             if row in args.rows:
                 guarded(f"graph {row}", test_graph, rt, row, models)
