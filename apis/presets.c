@@ -23,12 +23,14 @@ static const char *const kJson[] = {
     " \"activation\": \"swiglu\", \"shared_intermediate\": 2048,"
     " \"shared_format\": \"mxfp8\", \"num_sms\": 0}]}",
 
-    "{\"comment\": \"Kimi K2 MoE layers, expert parallel over 8 ranks\","
+    "{\"comment\": \"Kimi K2 MoE layers, expert parallel over 8 ranks, with the shared"
+    " expert fused (MXFP8 beside the MXFP4 experts)\","
     " \"archs\": [\"sm_90a\"],"
     " \"layers\": [{\"name\": \"moe\", \"hidden\": 7168, \"intermediate\": 2048,"
     " \"experts\": 384, \"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096,"
     " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"mxfp8\","
-    " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
+    " \"activation\": \"swiglu\", \"shared_intermediate\": 2048,"
+    " \"shared_format\": \"mxfp8\", \"num_sms\": 0}]}",
 
     "{\"comment\": \"Qwen3-235B-A22B MoE layers, expert parallel over 4 ranks\","
     " \"archs\": [\"sm_90a\"],"

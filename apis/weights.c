@@ -119,11 +119,12 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->format = row;
     w->local_experts = local;
     const int stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
-    w->layout =
-        mj_layout_moe_weights(cfg->hidden, cfg->intermediate, stage_k, (int)cfg->weight_format);
+    w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, stage_k,
+                                      (int)cfg->weight_format, MJ_MOE_TASK_BLOCKS);
     if (cfg->shared_intermediate)
-        w->shared_layout = mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, stage_k,
-                                                 (int)cfg->shared_format);
+        w->shared_layout =
+            mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, stage_k,
+                                  (int)cfg->shared_format, mj_moe_shared_task_blocks(cfg));
     w->loaded = loaded;
     w->projections_missing = local * MJ_MOE_NUM_PROJECTIONS;
     st = alloc_all(w);

@@ -48,8 +48,13 @@ int mj_moe_activation_by_name(const char *name);
  * MXFP8; both nvfp4 rows -> MXFP8 or BF16). */
 int mj_moe_shared_fusable(const mj_moe_format_row *row, int shared_fmt);
 /* 1 when the kernel is built for that fusion today: the shared expert's
- * weights in the row's own weight format, so that its tasks run the routed
- * experts' K loop (templates/mega_moe/scheduler.cuh). */
+ * weights in the row's own weight format (its tasks run the routed experts'
+ * K loop), or MXFP8 beside MXFP4 on the FP8 kind (mxfp4-a8: the MXFP8 K loop
+ * in tasks of two blocks; templates/mega_moe/config.cuh). */
 int mj_moe_shared_compiled(const mj_moe_format_row *row, int shared_fmt);
+
+/* The shared format the kernel runs with row (its own weight format where
+ * it can, else mxfp8), -1 for none: what tests and the benchmark fuse. */
+int mj_moe_shared_format_of(const mj_moe_format_row *row);
 
 #endif /* MJ_HEURISTICS_MOE_FORMATS_H */

@@ -398,10 +398,13 @@ typedef struct mj_moe_config {
      * experts' worth), or 0 (the default, and for a struct that ends before
      * these fields): no shared expert. shared_format is its weights'
      * format; the fusable ones per format row: bf16 -> bf16; mxfp8, mxfp4-a8,
-     * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16. Fusion is fixed
-     * when the weights are created (the kernels are compiled with it); load
-     * the projections with mj_weights_load_shared. Without a shared expert
-     * shared_format must stay 0. */
+     * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16 (others:
+     * MJ_ERR_INVALID_ARG). The kernels run bf16 with the bf16 row and mxfp8
+     * with the mxfp8 and mxfp4-a8 rows so far; the other fusable pairs are
+     * MJ_ERR_UNSUPPORTED. Fusion is fixed when the weights are created (the
+     * kernels are compiled with it); load the projections with
+     * mj_weights_load_shared. Without a shared expert shared_format must stay
+     * 0 (with one, 0 is bf16). */
     int shared_intermediate;
     mj_format shared_format;
 } mj_moe_config;

@@ -147,7 +147,8 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "%sshared_format %s: fusable into the %s row, but the MegaMoE kernel does "
                        "not run it yet (it runs a shared expert in its row's own weight format "
-                       "only: bf16 with the bf16 row, mxfp8 with the mxfp8 row)",
+                       "only, and mxfp8 beside mxfp4-a8: bf16 with the bf16 row, mxfp8 with the "
+                       "mxfp8 and mxfp4-a8 rows)",
                        where, name, r->name);
     return MJ_OK;
 }

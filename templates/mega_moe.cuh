@@ -19,6 +19,10 @@
  * both scales (E2M1 weights decode exactly into E4M3); the others decode
  * weights and tokens exactly into BF16 and run BF16 wgmma.
  *
+ * A fused shared expert (kSharedInter) is one more routing entry whose rows
+ * are this rank's tokens (scheduler.cuh); beside MXFP4 experts its MXFP8
+ * tasks run the MXFP8 loop of their own (SharedLoopConfig).
+ *
  * No grid-wide barrier: GEMM 1 waits per expert for its rows, GEMM 2 per
  * token tile for its GEMM 1 tasks, the combine per token for its slots
  * (scheduler.cuh says why no wait is on unclaimed work). Across ranks: each
@@ -59,7 +63,7 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         mbar_arrive(task_full + (ti & 1));
         if (k.gemm == 0) return;
         const mj_moe_weight_layout l = C::image();
-        const mj_u32 bytes = (mj_u32)k.nblk * (C::kBlkData + C::kBlkSf);
+        const mj_u32 bytes = (mj_u32)k.nblk * C::block_bytes(k.local);
         const unsigned char *expert = L.weights(k.local);
         const int stages = C::task_stages(k.gemm, k.local);
         mj_u64 *rec = L.task_record(ti);
@@ -143,8 +147,8 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             rec[MJ_MOE_TT_START] = global_timer_ns();
             rec[MJ_MOE_TT_ID] =
                 (mj_u64)k.gemm | (mj_u64)k.n << 2 | (mj_u64)k.tile << 16 | (mj_u64)k.valid << 40;
-            rec[MJ_MOE_TT_BYTES] = (mj_u64)k.nblk * (C::kBlkData + C::kBlkSf) *
-                                   (mj_u64)C::task_stages(k.gemm, k.local);
+            rec[MJ_MOE_TT_BYTES] =
+                (mj_u64)k.nblk * C::block_bytes(k.local) * (mj_u64)C::task_stages(k.gemm, k.local);
         }
         // The first stage has landed (the K loop's own wait then passes at
         // once): the tile's rows and their meta are visible from here.
@@ -152,7 +156,21 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             L.fail(MJ_MOE_ERR_PIPE, 7u);
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         const EpiInputs e = epi_inputs(L, k, m);
-        mainloop<C>(ring, it, C::task_stages(k.gemm, k.local), k.nblk, k.valid, m, L, acc0, acc1);
+        const int stages = C::task_stages(k.gemm, k.local);
+        if constexpr (C::kSharedOwnLoop) {
+            // Its tiles are full but the last: the full-width loop only. Beside
+            // the routed loops, batches of fp8_batch's size made the 16- and
+            // 32-token kernels spill (tests/test_mega_moe_build.c): at most
+            // two and one steps a batch there.
+            constexpr int kCap = C::kBlockM == 32 ? 1 : C::kBlockM == 16 ? 2 : 64;
+            if (k.local == C::kLocal)
+                mainloop_fp8<SharedLoopConfig<C>, C::kBlockM, C, kCap, C::kSharedTaskBlocks>(
+                    ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
+            else
+                mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
+        } else {
+            mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
+        }
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
         const int nb = own_blocks(k, m);
         mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;
@@ -171,13 +189,14 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
 template <int kHidden, int kInter, int kExperts, int kTopk, int kRanks, int kMaxTokens,
           int kWeightFmt, int kDispatchFmt, int kL2Fmt, int kActivation, unsigned kClampBits,
           unsigned kActParam0Bits, unsigned kActParam1Bits, int kBlockM, int kStageK, int kStages,
-          int kNumSMs, int kSysScope, int kFoldScales, int kBiases, int kSharedInter>
+          int kNumSMs, int kSysScope, int kFoldScales, int kBiases, int kSharedInter,
+          int kSharedFmt>
 __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mega_moe_kernel(const __grid_constant__ mj_moe_args args) {
     typedef MoeConfig<kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kWeightFmt,
                       kDispatchFmt, kL2Fmt, kActivation, kClampBits, kActParam0Bits, kActParam1Bits,
                       kBlockM, kStageK, kStages, kNumSMs, kSysScope, kFoldScales, kBiases,
-                      kSharedInter>
+                      kSharedInter, kSharedFmt>
         C;
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid & 31;

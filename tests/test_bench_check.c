@@ -139,7 +139,7 @@ static void reference_all_experts(const mj_bench_weights *w, const mj_moe_format
                              .has_clamp = v->clamp > 0,
                              .clamp = v->clamp,
                              .shared_inter = v->shared * I,
-                             .shared_fmt = row->weight_fmt};
+                             .shared_fmt = w->shared_fmt};
     if (v->shared) {
         assert_int_equal(w->shared_intermediate, v->shared * I);
         ex[E] = (mjr_expert_weights){w->shared_w1, w->shared_w1_sf,
@@ -228,10 +228,11 @@ static void test_shared_weights(void **state) {
     assert_non_null(w);
     assert_int_equal(w->shared_intermediate, 0);
     assert_null(mj_bench_weights_shared(w).w1);
-    assert_int_equal(mj_bench_weights_add_shared(w, 0, 9), -1);
-    assert_int_equal(mj_bench_weights_add_shared(w, 2 * I + 16, 9), -1); /* not a group multiple */
-    assert_int_equal(mj_bench_weights_add_shared(w, 2 * I, 9), 0);
-    assert_int_equal(mj_bench_weights_add_shared(w, I, 9), -1); /* one already */
+    assert_int_equal(mj_bench_weights_add_shared(w, w->fmt, 0, 9), -1);
+    assert_int_equal(mj_bench_weights_add_shared(w, w->fmt, 2 * I + 16, 9),
+                     -1); /* not a group multiple */
+    assert_int_equal(mj_bench_weights_add_shared(w, w->fmt, 2 * I, 9), 0);
+    assert_int_equal(mj_bench_weights_add_shared(w, w->fmt, I, 9), -1); /* one already */
     assert_int_equal(w->shared_intermediate, 2 * I);
     assert_int_equal(w->shared_w1_bytes, (size_t)2 * 2 * I * H);
     assert_int_equal(w->shared_w1_sf_bytes, (size_t)2 * 2 * I * H / 32);
@@ -254,7 +255,7 @@ static void test_shared_weights(void **state) {
 
     w = mj_bench_weights_new(MJ_FMT_BF16, H, I, 3, 0, 5);
     assert_non_null(w);
-    assert_int_equal(mj_bench_weights_add_shared(w, I, 9), 0);
+    assert_int_equal(mj_bench_weights_add_shared(w, w->fmt, I, 9), 0);
     assert_int_equal(w->shared_w1_bytes, (size_t)2 * I * H * 2);
     assert_null(w->shared_w1_sf);
     assert_null(w->shared_w2_sf);
@@ -287,7 +288,7 @@ static void test_jobs_shared(void **state) {
         const mj_moe_format_row *row = mj_moe_format_at(r);
         mj_bench_weights *w = mj_bench_weights_new(row->weight_fmt, H, I, 3, 0, 31 + (uint64_t)r);
         assert_non_null(w);
-        assert_int_equal(mj_bench_weights_add_shared(w, 2 * I, 41 + (uint64_t)r), 0);
+        assert_int_equal(mj_bench_weights_add_shared(w, w->fmt, 2 * I, 41 + (uint64_t)r), 0);
         uint16_t *yr = y + (size_t)r * N * H;
         reference_all_experts(w, row, &shared, x, ids, tw, yr);
         int nonzero = 0;

@@ -130,10 +130,10 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 21);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 22);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
-                        "0x3f800000u, 0x0u, 16, 256, 5, 132, 0, 1, 0, 0>");
+                        "0x3f800000u, 0x0u, 16, 256, 5, 132, 0, 1, 0, 0, 0>");
     for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
         assert_int_equal(s.params[i], 0);
     mj_kernel_spec other;
@@ -160,22 +160,22 @@ static void test_spec_and_name(void **state) {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 0x40800000u, "
          "0x41c80000u, 8, 64, 6, "
-         "66, 0, 0, 0, 0>"},
+         "66, 0, 0, 0, 0, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 0x3fd9db23u, "
-         "0x3f800000u, 8, 128, 6, 66, 0, 0, 0, 0>"},
+         "0x3f800000u, 8, 128, 6, 66, 0, 0, 0, 0, 0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0, 0>"},
+         "66, 0, 0, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0, 0>"},
+         "66, 0, 0, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0, 0>"},
+         "66, 0, 0, 0, 0, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
@@ -221,11 +221,11 @@ static void test_image_spec(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.kernel, MJ_MOE_KERNEL_IMAGE);
     assert_int_equal(s.num_params, MJ_MOE_IMAGE_NUM_PARAMS);
-    assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 1>");
+    assert_string_equal(name_of(&s), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 1, 4>");
     /* the folded image is another kernel */
     c.unfold_mx_scales = 1;
     assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &other), MJ_OK);
-    assert_string_equal(name_of(&other), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 0>");
+    assert_string_equal(name_of(&other), "mj::mega_moe_image_kernel<2, 1, 7168, 2048, 256, 0, 4>");
     c.unfold_mx_scales = 0;
     /* the image's stage K is the main kernel's */
     mj_kernel_spec main_spec;
@@ -360,36 +360,39 @@ static void test_manifest_presets(void **state) {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
-         "bias=0,shared=2048> sm_90a",
+         "bias=0,shared=2048,shared_fmt=mxfp8> sm_90a",
          4},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=256,stages=6,sms=132,sys=1,fold=1,"
-         "bias=0,shared=0> sm_90a",
+         "bias=0,shared=2048,shared_fmt=mxfp8> sm_90a",
          4},
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,fold=0,"
-         "bias=0,shared=0> sm_90a",
+         "bias=0,shared=0,shared_fmt=bf16> sm_90a",
          5},
         {"gpt-oss-120b-ep1",
          "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
-         "0,bias=1,shared=0> sm_90a",
+         "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
          5},
         {"gpt-oss-20b-ep1",
          "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
-         "0,bias=1,shared=0> sm_90a",
+         "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
          5},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;
         assert_int_equal(mj_manifest_preset(want[i].preset, &m), MJ_OK);
-        /* pre-dispatch main + check, the weight-image kernel and every BLOCK_M */
-        expect_kernels(m, 3 + want[i].mega, want[i].mega, want[i].first);
+        /* pre-dispatch main + check, the weight-image kernels (kimi-k2-ep8's
+         * MXFP8 shared expert has one of its own; deepseek-v3-ep8's shares
+         * the routed experts') and every BLOCK_M */
+        const size_t images = strcmp(want[i].preset, "kimi-k2-ep8") == 0 ? 2 : 1;
+        expect_kernels(m, 2 + images + want[i].mega, want[i].mega, want[i].first);
         assert_int_equal(mj_manifest_set_archs(m, "sm_90a,sm_100a"), MJ_OK);
-        expect_kernels(m, 5 + want[i].mega, want[i].mega, want[i].first);
+        expect_kernels(m, 4 + images + want[i].mega, want[i].mega, want[i].first);
         assert_int_equal(mj_manifest_set_archs(m, "sm_100a"), MJ_OK);
         expect_kernels(m, 2, 0, NULL);
         mj_manifest_destroy(m);
@@ -419,14 +422,19 @@ static void test_manifest_block_m_set(void **state) {
     "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
     "clamp=0,act_p0=1,act_p1=0,"
     expect_kernels(
-        m, 6, 3, BF16_LAYER "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0,bias=0,shared=0> sm_90a");
+        m, 6, 3,
+        BF16_LAYER
+        "bm=8,stage_k=64,stages=6,sms=66,sys=1,fold=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     /* the weight loader's image kernel comes first; rows of one kind share it */
-    assert_string_equal(mj_manifest_kernel_describe(m, 2),
-                        "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64,fold=0> sm_90a");
-    assert_string_equal(mj_manifest_kernel_describe(m, 4), BF16_LAYER
-                        "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0,bias=0,shared=0> sm_90a");
-    assert_string_equal(mj_manifest_kernel_describe(m, 5), BF16_LAYER
-                        "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0,bias=0,shared=0> sm_90a");
+    assert_string_equal(
+        mj_manifest_kernel_describe(m, 2),
+        "mega_moe.image<weight=bf16,kind=0,H=1024,I=256,stage_k=64,fold=0,tb=4> sm_90a");
+    assert_string_equal(
+        mj_manifest_kernel_describe(m, 4), BF16_LAYER
+        "bm=32,stage_k=64,stages=5,sms=66,sys=1,fold=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+    assert_string_equal(
+        mj_manifest_kernel_describe(m, 5), BF16_LAYER
+        "bm=64,stage_k=64,stages=4,sms=66,sys=1,fold=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
 #undef BF16_LAYER
     mj_manifest_destroy(m);
 
@@ -437,7 +445,7 @@ static void test_manifest_block_m_set(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=0.5,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms="
-                   "132,sys=0,fold=0,bias=0,shared=0> sm_90a");
+                   "132,sys=0,fold=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -904,9 +912,12 @@ static void test_shared_expert(void **state) {
     c.shared_format = MJ_FORMAT_NVFP4;
     expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
                  "shared_format nvfp4: a shared expert fuses into the mxfp4-a8 row in mxfp8 only");
-    c.shared_format = MJ_FORMAT_MXFP8; /* fusable, but the kernel runs the row's format only */
+    c.shared_format = MJ_FORMAT_MXFP8; /* its own K loop, in tasks of two blocks */
+    assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+    assert_int_equal(mj_moe_shared_task_blocks(&c), 2);
+    c.dispatch_format = MJ_FORMAT_BF16; /* mxfp4-a16: fusable, not in the kernel yet */
     expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_UNSUPPORTED,
-                 "shared_format mxfp8: fusable into the mxfp4-a8 row, but the MegaMoE kernel "
+                 "shared_format mxfp8: fusable into the mxfp4-a16 row, but the MegaMoE kernel "
                  "does not run it yet");
     c.weight_format = MJ_FORMAT_NVFP4;
     c.dispatch_format = MJ_FORMAT_NVFP4;
@@ -1153,7 +1164,7 @@ static void test_activation_params(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=6,sms=132,"
-                   "sys=0,fold=0,bias=0,shared=0> sm_90a");
+                   "sys=0,fold=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
     m = parse_layer("\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
                     " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\","
@@ -1161,7 +1172,7 @@ static void test_activation_params(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
                    "act=situ,clamp=0,act_p0=3,act_p1=20,bm=8,stage_k=64,stages=6,sms=132,"
-                   "sys=0,fold=0,bias=0,shared=0> sm_90a");
+                   "sys=0,fold=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
     static const struct {
         const char *tail, *needle;
@@ -1217,7 +1228,7 @@ static void test_expert_biases_config(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=mxfp4,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms=132,"
-                   "sys=0,fold=0,bias=1,shared=0> sm_90a");
+                   "sys=0,fold=0,bias=1,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
     char json[1024];
     snprintf(json, sizeof json, "%s%s1}]}", kLayerHead, layer);

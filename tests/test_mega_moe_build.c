@@ -2,9 +2,10 @@
  * Every MegaMoE kernel a deployment can request builds the way it was tuned:
  * for each embedded preset, plus a DeepSeek-V3 layer of each format row the
  * presets do not cover and a gpt-oss-120b layer (hidden and intermediate
- * 2880) of every row (the DeepSeek-V3 preset and the bf16 layer with a fused
- * shared expert, of one and two experts' width), every kernel of the manifest
- * is compiled with NVRTC
+ * 2880) of every row (the DeepSeek-V3 and Kimi K2 presets, the bf16 layer and
+ * a gpt-oss mxfp4-a8 layer with a fused shared expert, of one and two
+ * experts' width, the mxfp4-a8 ones in MXFP8: its own K loop), every kernel
+ * of the manifest is compiled with NVRTC
  * for sm_90a with ptxas's resource report, and the report must show no
  * local-memory spills, no stack frame in the main kernel and no "wgmma
  * serialized" warning (C7510-C7520). The PTX of one main kernel per tensor-core
@@ -61,6 +62,8 @@ static const char kGptOssLayers[] =
     "\"mxfp8\", " GPT_OSS "},"
     "{\"name\": \"gpt-oss-mxfp4-a8\", \"weight_format\": \"mxfp4\", \"dispatch_format\": "
     "\"mxfp8\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-mxfp4-a8-shared\", \"weight_format\": \"mxfp4\", \"dispatch_format\": "
+    "\"mxfp8\", \"shared_intermediate\": 5760, \"shared_format\": \"mxfp8\", " GPT_OSS "},"
     "{\"name\": \"gpt-oss-nvfp4\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "
     "\"nvfp4\", " GPT_OSS "},"
     "{\"name\": \"gpt-oss-nvfp4-a16\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "

@@ -31,7 +31,12 @@ namespace {
 template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter = 0>
 using Cfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16,
                           MJ_FMT_BF16, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2, 132,
-                          0, 0, 0, kSharedInter>;
+                          0, 0, 0, kSharedInter, MJ_FMT_BF16>;
+/* mxfp4-a8 with an MXFP8 shared expert: its tasks of two blocks. */
+template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter>
+using MixedCfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_MXFP4, MJ_FMT_MXFP8,
+                               MJ_FMT_MXFP8, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK,
+                               2, 132, 0, 1, 0, kSharedInter, MJ_FMT_MXFP8>;
 
 /* A value below n from the benchmarks' generator. */
 mj_u32 below(uint64_t *rng, mj_u32 n) {
@@ -64,15 +69,18 @@ template <class C> void check_order(Tables<C> &tab) {
     const mj::Routing<C> r = tab.routing();
     const int tiles = r.num_tiles(), tasks = r.num_tasks();
     const int shared_tiles = C::kShared ? tiles - (int)tab.tiles[C::kLocal] : 0;
-    assert_int_equal(tasks, (tiles - shared_tiles) * C::kTasks1 + shared_tiles * C::kSharedTasks1 +
-                                tiles * C::kTasks2);
-    // GEMM 1 tasks of tile: the shared expert's are over its wider W1.
-    auto per1 = [&](int tile) {
-        return C::kShared && tile >= (int)tab.tiles[C::kLocal] ? C::kSharedTasks1 : C::kTasks1;
+    assert_int_equal(tasks, (tiles - shared_tiles) * (C::kTasks1 + C::kTasks2) +
+                                shared_tiles * (C::kSharedTasks1 + C::kSharedTasks2));
+    // Tasks of a tile in GEMM g + 1: the shared expert's cover its own image.
+    auto per_of = [&](int g, int tile) {
+        const bool shared = C::kShared && tile >= (int)tab.tiles[C::kLocal];
+        return g ? (shared ? C::kSharedTasks2 : C::kTasks2)
+                 : (shared ? C::kSharedTasks1 : C::kTasks1);
     };
     // seen[gemm - 1][tile][n]
     constexpr int kPer1 = C::kTasks1 > C::kSharedTasks1 ? C::kTasks1 : C::kSharedTasks1;
-    constexpr int kPer = kPer1 > C::kTasks2 ? kPer1 : C::kTasks2;
+    constexpr int kPer2 = C::kTasks2 > C::kSharedTasks2 ? C::kTasks2 : C::kSharedTasks2;
+    constexpr int kPer = kPer1 > kPer2 ? kPer1 : kPer2;
     std::vector<int> seen(2 * (size_t)tiles * kPer, 0);
     int last_gemm = 1, last_expert[2] = {-1, -1};
     std::vector<int> done(2 * C::kRoutes, 0);
@@ -84,7 +92,7 @@ template <class C> void check_order(Tables<C> &tab) {
         last_gemm = k.gemm;
         const int g = k.gemm - 1;
         assert_in_range(k.tile, 0, tiles - 1);
-        const int per = g ? C::kTasks2 : per1(k.tile);
+        const int per = per_of(g, k.tile);
         assert_in_range(k.n, 0, per - 1);
         assert_in_range(k.local, 0, C::kRoutes - 1);
         // The tile belongs to the expert; its rows and blocks are right.
@@ -95,7 +103,10 @@ template <class C> void check_order(Tables<C> &tab) {
         assert_true(k.valid > 0);
         const mj_moe_weight_layout l = C::image(), ls = C::shared_image();
         const bool shared = C::kShared && k.local == C::kLocal;
-        assert_int_equal(k.nblk, mj_moe_task_blocks(g ? &l.w2 : shared ? &ls.w1 : &l.w1, k.n));
+        assert_int_equal(k.nblk, shared ? mj_moe_task_blocks(g ? &ls.w2 : &ls.w1, k.n)
+                                        : mj_moe_task_blocks(g ? &l.w2 : &l.w1, k.n));
+        assert_int_equal(C::block_bytes(k.local),
+                         shared ? ls.w1.blk_data + ls.w1.blk_sf : l.w1.blk_data + l.w1.blk_sf);
         assert_int_equal(C::task_stages(k.gemm, k.local),
                          g ? (shared ? C::kSharedStages2 : C::kStages2) : C::kStages1);
         int &s = seen[((size_t)g * tiles + k.tile) * kPer + k.n];
@@ -120,7 +131,7 @@ template <class C> void check_order(Tables<C> &tab) {
     }
     for (size_t i = 0; i < seen.size(); i++) {
         const int tile = (int)(i / kPer % (size_t)tiles);
-        const int per = i / ((size_t)tiles * kPer) ? C::kTasks2 : per1(tile);
+        const int per = per_of((int)(i / ((size_t)tiles * kPer)), tile);
         assert_int_equal(seen[i], (int)(i % kPer) < per ? 1 : 0);
     }
     assert_int_equal(r.decode(tasks).gemm, 0);
@@ -159,6 +170,14 @@ void test_shared_expert(void **state) {
     random_routings<Cfg<7168, 2048, 32, 16, 128, 2048>>(5);
     random_routings<Cfg<7168, 2048, 32, 64, 128, 4096>>(6);
     random_routings<Cfg<2880, 2880, 8, 8, 64, 5760>>(7);
+    // MXFP8 beside MXFP4: tasks of two blocks, of a stage within a routed one's.
+    typedef MixedCfg<7168, 2048, 32, 64, 256, 2048> M;
+    static_assert(M::kSharedOwnLoop && M::kSharedTaskBlocks == 2 &&
+                      M::kSharedTasks1 == 2 * M::kTasks1 && M::kSharedTasks2 == 2 * M::kTasks2 &&
+                      M::kSharedStages2 == M::kStages2 && 2 * M::kSharedBlkBytes <= M::kWStage,
+                  "mxfp4-a8 with an MXFP8 shared expert");
+    random_routings<M>(8);
+    random_routings<MixedCfg<2880, 2880, 8, 16, 192, 5760>>(9);
     // Its GEMM 1 tasks follow every routed tile's, its GEMM 2 tasks come
     // last, and each of them streams the K of its own width.
     typedef Cfg<512, 128, 4, 8, 64, 256> C;

@@ -109,7 +109,8 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
         for (int s = 0; s < p.k / l.w1.stage_k; s++) {
             int j, nblk;
             const int b = down ? pb : 2 * pb + proj;
-            unsigned char *stage = mj::image_stage(expert, l, down, b, s, j, nblk);
+            unsigned char *stage =
+                mj::image_stage(expert, l, down, l.w1.task_blocks, b, s, j, nblk);
             for (int t = 0; t < 128; t++)
                 mj::image_block_stage<kKind, kFmt, kFold>(m, down ? l.w2 : l.w1, nblk, stage, j,
                                                           MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s,
@@ -155,8 +156,8 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
     for (int b = 0; b < wi.blocks; b++)
         for (int s = 0; s < wi.stages; s++) {
             int j, nblk;
-            const unsigned char *stage =
-                mj::image_stage(const_cast<unsigned char *>(expert), l, down, b, s, j, nblk);
+            const unsigned char *stage = mj::image_stage(const_cast<unsigned char *>(expert), l,
+                                                         down, l.w1.task_blocks, b, s, j, nblk);
             const unsigned char *data = stage + (size_t)j * wi.blk_data;
             const unsigned char *sf = stage + (size_t)nblk * wi.blk_data + (size_t)j * wi.blk_sf;
             const Projection &p = down ? *dn : (b % 2 ? *up : *gate);
@@ -249,8 +250,9 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
 }
 
 template <int kKind, int kFmt, bool kFold = false>
-void check_shape(int hidden, int inter, int stage_k, int mx_low = 100) {
-    const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt);
+void check_shape(int hidden, int inter, int stage_k, int mx_low = 100,
+                 int task_blocks = MJ_MOE_TASK_BLOCKS) {
+    const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt, task_blocks);
     std::vector<unsigned char> expert(l.expert_bytes, 0xA5);
     // Folded rows keep their scale bytes within 26 of each other (the loader's check).
     const int span = kFold ? (mx_low < 14 ? 10 : 26) : 40;
@@ -302,13 +304,30 @@ void test_nvfp4_bf16(void **) {
     check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_NVFP4>();
 }
 
+/* A shared expert's MXFP8 image beside MXFP4 experts: tasks of two blocks
+ * (templates/mega_moe/config.cuh), with partial tasks (320 = 5 blocks of
+ * GEMM 2 rows) and gpt-oss's stage K of 192; and its stage within a routed
+ * MXFP4 task's of four blocks. */
+void test_mxfp8_two_block_tasks(void **) {
+    check_shape<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(256, 256, 128, 100, 2);
+    check_shape<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(320, 192, 64, 100, 2);
+    check_shape<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(576, 384, 192, 100, 2);
+    for (int sk = 64; sk <= 256; sk += 64) {
+        const mj_moe_wimage s = mj_moe_wimage_of(128, 256 * 3, sk, MJ_FMT_MXFP8, 2),
+                            r = mj_moe_wimage_of(128, 256 * 3, sk, MJ_FMT_MXFP4, 4);
+        assert_true(2 * (s.blk_data + s.blk_sf) <= 4 * (r.blk_data + r.blk_sf));
+        assert_int_equal(s.tasks, 1);
+        assert_int_equal(mj_moe_task_blocks(&s, 0), 2);
+    }
+}
+
 /* The image holds exactly the checkpoint's bytes: no padding streamed. */
 void test_no_padding(void **) {
     const int fmts[] = {MJ_FMT_BF16, MJ_FMT_MXFP8, MJ_FMT_MXFP4, MJ_FMT_NVFP4};
     for (int f : fmts) {
         const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 64, 1, 32768);
         assert_true(sk > 0);
-        const mj_moe_weight_layout l = mj_layout_moe_weights(h, i, sk, f);
+        const mj_moe_weight_layout l = mj_layout_moe_weights(h, i, sk, f, MJ_MOE_TASK_BLOCKS);
         const int group = mj_format_group(f);
         const uint64_t per =
             3ull * h * i * mj_format_bits(f) / 8 + (group ? 3ull * h * i / group : 0);
@@ -323,7 +342,7 @@ int main(void) {
         cmocka_unit_test(test_bf16),       cmocka_unit_test(test_mxfp8),
         cmocka_unit_test(test_mxfp4_fp8),  cmocka_unit_test(test_mxfp4_fp8_folded),
         cmocka_unit_test(test_mxfp4_bf16), cmocka_unit_test(test_nvfp4_bf16),
-        cmocka_unit_test(test_no_padding),
+        cmocka_unit_test(test_no_padding), cmocka_unit_test(test_mxfp8_two_block_tasks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -134,10 +134,10 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     assert (cd >= 1e-3) if unweighted else (cd < 1e-9), cd
 
 
-# (row, shared format, mult): the GPU test's shared experts (the row's weight format),
-# plus pairs the reference runs and the kernel not yet: NVFP4 tokens, whose per-token
-# scale the shared GEMM 1 takes, and BF16 shared weights beside NVFP4 routed ones.
-SHARED_PAIRS = [(row, megajit.FORMAT_ROWS[row][0], mult) for row, mult in gpu.SHARED_CASES] + [
+# (row, shared format, mult): the GPU test's shared experts (gpu.SHARED_FORMAT), plus
+# pairs the reference runs and the kernel not yet: NVFP4 tokens, whose per-token scale
+# the shared GEMM 1 takes, and BF16 shared weights beside NVFP4 routed ones.
+SHARED_PAIRS = [(row, gpu.SHARED_FORMAT[row], mult) for row, mult in gpu.SHARED_CASES] + [
     ("nvfp4", Format.MXFP8, 1), ("nvfp4-a16", Format.BF16, 2)]
 
 

@@ -35,6 +35,10 @@ int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
                                               cfg->num_topk, row_of(cfg));
 }
 
+int mj_moe_shared_task_blocks(const mj_moe_config *cfg) {
+    return cfg->shared_format != cfg->weight_format ? 2 : MJ_MOE_TASK_BLOCKS;
+}
+
 int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
     const mj_moe_format_row *row = row_of(cfg);
     return row && row->kind == MJ_MOE_KIND_FP8 && row->weight_fmt == MJ_FMT_MXFP4 &&
@@ -123,6 +127,7 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     p[MJ_MOE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
     p[MJ_MOE_PARAM_BIASES] = cfg->expert_biases ? 1 : 0;
     p[MJ_MOE_PARAM_SHARED_INTER] = cfg->shared_intermediate;
+    p[MJ_MOE_PARAM_SHARED_FMT] = cfg->shared_intermediate ? (int32_t)cfg->shared_format : 0;
     return MJ_OK;
 }
 
@@ -148,6 +153,8 @@ mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj
         shared_expert ? cfg->shared_intermediate : cfg->intermediate;
     p[MJ_MOE_IMAGE_PARAM_STAGE_K] = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
     p[MJ_MOE_IMAGE_PARAM_FOLD] = shared_expert ? 0 : mj_mega_moe_folds_scales(cfg);
+    p[MJ_MOE_IMAGE_PARAM_TASK_BLOCKS] =
+        shared_expert ? mj_moe_shared_task_blocks(cfg) : MJ_MOE_TASK_BLOCKS;
     return MJ_OK;
 }
 

@@ -20,8 +20,9 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
  * SYS_SCOPE is 1 for real peers on other GPUs; FOLD is 1 where MXFP4 weights
  * on the FP8 kind fold their block scales into the decode (mj_moe_config's
  * unfold_mx_scales unset), 0 in every other row; BIASES is
- * mj_moe_config.expert_biases; SHARED_INTER is mj_moe_config.shared_intermediate
- * (0: no shared expert). The name expression is
+ * mj_moe_config.expert_biases; SHARED_INTER and SHARED_FMT are
+ * mj_moe_config.shared_intermediate (0: no shared expert) and shared_format
+ * (0 without one). The name expression is
  * generated from this list and tests/test_families.c checks it against the
  * template. */
 #define MJ_MEGA_MOE_PARAMS(X)                                                                      \
@@ -45,18 +46,21 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
     X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)                                                 \
     X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)                                                   \
     X(BIASES, "kBiases", "bias", MJ_PARAM_INT)                                                     \
-    X(SHARED_INTER, "kSharedInter", "shared", MJ_PARAM_INT)
+    X(SHARED_INTER, "kSharedInter", "shared", MJ_PARAM_INT)                                        \
+    X(SHARED_FMT, "kSharedFmt", "shared_fmt", MJ_PARAM_FORMAT)
 
 /* The weight-image kernel's: it reads only the weight format, the kind
  * (MJ_MOE_KIND_*, so rows of one kind share the kernel), the shape, the
- * stage K the image is cut by and whether the scales fold (as above). */
+ * stage K the image is cut by, whether the scales fold (as above) and the
+ * blocks of a task (4; 2 for a shared expert in a format of its own). */
 #define MJ_MEGA_MOE_IMAGE_PARAMS(X)                                                                \
     X(WEIGHT_FMT, "kWeightFmt", "weight", MJ_PARAM_FORMAT)                                         \
     X(KIND, "kKind", "kind", MJ_PARAM_INT)                                                         \
     X(HIDDEN, "kHidden", "H", MJ_PARAM_INT)                                                        \
     X(INTERMEDIATE, "kInter", "I", MJ_PARAM_INT)                                                   \
     X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)                                                 \
-    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)
+    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)                                                   \
+    X(TASK_BLOCKS, "kTaskBlocks", "tb", MJ_PARAM_INT)
 
 enum {
 #define MJ_MEGA_MOE_PARAM_INDEX(id, template_name, label, kind) MJ_MOE_PARAM_##id,
@@ -90,6 +94,10 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
  * or with shared_expert its shared expert's (mj_weights_load_shared). */
 mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj_arch arch,
                                  mj_kernel_spec *out);
+
+/* Blocks per task of cfg's shared expert's image (templates/mega_moe/config.cuh,
+ * kSharedTaskBlocks): 2 in a format of its own, else MJ_MOE_TASK_BLOCKS. */
+int mj_moe_shared_task_blocks(const mj_moe_config *cfg);
 
 /* Whether cfg's kernels fold MXFP4 block scales into the FP8 decode. */
 int mj_mega_moe_folds_scales(const mj_moe_config *cfg);

@@ -100,12 +100,14 @@ MJ_LAYOUT_FN int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int ma
 
 /* One GEMM's weights of one expert as the kernel streams them. Rows are cut
  * into 64-row blocks (GEMM 1: block 2u = gate rows 64u.., block 2u + 1 = up
- * rows 64u..; GEMM 2: block b = down rows 64b..), four blocks make a task and
- * K is cut into stages. One stage of one task is one contiguous image:
- * [block data] x nblk then [block scales] x nblk, tasks back to back, so a
- * stage is one bulk copy and no byte is padding. */
+ * rows 64u..; GEMM 2: block b = down rows 64b..), task_blocks blocks make a
+ * task (four, MJ_MOE_TASK_BLOCKS; two for a shared expert whose format takes
+ * about twice the routed experts' bytes, so that its stage fits their ring
+ * slot) and K is cut into stages. One stage of one task is one contiguous
+ * image: [block data] x nblk then [block scales] x nblk, tasks back to back,
+ * so a stage is one bulk copy and no byte is padding. */
 typedef struct mj_moe_wimage {
-    int rows, k, stage_k;
+    int rows, k, stage_k, task_blocks;
     int blocks, tasks, stages;
     mj_u32 blk_data;   /* bytes of one block's stage data */
     mj_u32 blk_sf;     /* bytes of one block's stage scales (0 for BF16) */
@@ -113,26 +115,28 @@ typedef struct mj_moe_wimage {
     mj_u64 bytes;      /* the whole expert GEMM */
 } mj_moe_wimage;
 
-MJ_LAYOUT_FN mj_moe_wimage mj_moe_wimage_of(int rows, int k, int stage_k, int weight_fmt) {
+MJ_LAYOUT_FN mj_moe_wimage mj_moe_wimage_of(int rows, int k, int stage_k, int weight_fmt,
+                                            int task_blocks) {
     mj_moe_wimage w;
     int group = mj_format_group(weight_fmt);
     w.rows = rows;
     w.k = k;
     w.stage_k = stage_k;
+    w.task_blocks = task_blocks;
     w.blocks = rows / MJ_MOE_BLOCK_ROWS;
-    w.tasks = (w.blocks + MJ_MOE_TASK_BLOCKS - 1) / MJ_MOE_TASK_BLOCKS;
+    w.tasks = (w.blocks + task_blocks - 1) / task_blocks;
     w.stages = k / stage_k;
     w.blk_data = (mj_u32)(MJ_MOE_BLOCK_ROWS * stage_k * mj_format_bits(weight_fmt) / 8);
     w.blk_sf = group ? (mj_u32)(MJ_MOE_BLOCK_ROWS * stage_k / group) : 0u;
-    w.task_bytes = (mj_u64)w.stages * MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf);
+    w.task_bytes = (mj_u64)w.stages * (mj_u64)task_blocks * (w.blk_data + w.blk_sf);
     w.bytes = (mj_u64)w.stages * (mj_u64)w.blocks * (w.blk_data + w.blk_sf);
     return w;
 }
 
-/* Blocks of task t (4, fewer for the last one). */
+/* Blocks of task t (task_blocks, fewer for the last one). */
 MJ_LAYOUT_FN int mj_moe_task_blocks(const mj_moe_wimage *w, int t) {
-    int left = w->blocks - t * MJ_MOE_TASK_BLOCKS;
-    return left < MJ_MOE_TASK_BLOCKS ? left : MJ_MOE_TASK_BLOCKS;
+    int left = w->blocks - t * w->task_blocks;
+    return left < w->task_blocks ? left : w->task_blocks;
 }
 
 /* Byte offset of stage s of task t in the expert's image. */
@@ -152,10 +156,10 @@ typedef struct mj_moe_weight_layout {
 } mj_moe_weight_layout;
 
 MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int stage_k,
-                                                        int weight_fmt) {
+                                                        int weight_fmt, int task_blocks) {
     mj_moe_weight_layout l;
-    l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
-    l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt);
+    l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt, task_blocks);
+    l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt, task_blocks);
     l.row_scale_offset = mj_align_up(l.w1.bytes + l.w2.bytes, 16);
     const mj_u64 rows =
         mj_format_bits(weight_fmt) == 4 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
@@ -233,7 +237,8 @@ MJ_LAYOUT_FN mj_u32 mj_moe_ring_bytes(mj_u32 wstage, mj_u32 bstage, mj_u32 stage
  * the launch that asks for the memory call this one. */
 MJ_LAYOUT_FN mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weight_fmt, int stage_k,
                                       int block_m, int stages, int routes, int ranks) {
-    const mj_moe_wimage w = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt);
+    const mj_moe_wimage w =
+        mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt, MJ_MOE_TASK_BLOCKS);
     return MJ_MOE_SMEM_BYTES(MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf),
                              mj_moe_token_stage_bytes(kind, block_m, stage_k), (mj_u32)stages,
                              (mj_u32)block_m, (mj_u32)routes, (mj_u32)ranks);

@@ -16,7 +16,7 @@ template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
           unsigned kActParam0Bits_, unsigned kActParam1Bits_, int kBlockM_, int kStageK_,
           int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_, int kBiases_,
-          int kSharedInter_>
+          int kSharedInter_, int kSharedFmt_>
 struct MoeConfig {
     static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
                          kRanks = kRanks_, kMaxTokens = kMaxTokens_;
@@ -34,11 +34,16 @@ struct MoeConfig {
     static constexpr bool kFold = kFoldScales_ != 0;
     /* Expert biases (mj_moe_args l1_bias, l2_bias) in both epilogues. */
     static constexpr bool kBiases = kBiases_ != 0;
-    /* A fused shared expert of this intermediate size (0: none), with weights
-     * in the routed experts' format (mj_moe_shared_compiled): its tasks run
-     * their K loop, over its own image (mj_moe_args w_shared). */
-    static constexpr int kSharedInter = kSharedInter_;
+    /* A fused shared expert of this intermediate size (0: none) and weight
+     * format (mj_moe_shared_compiled), over its own image (mj_moe_args
+     * w_shared). In the routed experts' format its tasks run their K loop;
+     * MXFP8 beside MXFP4 routed experts on the FP8 kind runs the MXFP8 loop
+     * (SharedLoopConfig) in tasks of two blocks, whose stage takes at most
+     * the ring slot of a routed task of four. */
+    static constexpr int kSharedInter = kSharedInter_, kSharedFmt = kSharedFmt_;
     static constexpr bool kShared = kSharedInter > 0;
+    static constexpr bool kSharedOwnLoop = kShared && kSharedFmt != kWeightFmt_;
+    static constexpr int kSharedTaskBlocks = kSharedOwnLoop ? 2 : MJ_MOE_TASK_BLOCKS;
 
     static constexpr int kLocal = kExperts / kRanks;
     /* Routing entries: the local experts, then the shared expert (entry kLocal). */
@@ -50,7 +55,7 @@ struct MoeConfig {
 
     /* Weight image geometry: the layout the loader writes (moe_layout.h). */
     static constexpr mj_moe_weight_layout kImage =
-        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS);
     static constexpr int kBlocks1 = kImage.w1.blocks, kBlocks2 = kImage.w2.blocks;
     static constexpr int kTasks1 = kImage.w1.tasks, kTasks2 = kImage.w2.tasks;
     static constexpr int kUnits1 = kBlocks1 / 2; // warpgroup units of GEMM 1 (64 intermediates)
@@ -89,11 +94,20 @@ struct MoeConfig {
     /* The shared expert's image and tasks: GEMM 1 has 2 kSharedInter rows,
      * GEMM 2 the same H rows as a routed expert's over K = kSharedInter. */
     static constexpr mj_moe_weight_layout kSharedImage =
-        mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK, kWeightFmt);
-    static constexpr int kSharedTasks1 = kSharedImage.w1.tasks;
+        mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK,
+                              kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks);
+    static constexpr int kSharedTasks1 = kSharedImage.w1.tasks,
+                         kSharedTasks2 = kSharedImage.w2.tasks;
     static constexpr int kSharedUnits1 = kSharedImage.w1.blocks / 2;
     static constexpr int kSharedStages2 = kSharedImage.w2.stages;
     static constexpr mj_u64 kSharedTile2 = (mj_u64)kSharedStages2 * kBStage;
+    static constexpr mj_u32 kSharedBlkBytes = kSharedImage.w1.blk_data + kSharedImage.w1.blk_sf;
+    static_assert(!kShared || kSharedTaskBlocks * kSharedBlkBytes <=
+                                  MJ_MOE_TASK_BLOCKS * (kImage.w1.blk_data + kImage.w1.blk_sf),
+                  "a stage of a shared task fits the ring slot of a routed one");
+    static_assert(!kSharedOwnLoop ||
+                      (kFp8 && kWeightFmt == MJ_FMT_MXFP4 && kSharedFmt == MJ_FMT_MXFP8),
+                  "the shared expert's own loop: MXFP8 beside MXFP4 on the FP8 kind");
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
@@ -120,10 +134,11 @@ struct MoeConfig {
     /* The weight layout as a value for device code (the layout functions
      * take pointers, which the constexpr kImage cannot give device code). */
     static MJ_HD mj_moe_weight_layout image() {
-        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
+        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS);
     }
     static MJ_HD mj_moe_weight_layout shared_image() {
-        return mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK, kWeightFmt);
+        return mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK,
+                                     kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks);
     }
     /* Byte offset of stage s of task n of W1 (down = 0) or W2 in the shared
      * expert's image. */
@@ -141,6 +156,12 @@ struct MoeConfig {
         if constexpr (kShared)
             if (local == kLocal) return gemm == 2 ? kSharedStages2 : kStages1;
         return stages_of(gemm);
+    }
+    /* Bytes of one block's stage of entry `local`'s weights. */
+    static MJ_HD mj_u32 block_bytes(int local) {
+        if constexpr (kSharedOwnLoop)
+            if (local == kLocal) return kSharedBlkBytes;
+        return kBlkData + kBlkSf;
     }
     /* GEMM 1 warpgroup units that finish one of entry `local`'s token tiles. */
     static MJ_HD mj_u32 units1(int local) {
@@ -163,9 +184,18 @@ struct MoeConfig {
                   "only MXFP4 weights on the FP8 kind fold their scales");
     static_assert(!kShared || kSharedInter % kInter == 0,
                   "the shared expert's intermediate size is a multiple of the routed one");
-    static_assert(!kShared || (!kRebased && !kFold),
+    static_assert(!kShared || kSharedOwnLoop || (!kRebased && !kFold),
                   "a shared expert's image carries no row scales (mj_moe_shared_compiled)");
 };
+
+/* The K loop of a shared expert with a format of its own (C::kSharedOwnLoop):
+ * the kernel's token tiles and stages, the shared expert's weights. */
+template <class C>
+using SharedLoopConfig =
+    MoeConfig<C::kHidden, C::kSharedInter, C::kExperts, C::kTopk, C::kRanks, C::kMaxTokens,
+              C::kSharedFmt, C::kDispatchFmt, C::kL2Fmt, C::kActivation, C::kClampBits,
+              C::kActParam0Bits, C::kActParam1Bits, C::kBlockM, C::kStageK, C::kStages, C::kNumSMs,
+              C::kSys ? 1 : 0, 0, 0, 0, 0>;
 
 } // namespace mj
 

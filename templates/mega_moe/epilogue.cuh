@@ -56,6 +56,20 @@ __device__ __forceinline__ int l1_unit(const Task &k, const MathThread &m) {
 __device__ __forceinline__ int l2_first_row(const Task &k, const MathThread &m) {
     return MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
 }
+/* Both for a task of any routing entry: a shared expert's tasks of two
+ * blocks (C::kSharedTaskBlocks) are one unit, warpgroup 0's. */
+template <class C> __device__ __forceinline__ int task_l1_unit(const Task &k, const MathThread &m) {
+    if constexpr (C::kSharedTaskBlocks != MJ_MOE_TASK_BLOCKS)
+        if (k.local == C::kLocal) return k.n + m.wg;
+    return l1_unit(k, m);
+}
+template <class C>
+__device__ __forceinline__ int task_l2_first_row(const Task &k, const MathThread &m) {
+    if constexpr (C::kSharedTaskBlocks != MJ_MOE_TASK_BLOCKS)
+        if (k.local == C::kLocal)
+            return MJ_MOE_BLOCK_ROWS * (C::kSharedTaskBlocks * k.n + 2 * m.wg);
+    return l2_first_row(k, m);
+}
 
 /* The row scales (weight_image.cuh) of a thread's two rows in a 64-row
  * block whose first row is checkpoint row `first` of the expert's row-scale
@@ -234,7 +248,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
             const float4 f = src[i];
             v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
         }
-        const int kq = MJ_MOE_BLOCK_ROWS * l1_unit(k, m) + grp * kGroup; // K of GEMM 2
+        const int kq = MJ_MOE_BLOCK_ROWS * task_l1_unit<C>(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
         const int kk = kq % C::kStageK;
         constexpr bool kNvfp4 = !C::kFp8 && C::kL2Fmt == MJ_FMT_NVFP4;
@@ -299,7 +313,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
                                             unsigned char *scratch_bytes, mj_u64 *stored) {
     constexpr int kPitch = 136; // BF16 per token column: 128 rows + 16 bytes
     unsigned short *scratch = reinterpret_cast<unsigned short *>(scratch_bytes);
-    const int first = l2_first_row(k, m);
+    const int first = task_l2_first_row<C>(k, m);
     scale_rows(acc0, e.rs[0]);
     scale_rows(acc1, e.rs[1]);
     const float alpha = e.alpha[0];

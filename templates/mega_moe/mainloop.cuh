@@ -98,8 +98,10 @@ template <class C> struct StageScales {
     static constexpr int kWords = C::kStageK / 64;
     mj_u32 w[2][kWords];
 
-    __device__ __forceinline__ void load(const unsigned char *st, int nblk, const MathThread &m) {
-        const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)(2 * m.wg) * C::kBlkSf +
+    /* block0: the first of the thread's blocks in the stage. */
+    __device__ __forceinline__ void load(const unsigned char *st, int nblk, int block0,
+                                         const MathThread &m) {
+        const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)block0 * C::kBlkSf +
                                   (m.w * 8 + m.g) * kWords * 4;
 #pragma unroll
         for (int b = 0; b < 2; b++)
@@ -196,13 +198,21 @@ template <int kBlockM, int kN, int kSteps> constexpr int fp8_batch() {
 }
 
 /* kN: the token columns the wgmmas compute (the tile's first kN; the
- * accumulators' other columns stay zero). */
-template <class C, int kN>
+ * accumulators' other columns stay zero). C: the weights' loop (a shared
+ * expert's own, SharedLoopConfig); K: the kernel's, whose ring it reads;
+ * kBatchCap: at most so many steps a batch (fp8_batch's otherwise);
+ * kTaskBlocks: the blocks of a task (mj_moe_wimage). In tasks of two, both
+ * warpgroups read the two blocks, whose stage may take the whole slot: the
+ * second warpgroup's results are discarded like a missing block's (its
+ * own_blocks is 0), and its reads stay inside the slot. */
+template <class C, int kN, class K, int kBatchCap = 64, int kTaskBlocks = MJ_MOE_TASK_BLOCKS>
 __device__ __forceinline__ void
-mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
-             const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop_fp8(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
+             const Launch<K> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
-    constexpr int kBatch = fp8_batch<C::kBlockM, kN, kSteps>();
+    constexpr int kBatchMax = fp8_batch<C::kBlockM, kN, kSteps>();
+    constexpr int kBatch = kBatchMax < kBatchCap ? kBatchMax : kBatchCap;
+    const int block0 = kTaskBlocks == MJ_MOE_TASK_BLOCKS ? 2 * m.wg : 0;
 #pragma unroll
     for (int i = 0; i < R; i++)
         acc0[i] = acc1[i] = 0.0f;
@@ -224,7 +234,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const float *ts = reinterpret_cast<const float *>(ring.token_scales(slot));
         StageScales<C> ws;
-        ws.load(st, nblk, m);
+        ws.load(st, nblk, block0, m);
         const mj_u64 desc0 = ring.token_desc(slot);
 #pragma unroll
         for (int c0 = 0; c0 < kSteps; c0 += kBatch) {
@@ -233,7 +243,7 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
                 const int c = c0 + j;
 #pragma unroll
                 for (int b = 0; b < 2; b++) {
-                    const unsigned char *wd = st + (mj_u32)(2 * m.wg + b) * C::kBlkData;
+                    const unsigned char *wd = st + (mj_u32)(block0 + b) * C::kBlkData;
                     if (C::kW4) {
                         if (c % 2 == 0) {
                             const uint4 v = lds128(wd + (c / 2) * 2048 + m.t * 16);
@@ -283,10 +293,10 @@ mainloop_fp8(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, c
 
 /* kN: the token columns the wgmmas compute (the tile's first kN; the
  * accumulators' other columns stay zero). */
-template <class C, int kN>
+template <class C, int kN, class K>
 __device__ __forceinline__ void
-mainloop_bf16(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, const MathThread &m,
-              const Launch<C> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
+mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathThread &m,
+              const Launch<K> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
     // The wgmmas of kGroup K16 steps issue behind one wgmma fence, which waits
@@ -409,18 +419,18 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
     if constexpr (C::kFp8) {
         if (half)
-            mainloop_fp8<C, kHalf>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
+            mainloop_fp8<C, kHalf, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
         else if (three_quarters)
-            mainloop_fp8<C, kThreeQuarters>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
+            mainloop_fp8<C, kThreeQuarters, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
         else
-            mainloop_fp8<C, C::kBlockM>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
+            mainloop_fp8<C, C::kBlockM, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
     } else {
         if (half)
-            mainloop_bf16<C, kHalf>(ring, it, stages, nblk, m, L, acc0, acc1);
+            mainloop_bf16<C, kHalf, C>(ring, it, stages, nblk, m, L, acc0, acc1);
         else if (three_quarters)
-            mainloop_bf16<C, kThreeQuarters>(ring, it, stages, nblk, m, L, acc0, acc1);
+            mainloop_bf16<C, kThreeQuarters, C>(ring, it, stages, nblk, m, L, acc0, acc1);
         else
-            mainloop_bf16<C, C::kBlockM>(ring, it, stages, nblk, m, L, acc0, acc1);
+            mainloop_bf16<C, C::kBlockM, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     }
 }
 

@@ -10,9 +10,9 @@
  *
  * numbered tile-major, every GEMM 1 task before every GEMM 2 task. A fused
  * shared expert is routing entry kLocal, after the local experts: its rows
- * are this rank's own tokens, its tiles come last, and a GEMM 1 task of them
- * covers four blocks of its wider W1 (kSharedTasks1 a tile), a GEMM 2 task
- * the K of its intermediate size. CTAs claim
+ * are this rank's own tokens, its tiles come last, and its tasks cover
+ * kSharedTaskBlocks blocks of its own image (kSharedTasks1 and kSharedTasks2
+ * a tile), a GEMM 2 task the K of its intermediate size. CTAs claim
  * them in order from one counter, so when a GEMM 2 task waits for the GEMM 1
  * tasks of its tile, those were claimed earlier by CTAs that are running:
  * no wait is on work nobody holds, on any SM count. (The tasks of one expert's
@@ -55,7 +55,9 @@ template <class C> struct Routing {
         return num_tiles() * C::kTasks1;
     }
     MJ_HD int num_tasks() const {
-        if constexpr (C::kShared) return num_tasks1() + num_tiles() * C::kTasks2;
+        if constexpr (C::kShared)
+            return num_tasks1() + (int)tiles[C::kLocal] * C::kTasks2 +
+                   (num_tiles() - (int)tiles[C::kLocal]) * C::kSharedTasks2;
         return num_tiles() * (C::kTasks1 + C::kTasks2);
     }
 
@@ -97,38 +99,42 @@ template <class C> struct Routing {
     }
 
   private:
-    /* decode with the shared expert's GEMM 1 tasks after the routed tiles'
-     * (kSharedTasks1 a tile, blocks of its wider W1); GEMM 2 tasks as
-     * everyone's (the same H rows). */
+    /* decode with the shared expert's tasks after the routed tiles' in each
+     * GEMM (kSharedTasks1 / kSharedTasks2 a tile, blocks of its own image). */
     MJ_HD Task decode_with_shared(int t) const {
         Task k = {};
-        const int first2 = num_tasks1();
         if (t >= num_tasks()) {
             k.gemm = 0;
             return k;
         }
-        const int first_shared = (int)tiles[C::kLocal] * C::kTasks1;
-        if (t >= first_shared && t < first2) {
-            const int u = t - first_shared;
-            k.gemm = 1;
-            k.tile = (int)tiles[C::kLocal] + u / C::kSharedTasks1;
-            k.n = u % C::kSharedTasks1;
-            k.local = C::kLocal;
-        } else {
-            const int per = t < first2 ? C::kTasks1 : C::kTasks2;
-            const int u = t < first2 ? t : t - first2;
-            k.gemm = t < first2 ? 1 : 2;
+        const int routed = (int)tiles[C::kLocal];
+        const int first2 = num_tasks1(), routed1 = routed * C::kTasks1,
+                  routed2 = first2 + routed * C::kTasks2;
+        k.gemm = t < first2 ? 1 : 2;
+        if (t < routed1 || (t >= first2 && t < routed2)) {
+            const int per = k.gemm == 1 ? C::kTasks1 : C::kTasks2;
+            const int u = k.gemm == 1 ? t : t - first2;
             k.tile = u / per;
             k.n = u % per;
             k.local = expert_of(k.tile);
+        } else {
+            const int per = k.gemm == 1 ? C::kSharedTasks1 : C::kSharedTasks2;
+            const int u = k.gemm == 1 ? t - routed1 : t - routed2;
+            k.tile = routed + u / per;
+            k.n = u % per;
+            k.local = C::kLocal;
         }
         k.row0 = (k.tile - (int)tiles[k.local]) * C::kBlockM;
         const int left = (int)rows[k.local] - k.row0;
         k.valid = left < C::kBlockM ? left : C::kBlockM;
-        const mj_moe_weight_layout l = C::image(), ls = C::shared_image();
-        k.nblk = k.gemm == 2            ? mj_moe_task_blocks(&l.w2, k.n)
-                 : k.local == C::kLocal ? mj_moe_task_blocks(&ls.w1, k.n)
-                                        : mj_moe_task_blocks(&l.w1, k.n);
+        // One layout each (a layout chosen at run time would sit in local memory).
+        if (k.local == C::kLocal) {
+            const mj_moe_weight_layout l = C::shared_image();
+            k.nblk = k.gemm == 2 ? mj_moe_task_blocks(&l.w2, k.n) : mj_moe_task_blocks(&l.w1, k.n);
+        } else {
+            const mj_moe_weight_layout l = C::image();
+            k.nblk = k.gemm == 2 ? mj_moe_task_blocks(&l.w2, k.n) : mj_moe_task_blocks(&l.w1, k.n);
+        }
         return k;
     }
 };

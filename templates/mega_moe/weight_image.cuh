@@ -215,12 +215,14 @@ MJ_HD int row_scale_index(int projection, int inter, int row) {
     return projection == 2 ? 2 * inter + row : projection * inter + row;
 }
 
-/* Stage s of block b (in the GEMM's numbering) of one expert's image. */
+/* Stage s of block b (in the GEMM's numbering) of one expert's image, whose
+ * tasks are task_blocks blocks (as l says; a constant here keeps the
+ * division a shift). */
 MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layout &l, bool down,
-                                 int b, int s, int &j, int &nblk) {
+                                 int task_blocks, int b, int s, int &j, int &nblk) {
     const mj_moe_wimage &wi = down ? l.w2 : l.w1;
-    const int task = b / MJ_MOE_TASK_BLOCKS;
-    j = b % MJ_MOE_TASK_BLOCKS;
+    const int task = b / task_blocks;
+    j = b % task_blocks;
     nblk = mj_moe_task_blocks(&wi, task);
     return expert + mj_moe_expert_stage(&l, down, task, s);
 }
@@ -228,13 +230,15 @@ MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layo
 #if defined(__CUDACC__)
 /* Writes one projection of one expert into its image: a CTA per (64-row
  * block of the projection, stage) of 128 threads; the stage-0 CTAs also
- * write the rows' scales. */
-template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK, int kFoldScales>
+ * write the rows' scales. kTaskBlocks: blocks per task (mj_moe_wimage). */
+template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK, int kFoldScales,
+          int kTaskBlocks>
 __global__ void __launch_bounds__(128)
     mega_moe_image_kernel(const __grid_constant__ mj_moe_image_args args) {
     __shared__ int ref[MJ_MOE_BLOCK_ROWS];
     const bool down = args.projection == 2;
-    const mj_moe_weight_layout l = mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt);
+    const mj_moe_weight_layout l =
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, kTaskBlocks);
     const int pb = (int)blockIdx.x, s = (int)blockIdx.y, t = (int)threadIdx.x;
     const int b = down ? pb : 2 * pb + args.projection; // gate and up blocks interleave
     const int row0 = MJ_MOE_BLOCK_ROWS * pb;
@@ -243,7 +247,7 @@ __global__ void __launch_bounds__(128)
     if (kRebased && t < MJ_MOE_BLOCK_ROWS) ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
     __syncthreads();
     int j, nblk;
-    unsigned char *stage = image_stage(args.expert, l, down, b, s, j, nblk);
+    unsigned char *stage = image_stage(args.expert, l, down, kTaskBlocks, b, s, j, nblk);
     image_block_stage<kKind, kWeightFmt, kFoldScales != 0>(m, down ? l.w2 : l.w1, nblk, stage, j,
                                                            row0, kStageK * s, t, ref);
     if (mj_format_bits(kWeightFmt) == 4 && s == 0 && t < MJ_MOE_BLOCK_ROWS)

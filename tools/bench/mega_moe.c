@@ -109,7 +109,8 @@ mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_forma
                            .unfold_mx_scales = v->unfold_mx_scales,
                            .expert_biases = v->biases,
                            .shared_intermediate = v->shared * s->intermediate,
-                           .shared_format = v->shared ? (mj_format)row->weight_fmt : 0};
+                           .shared_format =
+                               v->shared ? (mj_format)mj_moe_shared_format_of(row) : 0};
 }
 
 static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
@@ -220,7 +221,8 @@ static mj_status run_setup(moe_run *b) {
                                  MJ_BENCH_WEIGHT_CLASSES, o->variant.biases,
                                  mj_bench_seed(config_seed(o, 0), SEED_WEIGHTS));
     if (!b->hw || (o->variant.shared &&
-                   mj_bench_weights_add_shared(b->hw, o->variant.shared * sh->intermediate,
+                   mj_bench_weights_add_shared(b->hw, mj_moe_shared_format_of(o->row),
+                                               o->variant.shared * sh->intermediate,
                                                mj_bench_seed(config_seed(o, 0), SEED_SHARED)) != 0))
         return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (weights)");
     const size_t ring = (size_t)(b->hw->classes + 1);
@@ -361,8 +363,9 @@ static mj_status floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_poin
     free(seen);
     p->experts_hit = hit / s->n;
     const int shared_inter = o->variant.shared * sh->intermediate;
-    p->shared_bytes = (double)b->local_ranks * mj_bench_shared_bytes(o->row->weight_fmt, sh->hidden,
-                                                                     shared_inter, s->tokens);
+    p->shared_bytes =
+        (double)b->local_ranks *
+        mj_bench_shared_bytes(mj_moe_shared_format_of(o->row), sh->hidden, shared_inter, s->tokens);
     p->bytes = p->experts_hit * expert_bytes + (double)b->local_ranks * s->tokens * token_bytes +
                p->shared_bytes;
     p->flops = mj_bench_moe_flops(sh->hidden, sh->intermediate, routed / s->n) +

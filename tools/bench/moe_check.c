@@ -88,7 +88,7 @@ mj_bench_check_job *mj_bench_check_job_new(mj_bench_weights *w, const mj_moe_for
                                .has_clamp = v->clamp > 0,
                                .clamp = v->clamp,
                                .shared_inter = v->shared * intermediate,
-                               .shared_fmt = v->shared ? row->weight_fmt : 0};
+                               .shared_fmt = v->shared ? w->shared_fmt : 0};
     j->n = n;
     j->x = malloc(rows * x_row);
     j->x_sf = group ? malloc(rows * sf_row) : NULL;

@@ -22,7 +22,7 @@ typedef struct mj_bench_moe_variant {
     int biases;     /* random expert biases, per weight class (moe_weights.h) */
     int unfold_mx_scales;
     /* A fused shared expert of intermediate size shared x the routed one, in
-     * the row's weight format, with random weights of its own
+     * mj_moe_shared_format_of(row), with random weights of its own
      * (mj_bench_weights_add_shared); 0: none. */
     int shared;
 } mj_bench_moe_variant;

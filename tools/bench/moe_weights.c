@@ -60,12 +60,14 @@ mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, in
     return w;
 }
 
-int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_intermediate, uint64_t seed) {
-    const int group = mj_format_group(w->fmt);
+int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_fmt, int shared_intermediate,
+                                uint64_t seed) {
+    if (shared_fmt < 0 || shared_fmt >= MJ_FMT_COUNT) return -1;
+    const int group = mj_format_group(shared_fmt);
     if (w->shared_intermediate || shared_intermediate < 1 || (group && shared_intermediate % group))
         return -1;
     const size_t elems = (size_t)w->hidden * (size_t)shared_intermediate;
-    const size_t data = elems * (size_t)mj_format_bits(w->fmt) / 8,
+    const size_t data = elems * (size_t)mj_format_bits(shared_fmt) / 8,
                  sf = group ? elems / (size_t)group : 0;
     uint8_t *w1 = malloc(2 * data), *w2 = malloc(data);
     uint8_t *w1_sf = group ? malloc(2 * sf) : NULL, *w2_sf = group ? malloc(sf) : NULL;
@@ -76,9 +78,10 @@ int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_intermediate, ui
         free(w2_sf);
         return -1;
     }
-    uint64_t rng = mj_bench_seed(seed, (uint64_t)w->fmt);
-    fill_projection(w->fmt, &rng, w1, 2 * data, w1_sf, 2 * sf);
-    fill_projection(w->fmt, &rng, w2, data, w2_sf, sf);
+    uint64_t rng = mj_bench_seed(seed, (uint64_t)shared_fmt);
+    fill_projection(shared_fmt, &rng, w1, 2 * data, w1_sf, 2 * sf);
+    fill_projection(shared_fmt, &rng, w2, data, w2_sf, sf);
+    w->shared_fmt = shared_fmt;
     w->shared_intermediate = shared_intermediate;
     w->shared_w1 = w1;
     w->shared_w1_sf = w1_sf;

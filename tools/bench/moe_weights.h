@@ -35,10 +35,11 @@ typedef struct mj_bench_weights {
      * biases, which every expert of the class loads; else NULL. */
     float *bias;
     int fmt, hidden, intermediate;
-    /* The shared expert (mj_bench_weights_add_shared), in fmt: W1 [2 I_s][H]
-     * (gate rows, then up rows) and W2 [H][I_s], I_s = shared_intermediate,
-     * their scales (NULL for BF16); 0 and NULL without one. */
-    int shared_intermediate;
+    /* The shared expert (mj_bench_weights_add_shared), in shared_fmt: W1
+     * [2 I_s][H] (gate rows, then up rows) and W2 [H][I_s], I_s =
+     * shared_intermediate, their scales (NULL for BF16); 0 and NULL without
+     * one. */
+    int shared_fmt, shared_intermediate;
     size_t shared_w1_bytes, shared_w1_sf_bytes, shared_w2_bytes, shared_w2_sf_bytes;
     uint8_t *shared_w1, *shared_w1_sf, *shared_w2, *shared_w2_sf;
 } mj_bench_weights;
@@ -55,7 +56,8 @@ mj_bench_weights *mj_bench_weights_new(int fmt, int hidden, int intermediate, in
  * multiple of the group of w's format) with random weights of the same kind,
  * drawn from seed; before w is shared with any check job. 0, or -1 when out
  * of memory or w has one already (w unchanged). */
-int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_intermediate, uint64_t seed);
+int mj_bench_weights_add_shared(mj_bench_weights *w, int shared_fmt, int shared_intermediate,
+                                uint64_t seed);
 mj_bench_weights *mj_bench_weights_retain(mj_bench_weights *w);
 void mj_bench_weights_release(mj_bench_weights *w);
 

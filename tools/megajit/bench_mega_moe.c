@@ -66,8 +66,10 @@ static const char kUsage[] =
     "  --activation NAME   swiglu (default), swigluoai or situ\n"
     "  --clamp C           the swiglu family's clamp (gpt-oss: 7)\n"
     "  --biases            random expert biases (mj_moe_config.expert_biases), in the check too\n"
-    "  --shared N          a fused shared expert of intermediate size N x I in the row's weight\n"
-    "                      format (mj_moe_config.shared_intermediate; default 0: none), random\n"
+    "  --shared N          a fused shared expert of intermediate size N x I (bf16 and mxfp8 rows:\n"
+    "                      their weight format; mxfp4-a8: mxfp8; "
+    "mj_moe_config.shared_intermediate;\n"
+    "                      default 0: none), random\n"
     "                      weights of its own, in the floor (its weights once per rank, 2 x 3 H\n"
     "                      N I FLOPs per token) and the check; rows that cannot fuse it say why\n"
     "  --phases            one more launch per configuration (rank 0) stamps its phases:\n"
@@ -288,7 +290,7 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(j, "intermediate", s->intermediate);
     cJSON_AddNumberToObject(j, "experts", s->experts);
     cJSON_AddNumberToObject(j, "topk", s->topk);
-    /* 0: none; else in the row's weight format */
+    /* 0: none; else in mj_moe_shared_format_of(row) */
     cJSON_AddNumberToObject(j, "shared_intermediate", a->variant.shared * s->intermediate);
     cJSON_AddStringToObject(j, "row", c->row ? c->row->name : "all");
     cJSON_AddStringToObject(j, "routing", mj_bench_routing_name(a->routing));
@@ -364,9 +366,7 @@ static void print_header(FILE *f, const mj_info *info, const mj_moe_bench_args *
     char clamp[32] = "";
     if (v->clamp > 0) snprintf(clamp, sizeof clamp, ", clamp %g", (double)v->clamp);
     char shared[64] = "";
-    if (v->shared)
-        snprintf(shared, sizeof shared, ", a shared expert of %d x I (the row's weight format)",
-                 v->shared);
+    if (v->shared) snprintf(shared, sizeof shared, ", a shared expert of %d x I", v->shared);
     fprintf(f, "layer: %s%s%s%s%s\n", mj_moe_activation_name(v->activation), clamp,
             v->biases ? ", expert biases" : "", v->unfold_mx_scales ? ", MX scales unfolded" : "",
             shared);

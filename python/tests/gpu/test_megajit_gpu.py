@@ -74,7 +74,10 @@ def case_name(case):
 
 # Fused shared experts (MoEConfig.shared_intermediate = MULT * I): the rows whose
 # kernel runs one today (in the row's own weight format), one and two experts wide.
-SHARED_CASES = [(row, mult) for row in ("bf16", "mxfp8") for mult in (1, 2)]
+# The shared expert's format the kernel runs beside each row's experts (the row's own,
+# or mxfp8 beside mxfp4-a8's; the other rows fuse none yet).
+SHARED_FORMAT = {"bf16": megajit.Format.BF16, "mxfp8": megajit.Format.MXFP8, "mxfp4-a8": megajit.Format.MXFP8}
+SHARED_CASES = [(row, mult) for row in SHARED_FORMAT for mult in (1, 2)]
 
 
 def act_fields(act, params):
@@ -364,9 +367,9 @@ def test_biases(rt, models):
 # ---------------------------------------------------------- shared expert
 
 def shared_config(row, mult, **fields):
-    """config(row) with a shared expert mult * I wide in the row's weight format."""
-    fmt = megajit.FORMAT_ROWS[row][0]
-    return config(row, shared_intermediate=mult * I, shared_format=megajit.format_name(fmt), **fields)
+    """config(row) with a shared expert mult * I wide in SHARED_FORMAT[row]."""
+    return config(row, shared_intermediate=mult * I, shared_format=megajit.format_name(SHARED_FORMAT[row]),
+                  **fields)
 
 
 def test_shared_expert(rt, row, mult, models):
@@ -378,7 +381,7 @@ def test_shared_expert(rt, row, mult, models):
     load_shared from the CPU, with a forward refused before its last projection. A
     reference without the shared expert must disagree (the negative control)."""
     m = model(models, row)
-    s = make_shared(m["wfmt"], mult * I)
+    s = make_shared(SHARED_FORMAT[row], mult * I)
     name = f"shared expert {row} I_s={mult}I"
     dev = rt.device
     compiles = rt.stats().compiles
@@ -717,7 +720,7 @@ def test_real_ranks(args):
     dev = rt.device
     # each row, then the rows with a shared expert (two experts wide) with one
     runs = [(row, None) for row in args.rows]
-    runs += [(row, make_shared(megajit.FORMAT_ROWS[row][0], 2 * I)) for row in shared_rows]
+    runs += [(row, make_shared(SHARED_FORMAT[row], 2 * I)) for row in shared_rows]
     for row, s in runs:
         m = make_model(row)
         ranks = dict(num_ranks=world, rank=rank)
@@ -773,7 +776,7 @@ def test_readme_example(tmp):
 
 def manifest_for(cases, ranks, sms, shared=()):
     """The layers of `cases` (CASES entries), then one per `shared` entry ((row, mult)
-    of SHARED_CASES: swiglu with a shared expert mult * I wide in the row's weight format)."""
+    of SHARED_CASES: swiglu with a shared expert mult * I wide in SHARED_FORMAT[row])."""
     def layer(row, act, clamp=0.0, params=NO_PARAMS, **extra):
         w, d, _ = megajit.FORMAT_ROWS[row]
         out = {"hidden": H, "intermediate": I, "experts": E, "topk": K, "ranks": ranks,
@@ -786,7 +789,7 @@ def manifest_for(cases, ranks, sms, shared=()):
 
     layers = [layer(*case) for case in cases]
     layers += [layer(row, "swiglu", shared_intermediate=mult * I,
-                     shared_format=megajit.format_name(megajit.FORMAT_ROWS[row][0])) for row, mult in shared]
+                     shared_format=megajit.format_name(SHARED_FORMAT[row])) for row, mult in shared]
     return {"archs": ["sm_90a"], "layers": layers}
 
 

@@ -167,9 +167,10 @@ static const scenario *const kSharedControl = &kShared[0];
 static const scenario *const kSharedGraph = &kShared[2];
 /* The shared expert's invalid input (invalid.c): mxfp8 R = 1 T = 8 with I_s = I. */
 static const scenario kSharedInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 0, 1};
-/* The rows the shared section runs: the kernel fuses a shared expert in the
- * row's own weight format only so far (mj_moe_shared_compiled). */
-static const char *const kSharedRows[] = {"bf16", "mxfp8"};
+/* The rows the shared section runs (mj_moe_shared_format_of): bf16 and
+ * mxfp8 in their own weight format, mxfp4-a8 with an MXFP8 shared expert
+ * (its own K loop); the other rows fuse none yet. */
+static const char *const kSharedRows[] = {"bf16", "mxfp8", "mxfp4-a8"};
 /* ----------------------------------------------------------- test context */
 
 typedef struct model {
@@ -318,7 +319,7 @@ void test_invalid_shared(ctx *c);
 /* tests/gpu/mega_moe/shared.c */
 /* The fused shared expert: kShared on kSharedRows against the reference, its
  * negative controls, its invalid input and a CUDA graph (--quick:
- * kSharedQuick on mxfp8 and the invalid input). */
+ * kSharedQuick on mxfp8 and mxfp4-a8, and the invalid input). */
 void test_shared(ctx *c);
 
 #endif /* MJ_GPU_MEGA_MOE_HARNESS_H */

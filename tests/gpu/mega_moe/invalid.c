@@ -278,8 +278,9 @@ void test_invalid_shared(ctx *c) {
     const int I = sh->I;
     /* The fusable pairs (include/megajit.h): bf16 -> bf16; mxfp8, mxfp4-a8,
      * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16. The kernels run
-     * the row's own weight format only so far: the other fusable pairs are
-     * valid requests this build cannot serve, the rest invalid. */
+     * the row's own weight format, and mxfp8 beside mxfp4-a8, so far: the
+     * other fusable pairs are valid requests this build cannot serve, the
+     * rest invalid. */
     create_refused(c, "bf16", MJ_FORMAT_NVFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
                    "not fusable");
     create_refused(c, "bf16", MJ_FORMAT_MXFP8, I, MJ_ERR_INVALID_ARG, "shared_format",
@@ -288,7 +289,7 @@ void test_invalid_shared(ctx *c) {
                    "not fusable");
     create_refused(c, "mxfp8", (int)MJ_FORMAT_COUNT_ + 3, I, MJ_ERR_INVALID_ARG, "shared_format",
                    "no such format");
-    create_refused(c, "mxfp4-a8", MJ_FORMAT_MXFP8, I, MJ_ERR_UNSUPPORTED, "shared_format",
+    create_refused(c, "mxfp4-a16", MJ_FORMAT_MXFP8, I, MJ_ERR_UNSUPPORTED, "shared_format",
                    "fusable, not built");
     create_refused(c, "nvfp4", MJ_FORMAT_BF16, 2 * I, MJ_ERR_UNSUPPORTED, "shared_format",
                    "fusable, not built");

@@ -42,6 +42,7 @@ static void plan_shared(mj_spec_list *l, const shape *sh, int ds, int quick, mj_
     plan_add(l, sh, mxfp8, &kSharedInvalid, ds, quick, arch);
     if (quick) {
         plan_add(l, sh, mxfp8, &kSharedQuick, ds, quick, arch);
+        plan_add(l, sh, row_index_by_name("mxfp4-a8"), &kSharedQuick, ds, quick, arch);
         return;
     }
     for (size_t k = 0; k < sizeof kSharedRows / sizeof kSharedRows[0]; k++) {

@@ -322,7 +322,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
     u->local = sh->E / R;
     u->hot = sh->E - 1;
     u->m = model_get(c, row_index, sc->alphas);
-    u->sm = sc->shared ? shared_get(c, u->row->weight_fmt, sc->shared) : NULL;
+    u->sm = sc->shared ? shared_get(c, mj_moe_shared_format_of(u->row), sc->shared) : NULL;
 
     int local_ranks = g_real_rank < 0 ? R : 1;
     if (!expect_ok(

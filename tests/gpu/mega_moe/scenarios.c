@@ -66,7 +66,7 @@ mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scena
     }
     if (sc->shared) {
         mc.shared_intermediate = sc->shared * sh->I;
-        mc.shared_format = (mj_format)row->weight_fmt;
+        mc.shared_format = (mj_format)mj_moe_shared_format_of(row);
     }
     return mc;
 }

@@ -33,7 +33,7 @@ static int shared_case(ctx *c, int row_index, const scenario *sc) {
 static void shared_control(ctx *c, int row_index, int ctl) {
     const mj_moe_format_row *row = mj_moe_format_at(row_index);
     set_case("control %s %s", control_name(ctl), row->name);
-    if (ctl == CTL_SHARED_SCALE && !mj_format_group(row->weight_fmt)) {
+    if (ctl == CTL_SHARED_SCALE && !mj_format_group(mj_moe_shared_format_of(row))) {
         printf("  skipped: a %s shared expert has no block scales\n", row->name);
         return;
     }
@@ -49,8 +49,9 @@ static void shared_control(ctx *c, int row_index, int ctl) {
 
 void test_shared(ctx *c) {
     if (g_quick) {
-        const int mxfp8 = shared_row("mxfp8");
+        const int mxfp8 = shared_row("mxfp8"), mxfp4_a8 = shared_row("mxfp4-a8");
         if (mxfp8 >= 0) shared_case(c, mxfp8, &kSharedQuick);
+        if (mxfp4_a8 >= 0) shared_case(c, mxfp4_a8, &kSharedQuick);
         test_invalid_shared(c);
         return;
     }
@@ -60,10 +61,12 @@ void test_shared(ctx *c) {
         if (i < 0) continue;
         const mj_moe_format_row *row = mj_moe_format_at(i);
         /* What this test assumes of the library: the row's kernels fuse a
-         * shared expert in its own weight format. */
+         * shared expert (in their own weight format, or mxfp8 beside
+         * mxfp4-a8's MXFP4 experts: the shared expert's own K loop). */
+        const int fmt = mj_moe_shared_format_of(row);
         set_case("shared %s: the kernel fuses a %s shared expert", row->name,
-                 mj_format_name((mj_format)row->weight_fmt));
-        record(mj_moe_shared_compiled(row, row->weight_fmt));
+                 fmt >= 0 ? mj_format_name((mj_format)fmt) : "(no)");
+        record(fmt >= 0 && mj_moe_shared_compiled(row, fmt));
         int base_ok = 0; /* kSharedControl (a case of kShared) passed */
         for (size_t s = 0; s < sizeof kShared / sizeof kShared[0]; s++) {
             const int ok = shared_case(c, i, &kShared[s]);
