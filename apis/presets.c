@@ -10,8 +10,9 @@
 #include "runtime/error.h"
 
 /* kNames[i] names kJson[i]; kNames is NULL-terminated for mj_manifest_preset_names. */
-static const char *const kNames[] = {"deepseek-v3-ep8",  "kimi-k2-ep8",     "qwen3-235b-ep4",
-                                     "gpt-oss-120b-ep1", "gpt-oss-20b-ep1", NULL};
+static const char *const kNames[] = {
+    "deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4", "gpt-oss-120b-ep1",
+    "gpt-oss-20b-ep1", "glm-4.5-ep8", "minimax-m2-ep8", NULL};
 
 static const char *const kJson[] = {
     "{\"comment\": \"DeepSeek-V3 MoE layers, expert parallel over 8 ranks, with the"
@@ -55,6 +56,22 @@ static const char *const kJson[] = {
     " \"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\","
     " \"activation\": \"swigluoai\", \"clamp\": 7.0, \"expert_biases\": true,"
     " \"num_sms\": 0}]}",
+
+    "{\"comment\": \"GLM-4.5 MoE layers, expert parallel over 8 ranks, with the shared"
+    " expert fused\","
+    " \"archs\": [\"sm_90a\"],"
+    " \"layers\": [{\"name\": \"moe\", \"hidden\": 5120, \"intermediate\": 1536,"
+    " \"experts\": 160, \"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096,"
+    " \"weight_format\": \"mxfp8\", \"dispatch_format\": \"mxfp8\","
+    " \"activation\": \"swiglu\", \"shared_intermediate\": 1536,"
+    " \"shared_format\": \"mxfp8\", \"num_sms\": 0}]}",
+
+    "{\"comment\": \"MiniMax-M2 MoE layers, expert parallel over 8 ranks\","
+    " \"archs\": [\"sm_90a\"],"
+    " \"layers\": [{\"name\": \"moe\", \"hidden\": 3072, \"intermediate\": 1536,"
+    " \"experts\": 256, \"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096,"
+    " \"weight_format\": \"mxfp8\", \"dispatch_format\": \"mxfp8\","
+    " \"activation\": \"swiglu\", \"num_sms\": 0}]}",
 };
 
 enum { NUM_PRESETS = sizeof kJson / sizeof kJson[0] };

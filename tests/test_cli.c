@@ -74,8 +74,9 @@ static const char kSmallManifest[] =
     " \"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 16,"
     " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"}]}";
 
-static const char *const kPresets[] = {"deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4",
-                                       "gpt-oss-120b-ep1", "gpt-oss-20b-ep1"};
+static const char *const kPresets[] = {"deepseek-v3-ep8",  "kimi-k2-ep8",     "qwen3-235b-ep4",
+                                       "gpt-oss-120b-ep1", "gpt-oss-20b-ep1", "glm-4.5-ep8",
+                                       "minimax-m2-ep8"};
 
 static const char *cli_path(void) {
     static char path[PATH_MAX];

@@ -377,6 +377,16 @@ static void test_manifest_presets(void **state) {
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
          "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
          5},
+        {"glm-4.5-ep8",
+         "mega_moe.main<H=5120,I=1536,E=160,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
+         "bias=0,shared=1536,shared_fmt=mxfp8> sm_90a",
+         4},
+        {"minimax-m2-ep8",
+         "mega_moe.main<H=3072,I=1536,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
+         "bias=0,shared=0,shared_fmt=bf16> sm_90a",
+         4},
         {"gpt-oss-20b-ep1",
          "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="

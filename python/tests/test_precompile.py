@@ -10,7 +10,8 @@ from conftest import TINY_MANIFEST, cli, cli_json, same_nvrtc_as_cli
 
 import megajit
 
-PRESETS = ["deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4", "gpt-oss-120b-ep1", "gpt-oss-20b-ep1"]
+PRESETS = ["deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4", "gpt-oss-120b-ep1", "gpt-oss-20b-ep1",
+           "glm-4.5-ep8", "minimax-m2-ep8"]
 
 BAD_MANIFESTS = [
     ('{"archs": ["sm_90a"], "layers": [{"hidden": 100}]}', "layers[0]"),
