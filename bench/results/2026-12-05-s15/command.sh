@@ -57,18 +57,5 @@ case ${1:-1} in
   done
   grep -E "^deepseek-v3 [a-z0-9-]+ T=" "$OUT/bench.log" ;;
 3)
-  run full 300 $T --budget 280; grep -E "passed, |^FAIL" "$OUT/full.log" | tail -3
-  run mem 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 97 $T --quick
-  grep -E "passed, |ERROR SUMMARY" "$OUT/mem.log" | tail -2
-  for spec in "f8 mxfp8 4096" "a16 mxfp4-a16 1024"; do
-    set -- $spec
-    run "ncu_$1" 150 ncu -k regex:mega_moe_kernel --launch-skip 3 --launch-count 1 \
-      --section WarpStateStats --section SchedulerStats --section SourceCounters \
-      --export "/tmp/prof_$1" -f build/bin/megajit bench mega-moe --format "$2" --tokens "$3" \
-      --max-tokens "$3" --iters 3
-    ncu -i "/tmp/prof_$1.ncu-rep" --page source --print-source sass --csv > "$OUT/sass_$1.csv" \
-      2>> "$OUT/ncu_$1.log"
-    ncu -i "/tmp/prof_$1.ncu-rep" --page details >> "$OUT/ncu_$1.log" 2>&1
-    grep -E "Stall|Issued|Eligible|No Eligible" "$OUT/ncu_$1.log" | head -12
-  done ;;
+  exec bash bench/results/2026-12-05-s14/command.sh 4 ;;
 esac

@@ -222,6 +222,18 @@ void run_teardown(run *u) {
     u->buf = NULL;
 }
 
+/* The gate and up projections' data (g, up) and scales (gs, us) exchanged:
+ * the gate/up negative controls. */
+static void swap_gate_up(const uint8_t **g, const uint8_t **up, const uint8_t **gs,
+                         const uint8_t **us) {
+    const uint8_t *t = *g;
+    *g = *up;
+    *up = t;
+    t = *gs;
+    *gs = *us;
+    *us = t;
+}
+
 /* The wrong-scale controls: +1 on the gate scale bytes of the expert every
  * token uses, in the model the GPU loads from; the caller restores `saved`
  * before the reference runs. Returns how many bytes were changed. */
@@ -249,14 +261,7 @@ static int load_weights(const ctx *c, run *u, int r) {
         size_t e = (size_t)r * (size_t)u->local + (size_t)le;
         const uint8_t *g = m->w1 + e * m->w1b, *up = g + m->w1b / 2;
         const uint8_t *gs = m->w1_sf + e * m->w1sfb, *us = gs + m->w1sfb / 2;
-        if (u->ctl == CTL_SWAP_GATE_UP) {
-            const uint8_t *t = g;
-            g = up;
-            up = t;
-            t = gs;
-            gs = us;
-            us = t;
-        }
+        if (u->ctl == CTL_SWAP_GATE_UP) swap_gate_up(&g, &up, &gs, &us);
         char what[96];
         snprintf(what, sizeof what, "mj_weights_load(rank %d, expert %d)", r, le);
         if (!expect_ok(mj_weights_load(u->w[r], le, MJ_PROJ_GATE, g, group ? gs : NULL, 0), what) ||
@@ -290,14 +295,7 @@ static int load_shared(run *u, int r) {
     const int scaled = sm->w1sfb != 0;
     const uint8_t *g = sm->w1, *up = sm->w1 + sm->w1b / 2;
     const uint8_t *gs = sm->w1_sf, *us = sm->w1_sf + sm->w1sfb / 2;
-    if (u->ctl == CTL_SHARED_SWAP) {
-        const uint8_t *t = g;
-        g = up;
-        up = t;
-        t = gs;
-        gs = us;
-        us = t;
-    }
+    if (u->ctl == CTL_SHARED_SWAP) swap_gate_up(&g, &up, &gs, &us);
     char what[96];
     snprintf(what, sizeof what, "mj_weights_load_shared(rank %d)", r);
     return expect_ok(mj_weights_load_shared(u->w[r], MJ_PROJ_GATE, g, scaled ? gs : NULL, 0),
