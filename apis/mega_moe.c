@@ -228,6 +228,12 @@ mj_status mj_mega_moe_check_errors(mj_runtime *rt, mj_symm_buffer *buf, int rank
         MJ_OK)
         return st;
     char what[160];
-    snprintf(what, sizeof what, error_meaning(v >> 24), v & 0xffffffu);
+    const uint32_t code = v >> 24, detail = v & 0xffffffu;
+    /* The routing entry after the local experts is the shared expert. */
+    if (code == MJ_MOE_ERR_POOL && c->shared_intermediate &&
+        detail == (uint32_t)(c->num_experts / c->num_ranks))
+        snprintf(what, sizeof what, "this rank's rows of the shared expert never all arrived");
+    else
+        snprintf(what, sizeof what, error_meaning(code), detail);
     return mj_fail(MJ_ERR_CUDA, "mj_mega_moe (rank %d): %s; its outputs are not valid", rank, what);
 }
