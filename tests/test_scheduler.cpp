@@ -84,6 +84,12 @@ template <class C> void check_order(Tables<C> &tab) {
     std::vector<int> seen(2 * (size_t)tiles * kPer, 0);
     int last_gemm = 1, last_expert[2] = {-1, -1};
     std::vector<int> done(2 * C::kRoutes, 0);
+    // What the releases add up to (release.cuh): a warpgroup owning both
+    // blocks of a GEMM 1 unit adds one to its tile's count, one owning a
+    // GEMM 2 block one arrival to each of its tile's tokens. The waits expect
+    // C::units1 a tile and C::kUnits2 a token (and slot): with fewer, a wait
+    // would never end.
+    std::vector<int> l1_done(tiles, 0), arrivals(tiles, 0);
     mj::Task prev{};
     for (int t = 0; t < tasks; t++) {
         const mj::Task k = r.decode(t);
@@ -109,6 +115,11 @@ template <class C> void check_order(Tables<C> &tab) {
                          shared ? ls.w1.blk_data + ls.w1.blk_sf : l.w1.blk_data + l.w1.blk_sf);
         assert_int_equal(C::task_stages(k.gemm, k.local),
                          g ? (shared ? C::kSharedStages2 : C::kStages2) : C::kStages1);
+        for (int wg = 0; wg < 2; wg++) {
+            const int left = k.nblk - 2 * wg, nb = left < 0 ? 0 : left > 2 ? 2 : left;
+            if (g == 0 && nb == 2) l1_done[k.tile]++;
+            if (g == 1 && nb > 0) arrivals[k.tile]++;
+        }
         int &s = seen[((size_t)g * tiles + k.tile) * kPer + k.n];
         assert_int_equal(s, 0);
         s = 1;
@@ -133,6 +144,11 @@ template <class C> void check_order(Tables<C> &tab) {
         const int tile = (int)(i / kPer % (size_t)tiles);
         const int per = per_of((int)(i / ((size_t)tiles * kPer)), tile);
         assert_int_equal(seen[i], (int)(i % kPer) < per ? 1 : 0);
+    }
+    for (int tile = 0; tile < tiles; tile++) {
+        const int local = r.expert_of(tile);
+        assert_int_equal(l1_done[tile], (int)C::units1(local));
+        assert_int_equal(arrivals[tile], C::kUnits2);
     }
     assert_int_equal(r.decode(tasks).gemm, 0);
     assert_int_equal(r.decode(tasks + 17).gemm, 0);
