@@ -35,6 +35,25 @@ static uint64_t wait_timeout_ns(void) {
     return ms ? ms * 1000000ull : MJ_MOE_WAIT_TIMEOUT_NS;
 }
 
+/* Names the first projection of w nobody loaded (entry E_local: the shared
+ * expert's). */
+static mj_status missing_projection(const mj_weights *w) {
+    int i = 0;
+    while (w->loaded[i])
+        i++;
+    const int e = i / MJ_MOE_NUM_PROJECTIONS;
+    const char *proj = mj_moe_projection_names[i % MJ_MOE_NUM_PROJECTIONS];
+    if (e == w->local_experts)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "mj_mega_moe: missing weights/scales for the shared expert's %s "
+                       "projection (load it with mj_weights_load_shared)",
+                       proj);
+    return mj_fail(MJ_ERR_INVALID_ARG,
+                   "mj_mega_moe: missing weights/scales for local expert %d projection %s (load "
+                   "every projection with mj_weights_load)",
+                   e, proj);
+}
+
 static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const mj_weights *w,
                               const void *y, int num_tokens) {
     if (!rt || !buf || !w)
@@ -62,19 +81,7 @@ static mj_status check_launch(mj_runtime *rt, const mj_symm_buffer *buf, const m
                        "mj_mega_moe: this process is rank %d of the symmetric buffer but the "
                        "weights belong to rank %d",
                        buf->rank, c->rank);
-    for (int e = 0; e < w->local_experts && w->projections_missing; e++)
-        for (int p = 0; p < MJ_MOE_NUM_PROJECTIONS; p++)
-            if (!w->loaded[e * MJ_MOE_NUM_PROJECTIONS + p])
-                return mj_fail(MJ_ERR_INVALID_ARG,
-                               "mj_mega_moe: missing weights/scales for local expert %d "
-                               "projection %s (load every projection with mj_weights_load)",
-                               e, mj_moe_projection_names[p]);
-    for (int p = 0; p < MJ_MOE_NUM_PROJECTIONS && c->shared_intermediate; p++)
-        if (!w->shared_loaded[p])
-            return mj_fail(MJ_ERR_INVALID_ARG,
-                           "mj_mega_moe: missing weights/scales for the shared expert's %s "
-                           "projection (load it with mj_weights_load_shared)",
-                           mj_moe_projection_names[p]);
+    if (w->projections_missing) return missing_projection(w);
     if (num_tokens < 0 || num_tokens > c->max_tokens_per_rank)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "mj_mega_moe: num_tokens %d outside 0..%d (max_tokens_per_rank)", num_tokens,

@@ -32,16 +32,14 @@ struct mj_weights {
      * then up rows), then [E_local][H] GEMM 2 biases, zero until loaded;
      * else 0. */
     CUdeviceptr biases;
-    /* [E_local][MJ_MOE_NUM_PROJECTIONS]: 1 once that projection was loaded, so a
-     * launch never reads weights nobody wrote. */
+    /* [E_local (+ 1: the shared expert)][MJ_MOE_NUM_PROJECTIONS]: 1 once that
+     * projection was loaded, so a launch never reads weights nobody wrote. */
     unsigned char *loaded;
     int projections_missing; /* zeros in loaded: a launch checks this alone */
     /* With cfg.shared_intermediate: the shared expert's image (the layout at
-     * its intermediate size and the routed stage K) and which of its
-     * projections were loaded; else 0. */
+     * its intermediate size and the routed stage K); else 0. */
     mj_moe_weight_layout shared_layout;
     CUdeviceptr shared_image;
-    unsigned char shared_loaded[MJ_MOE_NUM_PROJECTIONS];
 };
 
 /* Everything mj_mega_moe does short of launching: validates the buffer, the

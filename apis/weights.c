@@ -108,7 +108,9 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     if (st != MJ_OK || (st = mj_runtime_bind(rt)) != MJ_OK) return st;
     mj_weights *w = calloc(1, sizeof *w);
     int local = cfg->num_experts / cfg->num_ranks;
-    unsigned char *loaded = calloc((size_t)local * MJ_MOE_NUM_PROJECTIONS, 1);
+    /* The local experts' projections, then the shared expert's. */
+    const int entries = local + (cfg->shared_intermediate ? 1 : 0);
+    unsigned char *loaded = calloc((size_t)entries * MJ_MOE_NUM_PROJECTIONS, 1);
     if (!w || !loaded) {
         free(w);
         free(loaded);
@@ -126,7 +128,7 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
             mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, stage_k,
                                   (int)cfg->shared_format, mj_moe_shared_task_blocks(cfg));
     w->loaded = loaded;
-    w->projections_missing = local * MJ_MOE_NUM_PROJECTIONS;
+    w->projections_missing = entries * MJ_MOE_NUM_PROJECTIONS;
     st = alloc_all(w);
     if (st != MJ_OK) {
         free_device(w);
@@ -292,11 +294,8 @@ static mj_status load_projection(mj_weights *w, int e, mj_projection proj, const
     /* Returns when the image is written: the caller may free its source. */
     if ((st = write_image(w, e, proj, data, scales, data_bytes, sf_bytes, from_device)) != MJ_OK)
         return st;
-    if (e < 0) {
-        w->shared_loaded[proj] = 1;
-        return MJ_OK;
-    }
-    unsigned char *loaded = &w->loaded[e * MJ_MOE_NUM_PROJECTIONS + (int)proj];
+    const int entry = e < 0 ? w->local_experts : e;
+    unsigned char *loaded = &w->loaded[entry * MJ_MOE_NUM_PROJECTIONS + (int)proj];
     w->projections_missing -= !*loaded;
     *loaded = 1;
     return MJ_OK;

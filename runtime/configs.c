@@ -132,17 +132,18 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
                            where, name ? name : "?");
         return MJ_OK;
     }
-    char fusable[64] = "";
-    for (int f = 0; f < MJ_FMT_COUNT; f++)
-        if (mj_moe_shared_fusable(r, f)) {
-            size_t len = strlen(fusable);
-            snprintf(fusable + len, sizeof fusable - len, "%s%s", len ? " or " : "",
-                     mj_format_name((mj_format)f));
-        }
-    if (!mj_moe_shared_fusable(r, fmt))
+    if (!mj_moe_shared_fusable(r, fmt)) {
+        char fusable[64] = "";
+        for (int f = 0; f < MJ_FMT_COUNT; f++)
+            if (mj_moe_shared_fusable(r, f)) {
+                size_t len = strlen(fusable);
+                snprintf(fusable + len, sizeof fusable - len, "%s%s", len ? " or " : "",
+                         mj_format_name((mj_format)f));
+            }
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "%sshared_format %s: a shared expert fuses into the %s row in %s only",
                        where, name ? name : "(unknown)", r->name, fusable);
+    }
     if (!mj_moe_shared_compiled(r, fmt))
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "%sshared_format %s: fusable into the %s row, but the MegaMoE kernel does "

@@ -49,46 +49,67 @@ def read(path):
     return torch.tensor(list(path.read_bytes()), dtype=torch.uint8)
 
 
+def run_harness(harness, d, row, act, clamp, x, params=(0.0, 0.0), biases=0, shared_inter=0,
+                shared_fmt=0):
+    """Runs the C reference on the inputs written to d (write_inputs, and b1/b2 or sw1/sw2
+    for biases or a shared expert) and reads back its pre-dispatched region: the token
+    bytes [T, ...] and their block scales as quantized (None for BF16), the per-token
+    scales (ones but for NVFP4), ids and weights; with numerics.quantize_tokens' of x."""
+    T = x.shape[0]
+    wf, df, lf = megajit.FORMAT_ROWS[row]
+    args = (int(wf), int(df), int(lf), int(act), clamp, *params, biases, shared_inter, shared_fmt,
+            gpu.H, gpu.I, gpu.E, gpu.K, T, gpu.TMAX, d)
+    p = subprocess.run([str(harness), *map(str, args)], capture_output=True, text=True, check=True)
+    xo, so, io, wo, xso = map(int, p.stdout.split())
+    region = read(d / "region")
+    qx, qsf, qxs = nx.quantize_tokens(df, x)
+    return {"xq": region[xo:xo + qx.numel() * qx.element_size()].view(T, -1),
+            "sf": region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None,
+            "xs": region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T),
+            "ids": region[io:io + 4 * T * gpu.K].view(torch.int32).view(T, gpu.K),
+            "tw": region[wo:wo + 4 * T * gpu.K].view(torch.float32).view(T, gpu.K),
+            "qx": qx, "qsf": qsf, "qxs": qxs}
+
+
+def assert_weight_bytes(d, q, sc, m):
+    """The checkpoint bytes of model (or shared expert) m the GPU test loads are the C
+    quantizer's: files q1, q2 (data) and sc1, sc2 (scales) of d."""
+    w13 = m["w13"].view(torch.uint8) if m["w13"].dtype != torch.uint8 else m["w13"]
+    assert torch.equal(read(d / f"{q}1"), w13.contiguous().view(-1).view(torch.uint8))
+    assert torch.equal(read(d / f"{q}2"), m["w2q"].contiguous().view(-1).view(torch.uint8))
+    if m["s13"] is not None:
+        assert torch.equal(read(d / f"{sc}1"), m["s13"].contiguous().view(-1))
+        assert torch.equal(read(d / f"{sc}2"), m["s2"].contiguous().view(-1))
+
+
+def harness_tokens(row, r):
+    """The dequantized tokens of run_harness's region r."""
+    df = megajit.FORMAT_ROWS[row][1]
+    return gpu.dequant_tokens(df, r["xq"].view(torch.bfloat16) if df == Format.BF16 else r["xq"], r["sf"])
+
+
 @pytest.mark.parametrize("case", gpu.CASES, ids=gpu.case_name)
 @pytest.mark.parametrize("T", [37, 1])
 def test_numerics_match_the_c_reference(harness, tmp_path, case, T):
     row, act, clamp, params = case
-    H, I, E, K = gpu.H, gpu.I, gpu.E, gpu.K
+    H, E = gpu.H, gpu.E
     m = gpu.make_model(row)
     x, ids, tw = gpu.gen_inputs(T, seed=T)
     write_inputs(tmp_path, m, x, ids, tw)
-    wf, df, lf = megajit.FORMAT_ROWS[row]
-    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), int(megajit.Activation[act.upper()]), clamp,
-                                                 *params, 0, 0, 0, H, I, E, K, T, gpu.TMAX, tmp_path))],
-                       capture_output=True, text=True, check=True)
-    xo, so, io, wo, xso = map(int, p.stdout.split())
-
-    # weights: the checkpoint bytes the GPU test loads are the C quantizer's
-    w13 = m["w13"].view(torch.uint8) if m["w13"].dtype != torch.uint8 else m["w13"]
-    assert torch.equal(read(tmp_path / "q1"), w13.contiguous().view(-1).view(torch.uint8))
-    assert torch.equal(read(tmp_path / "q2"), m["w2q"].contiguous().view(-1).view(torch.uint8))
-    if m["s13"] is not None:
-        assert torch.equal(read(tmp_path / "s1"), m["s13"].contiguous().view(-1))
-        assert torch.equal(read(tmp_path / "s2"), m["s2"].contiguous().view(-1))
+    r = run_harness(harness, tmp_path, row, megajit.Activation[act.upper()], clamp, x, params)
+    assert_weight_bytes(tmp_path, "q", "s", m)
 
     # pre-dispatch: numerics.quantize_tokens is the C reference's, bit for bit
-    region = read(tmp_path / "region")
-    qx, qsf, qxs = nx.quantize_tokens(df, x)
-    xq = region[xo:xo + qx.numel() * qx.element_size()].view(T, -1)
-    assert torch.equal(xq, qx.contiguous().view(torch.uint8).view(T, -1))
-    sf = region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None
-    if qsf is not None:
-        assert torch.equal(sf, qsf)
-    xs = region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T)
-    if qxs is not None:
-        assert torch.equal(xs, qxs)
-    vid = region[io:io + 4 * T * K].view(torch.int32).view(T, K)
-    vtw = region[wo:wo + 4 * T * K].view(torch.float32).view(T, K)
-    assert torch.equal(vid, ids) and torch.equal(vtw, tw)
+    assert torch.equal(r["xq"], r["qx"].contiguous().view(torch.uint8).view(T, -1))
+    if r["qsf"] is not None:
+        assert torch.equal(r["sf"], r["qsf"])
+    if r["qxs"] is not None:
+        assert torch.equal(r["xs"], r["qxs"])
+    assert torch.equal(r["ids"], ids) and torch.equal(r["tw"], tw)
 
     # the MegaMoE reference, from the same quantized inputs
-    tokens = xq.view(torch.bfloat16) if df == Format.BF16 else xq
-    ref = nx.moe_reference(gpu.layer_of(m, act, clamp, params), gpu.dequant_tokens(df, tokens, sf), xs, vid, vtw)
+    ref = nx.moe_reference(gpu.layer_of(m, act, clamp, params), harness_tokens(row, r), r["xs"], r["ids"],
+                           r["tw"])
     c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
     assert nx.calc_diff(ref, c_y) < 1e-9
     assert torch.equal(read(tmp_path / "stats").view(torch.int32),
@@ -101,7 +122,7 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     """numerics.moe_reference with expert biases = the C reference's (its down bias times the
     routing weight); the negative control drops that weight on the PyTorch side only and must
     disagree."""
-    H, I, E, K, T = gpu.H, gpu.I, gpu.E, gpu.K, 37
+    H, I, E, T = gpu.H, gpu.I, gpu.E, 37
     m = gpu.make_model(row)
     x, ids, tw = gpu.gen_inputs(T, seed=5)
     gen = torch.Generator().manual_seed(3)
@@ -112,23 +133,10 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     write_inputs(tmp_path, m, x, ids, tw)
     write(tmp_path / "b1.f32", b1)
     write(tmp_path / "b2.f32", b2)
-    wf, df, lf = megajit.FORMAT_ROWS[row]
-    act = int(megajit.Activation.SWIGLUOAI)
-    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), act, gpu.CLAMP, 0.0, 0.0, 1, 0, 0,
-                                                 H, I, E, K, T, gpu.TMAX, tmp_path))],
-                       capture_output=True, text=True, check=True)
-    xo, so, io, wo, xso = map(int, p.stdout.split())
-    region = read(tmp_path / "region")
-    qx, qsf, _ = nx.quantize_tokens(df, x)
-    xq = region[xo:xo + qx.numel() * qx.element_size()].view(T, -1)
-    sf = region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None
-    xs = region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T)
-    vid = region[io:io + 4 * T * K].view(torch.int32).view(T, K)
-    vtw = region[wo:wo + 4 * T * K].view(torch.float32).view(T, K)
-    tokens = xq.view(torch.bfloat16) if df == Format.BF16 else xq
+    r = run_harness(harness, tmp_path, row, megajit.Activation.SWIGLUOAI, gpu.CLAMP, x, biases=1)
     layer = {**gpu.layer_of(m, "swigluoai", gpu.CLAMP), "b1": b1, "b2": b2,
              "down_bias_unweighted": unweighted}
-    ref = nx.moe_reference(layer, gpu.dequant_tokens(df, tokens, sf), xs, vid, vtw)
+    ref = nx.moe_reference(layer, harness_tokens(row, r), r["xs"], r["ids"], r["tw"])
     c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
     cd = nx.calc_diff(ref, c_y)
     assert (cd >= 1e-3) if unweighted else (cd < 1e-9), cd
@@ -151,7 +159,7 @@ def test_shared_expert_matches_the_c_reference(harness, tmp_path, row, sfmt, mul
     fp64 dot products in different orders, so a BF16 rounding tie can rarely come out
     an ulp apart (seeds 6 and 10 have one each, 6 in the routed nvfp4 path alone):
     seed 8 has none."""
-    H, I, E, K, T = gpu.H, gpu.I, gpu.E, gpu.K, 37
+    H, I, T = gpu.H, gpu.I, 37
     m = gpu.make_model(row)
     sh = gpu.make_shared(sfmt, mult * I)
     x, ids, tw = gpu.gen_inputs(T, seed=8)
@@ -159,27 +167,11 @@ def test_shared_expert_matches_the_c_reference(harness, tmp_path, row, sfmt, mul
     write_inputs(tmp_path, m, x, ids, tw)
     write(tmp_path / "sw1.f32", sh["master_w1"])
     write(tmp_path / "sw2.f32", sh["master_w2"])
-    wf, df, lf = megajit.FORMAT_ROWS[row]
-    act = int(megajit.Activation.SWIGLUOAI)
-    p = subprocess.run([str(harness), *map(str, (int(wf), int(df), int(lf), act, gpu.CLAMP, 0.0, 0.0, 0,
-                                                 mult * I, int(sfmt), H, I, E, K, T, gpu.TMAX, tmp_path))],
-                       capture_output=True, text=True, check=True)
-    xo, so, io, wo, xso = map(int, p.stdout.split())
-    w13 = sh["w13"].view(torch.uint8) if sh["w13"].dtype != torch.uint8 else sh["w13"]
-    assert torch.equal(read(tmp_path / "sq1"), w13.contiguous().view(-1).view(torch.uint8))
-    assert torch.equal(read(tmp_path / "sq2"), sh["w2q"].contiguous().view(-1).view(torch.uint8))
-    if sh["s13"] is not None:
-        assert torch.equal(read(tmp_path / "ss1"), sh["s13"].contiguous().view(-1))
-        assert torch.equal(read(tmp_path / "ss2"), sh["s2"].contiguous().view(-1))
-    region = read(tmp_path / "region")
-    qx, qsf, _ = nx.quantize_tokens(df, x)
-    xq = region[xo:xo + qx.numel() * qx.element_size()].view(T, -1)
-    sf = region[so:so + qsf.numel()].view(T, -1) if qsf is not None else None
-    xs = region[xso:xso + 4 * T].view(torch.float32) if df == Format.NVFP4 else torch.ones(T)
-    vid = region[io:io + 4 * T * K].view(torch.int32).view(T, K)
-    vtw = region[wo:wo + 4 * T * K].view(torch.float32).view(T, K)
-    a = gpu.dequant_tokens(df, xq.view(torch.bfloat16) if df == Format.BF16 else xq, sf)
+    r = run_harness(harness, tmp_path, row, megajit.Activation.SWIGLUOAI, gpu.CLAMP, x,
+                    shared_inter=mult * I, shared_fmt=int(sfmt))
+    assert_weight_bytes(tmp_path, "sq", "ss", sh)
+    a, routing = harness_tokens(row, r), (r["xs"], r["ids"], r["tw"])
     layer = gpu.layer_of(m, "swigluoai", gpu.CLAMP)
     c_y = read(tmp_path / "y").view(torch.bfloat16).view(T, H)
-    assert nx.calc_diff(nx.moe_reference({**layer, "shared": sh}, a, xs, vid, vtw), c_y) < 1e-9
-    assert nx.calc_diff(nx.moe_reference(layer, a, xs, vid, vtw), c_y) >= 1e-3
+    assert nx.calc_diff(nx.moe_reference({**layer, "shared": sh}, a, *routing), c_y) < 1e-9
+    assert nx.calc_diff(nx.moe_reference(layer, a, *routing), c_y) >= 1e-3

@@ -103,6 +103,25 @@ __device__ __forceinline__ float2 row_biases(const float *b, mj_u64 first, bool 
     return make_float2(r[0], r[8]);
 }
 
+/* Token column m.t's words of the tile's meta (zero past its valid rows):
+ * GEMM 1 (l1) its x scale and routing weight; GEMM 2 its home rank, token,
+ * slot, and with biases its routing weight. */
+template <class C>
+__device__ __forceinline__ void load_meta(const Launch<C> &L, const Task &k, const MathThread &m,
+                                          bool l1, EpiInputs &e) {
+    if (m.t >= k.valid) return;
+    const mj_u32 *meta = L.meta_row(k.tile, m.t);
+    if (l1) {
+        e.meta[0] = ld_cg(meta + 3);
+        e.meta[1] = ld_cg(meta + 4);
+        return;
+    }
+    e.meta[0] = ld_cg(meta);
+    e.meta[1] = ld_cg(meta + 1);
+    e.meta[2] = ld_cg(meta + 2);
+    if (C::kBiases) e.meta[3] = ld_cg(meta + 4); // the routing weight
+}
+
 template <class C>
 __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &k,
                                                 const MathThread &m) {
@@ -114,29 +133,14 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
     const mj_moe_args &a = *L.args;
     if constexpr (C::kShared) {
         if (k.local == C::kLocal) {
-            if (m.t < k.valid) {
-                const mj_u32 *meta = L.meta_row(k.tile, m.t);
-                if (k.gemm == 1) {
-                    e.meta[0] = ld_cg(meta + 3);
-                    e.meta[1] = ld_cg(meta + 4);
-                } else {
-                    e.meta[0] = ld_cg(meta);
-                    e.meta[1] = ld_cg(meta + 1);
-                    e.meta[2] = ld_cg(meta + 2);
-                    e.meta[3] = ld_cg(meta + 4);
-                }
-            }
+            load_meta(L, k, m, k.gemm == 1, e);
             e.alpha[0] = e.alpha[1] = e.alpha[2] = 1.0f;
             e.rs[0] = e.rs[1] = one;
             return e;
         }
     }
     if (k.gemm == 1) {
-        if (m.t < k.valid) {
-            const mj_u32 *meta = L.meta_row(k.tile, m.t);
-            e.meta[0] = ld_cg(meta + 3);
-            e.meta[1] = ld_cg(meta + 4);
-        }
+        load_meta(L, k, m, true, e);
         e.alpha[0] = a.l1_alpha_gate[k.local];
         e.alpha[1] = a.l1_alpha_up[k.local];
         e.alpha[2] = a.l2_act_scale[k.local];
@@ -149,13 +153,7 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
             e.bias[1] = row_biases(a.l1_bias, gate + C::kInter, nb == 2, m);
         }
     } else {
-        if (m.t < k.valid) {
-            const mj_u32 *meta = L.meta_row(k.tile, m.t);
-            e.meta[0] = ld_cg(meta);
-            e.meta[1] = ld_cg(meta + 1);
-            e.meta[2] = ld_cg(meta + 2);
-            if (C::kBiases) e.meta[3] = ld_cg(meta + 4); // the routing weight
-        }
+        load_meta(L, k, m, false, e);
         e.alpha[0] = a.l2_alpha[k.local];
         e.alpha[1] = e.alpha[2] = 1.0f;
         const int first = row_scale_index(2, C::kInter, l2_first_row(k, m));

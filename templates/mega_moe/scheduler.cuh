@@ -47,16 +47,9 @@ template <class C> struct Routing {
     MJ_HD int num_tiles() const {
         return (int)tiles[C::kRoutes];
     }
-    /* GEMM 1 tasks: the routed tiles', then the shared expert's. */
-    MJ_HD int num_tasks1() const {
-        if constexpr (C::kShared)
-            return (int)tiles[C::kLocal] * C::kTasks1 +
-                   (num_tiles() - (int)tiles[C::kLocal]) * C::kSharedTasks1;
-        return num_tiles() * C::kTasks1;
-    }
     MJ_HD int num_tasks() const {
         if constexpr (C::kShared)
-            return num_tasks1() + (int)tiles[C::kLocal] * C::kTasks2 +
+            return shared_first2() + (int)tiles[C::kLocal] * C::kTasks2 +
                    (num_tiles() - (int)tiles[C::kLocal]) * C::kSharedTasks2;
         return num_tiles() * (C::kTasks1 + C::kTasks2);
     }
@@ -99,6 +92,12 @@ template <class C> struct Routing {
     }
 
   private:
+    /* With a shared expert, the first GEMM 2 task: the routed tiles' GEMM 1
+     * tasks, then the shared expert's. */
+    MJ_HD int shared_first2() const {
+        return (int)tiles[C::kLocal] * C::kTasks1 +
+               (num_tiles() - (int)tiles[C::kLocal]) * C::kSharedTasks1;
+    }
     /* decode with the shared expert's tasks after the routed tiles' in each
      * GEMM (kSharedTasks1 / kSharedTasks2 a tile, blocks of its own image). */
     MJ_HD Task decode_with_shared(int t) const {
@@ -108,7 +107,7 @@ template <class C> struct Routing {
             return k;
         }
         const int routed = (int)tiles[C::kLocal];
-        const int first2 = num_tasks1(), routed1 = routed * C::kTasks1,
+        const int first2 = shared_first2(), routed1 = routed * C::kTasks1,
                   routed2 = first2 + routed * C::kTasks2;
         k.gemm = t < first2 ? 1 : 2;
         if (t < routed1 || (t >= first2 && t < routed2)) {
