@@ -122,11 +122,12 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->local_experts = local;
     const int stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
     w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, stage_k,
-                                      (int)cfg->weight_format, MJ_MOE_TASK_BLOCKS);
-    if (cfg->shared_intermediate)
-        w->shared_layout =
-            mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, stage_k,
-                                  (int)cfg->shared_format, mj_moe_shared_task_blocks(cfg));
+                                      (int)cfg->weight_format, MJ_MOE_TASK_BLOCKS, row->kind);
+    if (cfg->shared_intermediate) {
+        const mj_moe_shared_geometry g = mj_moe_shared_geometry_for(cfg);
+        w->shared_layout = mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, g.stage_k,
+                                                 (int)cfg->shared_format, g.task_blocks, row->kind);
+    }
     w->loaded = loaded;
     w->projections_missing = entries * MJ_MOE_NUM_PROJECTIONS;
     st = alloc_all(w);
@@ -150,11 +151,13 @@ void mj_weights_destroy(mj_weights *w) {
     free(w);
 }
 
-/* The BF16 path divides each MXFP4 row's scales by a power of two near their
+/* The BF16 path divides each MX row's scales by a power of two near their
  * largest (templates/mega_moe/weight_image.cuh): a row whose scale exponents
  * spread by more than this would decode its smallest weights to BF16
- * subnormals. */
+ * subnormals. E2M1's smallest nonzero magnitude is 2^-1, E4M3's 2^-9 (a
+ * shared expert's MXFP8 weights beside BF16-kind experts). */
 #define MX_ROW_SPAN_MAX 126
+#define MX_ROW_SPAN_MAX_E4M3 118
 /* The FP8 path folds each MXFP4 row's scales into E5M2 decode tables of
  * E2M1 x 2^d, d in -13..13 (templates/mega_moe/weight_image.cuh). */
 #define MX_FOLD_SPAN_MAX 26
@@ -164,7 +167,9 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                               const unsigned char *sf, int rows, int groups) {
     const int shared = e < 0;
     int fmt = (int)(shared ? w->cfg.shared_format : w->cfg.weight_format);
-    int rebased = fmt == MJ_FORMAT_MXFP4 && w->format->kind == MJ_MOE_KIND_BF16;
+    int rebased =
+        (fmt == MJ_FORMAT_MXFP4 || fmt == MJ_FORMAT_MXFP8) && w->format->kind == MJ_MOE_KIND_BF16;
+    unsigned span_max = fmt == MJ_FORMAT_MXFP8 ? MX_ROW_SPAN_MAX_E4M3 : MX_ROW_SPAN_MAX;
     int folded = !shared && mj_mega_moe_folds_scales(&w->cfg);
     char who[64];
     if (shared)
@@ -190,13 +195,13 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                                who, mj_moe_projection_names[proj], b, r, g, MX_SCALE_MIN,
                                MX_SCALE_MAX);
         }
-        if (rebased && hi - lo > MX_ROW_SPAN_MAX)
+        if (rebased && hi - lo > span_max)
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "%s %s: row %d's scale bytes span %u..%u; "
-                           "with %s tokens a row's MX scales must lie within %d of each other "
+                           "with %s tokens a row's MX scales must lie within %u of each other "
                            "(its smallest weights would leave BF16's normal range)",
                            who, mj_moe_projection_names[proj], r, lo, hi,
-                           mj_format_name(w->cfg.dispatch_format), MX_ROW_SPAN_MAX);
+                           mj_format_name(w->cfg.dispatch_format), span_max);
         if (folded && hi - lo > MX_FOLD_SPAN_MAX)
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "%s %s: row %d's scale bytes span %u..%u; "

@@ -71,13 +71,6 @@ int mj_moe_shared_fusable(const mj_moe_format_row *row, int shared_fmt) {
 }
 
 int mj_moe_shared_format_of(const mj_moe_format_row *row) {
-    if (row && mj_moe_shared_compiled(row, row->weight_fmt)) return row->weight_fmt;
-    return row && mj_moe_shared_compiled(row, MJ_FMT_MXFP8) ? MJ_FMT_MXFP8 : -1;
-}
-
-int mj_moe_shared_compiled(const mj_moe_format_row *row, int shared_fmt) {
-    if (!mj_moe_shared_fusable(row, shared_fmt)) return 0;
-    return shared_fmt == row->weight_fmt ||
-           (row->kind == MJ_MOE_KIND_FP8 && row->weight_fmt == MJ_FMT_MXFP4 &&
-            shared_fmt == MJ_FMT_MXFP8);
+    if (row && mj_moe_shared_fusable(row, row->weight_fmt)) return row->weight_fmt;
+    return row && mj_moe_shared_fusable(row, MJ_FMT_MXFP8) ? MJ_FMT_MXFP8 : -1;
 }

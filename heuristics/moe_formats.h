@@ -45,16 +45,16 @@ int mj_moe_activation_by_name(const char *name);
 
 /* 1 when a shared expert in shared_fmt may be fused into row's layer (the
  * reference layer's matrix: bf16 -> BF16; mxfp8 and both mxfp4 rows ->
- * MXFP8; both nvfp4 rows -> MXFP8 or BF16). */
+ * MXFP8; both nvfp4 rows -> MXFP8 or BF16). The kernel runs every such pair:
+ * in the row's own weight format the shared expert's tasks run the routed
+ * experts' K loop; in another its format's loop in tasks of two blocks
+ * (templates/mega_moe/config.cuh), where such a stage fits the routed ring
+ * slot at the layer's stage K (mj_moe_shared_geometry_of, which the config
+ * check applies). */
 int mj_moe_shared_fusable(const mj_moe_format_row *row, int shared_fmt);
-/* 1 when the kernel is built for that fusion today: the shared expert's
- * weights in the row's own weight format (its tasks run the routed experts'
- * K loop), or MXFP8 beside MXFP4 on the FP8 kind (mxfp4-a8: the MXFP8 K loop
- * in tasks of two blocks; templates/mega_moe/config.cuh). */
-int mj_moe_shared_compiled(const mj_moe_format_row *row, int shared_fmt);
 
-/* The shared format the kernel runs with row (its own weight format where
- * it can, else mxfp8), -1 for none: what tests and the benchmark fuse. */
+/* The row's own weight format where a shared expert in it fuses, else
+ * mxfp8 (-1 for none): what the benchmark fuses. */
 int mj_moe_shared_format_of(const mj_moe_format_row *row);
 
 #endif /* MJ_HEURISTICS_MOE_FORMATS_H */

@@ -399,9 +399,10 @@ typedef struct mj_moe_config {
      * these fields): no shared expert. shared_format is its weights'
      * format; the fusable ones per format row: bf16 -> bf16; mxfp8, mxfp4-a8,
      * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16 (others:
-     * MJ_ERR_INVALID_ARG). The kernels run bf16 with the bf16 row and mxfp8
-     * with the mxfp8 and mxfp4-a8 rows so far; the other fusable pairs are
-     * MJ_ERR_UNSUPPORTED. Fusion is fixed when the weights are created (the
+     * MJ_ERR_INVALID_ARG). The kernels run every fusable pair where its
+     * stages fit the routed experts' (bf16 beside the nvfp4 rows needs
+     * hidden and intermediate multiples of 128; MJ_ERR_UNSUPPORTED names
+     * the stage otherwise). Fusion is fixed when the weights are created (the
      * kernels are compiled with it); load the projections with
      * mj_weights_load_shared. Without a shared expert shared_format must stay
      * 0 (with one, 0 is bf16). */
@@ -453,7 +454,9 @@ MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection 
  * mj_moe_config.shared_intermediate > 0, as mj_weights_load loads a routed
  * expert's (same layouts, checks and synchronization) in
  * mj_moe_config.shared_format: gate and up [I_s][H], down [H][I_s], I_s =
- * shared_intermediate. The shared expert has no alphas, biases or
+ * shared_intermediate. MXFP8 weights beside the rows with BF16 or NVFP4
+ * tokens decode into BF16: each row's MX scale bytes must lie within 118 of
+ * each other (MJ_ERR_INVALID_ARG names the row). The shared expert has no alphas, biases or
  * l2_act_scale (all 1 or 0, NUMERICS.md step 8). mj_mega_moe and
  * mj_mega_moe_warmup refuse weights whose shared projections are not all
  * loaded. */

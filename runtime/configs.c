@@ -10,6 +10,7 @@
 #include "runtime/error.h"
 #include "runtime/limits.h"
 #include "runtime/struct_size.h"
+#include "templates/layout/moe_layout.h"
 
 mj_status mj_symm_shape_check(const mj_symm_config *c, int moe) {
     if (!c) return mj_fail(MJ_ERR_INVALID_ARG, "symmetric buffer config is NULL");
@@ -144,13 +145,15 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
                        "%sshared_format %s: a shared expert fuses into the %s row in %s only",
                        where, name ? name : "(unknown)", r->name, fusable);
     }
-    if (!mj_moe_shared_compiled(r, fmt))
+    /* Its stages share the routed experts' ring slots (no stage K: the
+     * layer's own check says so). */
+    const int stage_k = mj_moe_stage_k(c->hidden, c->intermediate, r);
+    if (stage_k && mj_moe_shared_geometry_of(r->kind, r->weight_fmt, fmt, stage_k).task_blocks == 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
-                       "%sshared_format %s: fusable into the %s row, but the MegaMoE kernel does "
-                       "not run it yet (it runs a shared expert in its row's own weight format "
-                       "only, and mxfp8 beside mxfp4-a8: bf16 with the bf16 row, mxfp8 with the "
-                       "mxfp8 and mxfp4-a8 rows)",
-                       where, name, r->name);
+                       "%sshared_format %s: no stage of the shared expert fits the ring slot of a "
+                       "routed %s task at this layer's stage K of %d (hidden %d, intermediate %d); "
+                       "a stage K of 128 (both multiples of 128) fits it",
+                       where, name, r->name, stage_k, c->hidden, c->intermediate);
     return MJ_OK;
 }
 

@@ -20,8 +20,9 @@
  * weights and tokens exactly into BF16 and run BF16 wgmma.
  *
  * A fused shared expert (kSharedInter) is one more routing entry whose rows
- * are this rank's tokens (scheduler.cuh); beside MXFP4 experts its MXFP8
- * tasks run the MXFP8 loop of their own (SharedLoopConfig).
+ * are this rank's tokens (scheduler.cuh); in another format than the routed
+ * experts' its tasks of two blocks run that format's loop (SharedLoopConfig),
+ * a block in each math warpgroup (block pairs: epilogue.cuh).
  *
  * No grid-wide barrier: GEMM 1 waits per expert for its rows, GEMM 2 per
  * token tile for its GEMM 1 tasks, the combine per token for its slots
@@ -113,6 +114,19 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 5u);
+            // A shared expert's half stages (C::kSharedSplit) each take half of
+            // a token stage: data only (the BF16 kind), whole 64-element pieces.
+            if constexpr (C::kSharedSplit > 1) {
+                if (k.local == C::kLocal) {
+                    const mj_u32 part = C::kBData / C::kSharedSplit;
+                    mbar_arrive_tx(ring.full + slot, part);
+                    bulk_copy(ring.tokens(slot),
+                              src + (mj_u64)(s / C::kSharedSplit) * C::kBStage +
+                                  (mj_u64)(s % C::kSharedSplit) * part,
+                              part, ring.full + slot);
+                    continue;
+                }
+            }
             mbar_arrive_tx(ring.full + slot, C::kBStage);
             const unsigned char *stage = src + (mj_u64)s * C::kBStage;
             bulk_copy(ring.tokens(slot), stage, C::kBData, ring.full + slot);
@@ -158,21 +172,32 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         const EpiInputs e = epi_inputs(L, k, m);
         const int stages = C::task_stages(k.gemm, k.local);
         if constexpr (C::kSharedOwnLoop) {
-            // Its tiles are full but the last: the full-width loop only. Beside
-            // the routed loops, batches of fp8_batch's size made the 16- and
-            // 32-token kernels spill (tests/test_mega_moe_build.c): at most
-            // two and one steps a batch there.
-            constexpr int kCap = C::kBlockM == 32 ? 1 : C::kBlockM == 16 ? 2 : 64;
-            if (k.local == C::kLocal)
-                mainloop_fp8<SharedLoopConfig<C>, C::kBlockM, C, kCap, C::kSharedTaskBlocks>(
-                    ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
-            else
+            if (block_pair<C>(k)) {
+                // Tasks of two blocks, one a warpgroup; its tiles are full but
+                // the last: the full-width loop only. Beside the routed loops,
+                // FP8 batches of fp8_batch's size made the 16- and 32-token
+                // kernels spill (tests/test_mega_moe_build.c): at most two and
+                // one steps a batch there.
+                constexpr int kCap = C::kBlockM == 32 ? 1 : C::kBlockM == 16 ? 2 : 64;
+                static_assert(C::kSharedTaskBlocks == 2, "a block per math warpgroup");
+                if constexpr (C::kFp8)
+                    mainloop_fp8<SharedLoopConfig<C>, C::kBlockM, C, kCap, 1>(
+                        ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
+                else
+                    mainloop_bf16<SharedLoopConfig<C>, C::kBlockM, C, 1>(ring, it, stages, k.nblk,
+                                                                         m, L, acc0, acc1);
+            } else {
                 mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
+            }
         } else {
             mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
         }
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-        const int nb = own_blocks(k, m);
+        // One call site per epilogue: inlined twice, they made the kernels
+        // with block pairs spill.
+        if constexpr (C::kSharedOwnLoop)
+            if (block_pair<C>(k) && k.gemm == 1) hand_up_rows<C>(L, acc0, acc1, m);
+        const int nb = epilogue_blocks<C>(k, m);
         mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;
         if (stored) *stored = rec[MJ_MOE_TT_LOOP]; // no epilogue: nothing stored
         if (k.gemm == 1 ? nb == 2 : nb > 0) {
@@ -180,8 +205,10 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                 epilogue_l1(L, k, e, acc0, acc1, m, scratch, stored);
             else
                 epilogue_l2(L, k, e, acc0, acc1, m, scratch, stored);
-            if (m.t == 0) rel.post(m.wg, posts, k, L);
+            if (m.t == 0 && !block_pair<C>(k)) rel.post(m.wg, posts, k, L);
         }
+        if constexpr (C::kSharedOwnLoop)
+            if (block_pair<C>(k)) post_block_pair(L, k, m, rel, posts);
         if (rec) rec[MJ_MOE_TT_EPI] = global_timer_ns();
     }
 }
@@ -255,10 +282,9 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     // Inputs (and this rank's counters) belong to the previous kernel until here.
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (tid == 0) L.stamp(MJ_MOE_TR_INPUTS);
-    L.epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters + MJ_MOE_CNT_EPOCH);
-    mj_u32 *banks = L.counters + MJ_MOE_CNT_FIXED;
-    L.bank = banks + (L.epoch & 1u) * L.l.bank.words;
-    mj_u32 *next = banks + ((L.epoch + 1u) & 1u) * L.l.bank.words;
+    const mj_u32 epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters + MJ_MOE_CNT_EPOCH);
+    L.bank = L.counters + MJ_MOE_CNT_FIXED + (epoch & 1u) * L.l.bank.words;
+    mj_u32 *next = L.counters + MJ_MOE_CNT_FIXED + ((epoch + 1u) & 1u) * L.l.bank.words;
     for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words;
          i += kNumSMs * MJ_MOE_THREADS)
         next[i] = 0u;
@@ -268,6 +294,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     const mj_peers &peers = args.peers;
     const int rank = (int)peers.rank;
     if (tid == 0) {
+        L.set_epoch(epoch);
         if (kRanks == 1) {
             L.ntok[0] = args.num_tokens;
         } else {
@@ -275,10 +302,10 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
                 L.counters[MJ_MOE_CNT_NTOK] = (mj_u32)args.num_tokens;
                 for (int s = 0; s < kRanks; s++)
                     st_release<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_START + rank),
-                                        L.epoch + 1u);
+                                        epoch + 1u);
             }
             for (int s = 0; s < kRanks; s++) {
-                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_START + s, L.epoch + 1u,
+                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_START + s, epoch + 1u,
                                        args.timeout_ns))
                     L.fail(MJ_MOE_ERR_PEER_START, (mj_u32)s);
                 L.ntok[s] = (int)ld_cg(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_NTOK));
@@ -329,16 +356,16 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     __syncthreads();
     if (tid == 0) {
         const mj_u32 finished = atomicAdd(L.counters + MJ_MOE_CNT_DONE, 1u) + 1u;
-        if (finished == (mj_u32)kNumSMs * (L.epoch + 1u)) {
+        if (finished == (mj_u32)kNumSMs * (L.epoch() + 1u)) {
             // The last CTA of this rank: no CTA of it reads a peer any more.
             if (kRanks > 1) {
                 for (int s = 0; s < kRanks; s++)
                     red_release_add<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_END), 1u);
-                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_END, (mj_u32)kRanks * (L.epoch + 1u),
-                                       args.timeout_ns))
+                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_END,
+                                       (mj_u32)kRanks * (L.epoch() + 1u), args.timeout_ns))
                     L.fail(MJ_MOE_ERR_PEER_END, 0u);
             }
-            L.counters[MJ_MOE_CNT_EPOCH] = L.epoch + 1u;
+            L.counters[MJ_MOE_CNT_EPOCH] = L.epoch() + 1u;
         }
         L.stamp(MJ_MOE_TR_END);
     }

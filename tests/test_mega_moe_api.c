@@ -913,8 +913,8 @@ static void test_manifest_situ(void **state) {
                  "manifest: layers[0].name: is not valid UTF-8");
 }
 
-/* A fused shared expert: which formats fuse into which row (and which the
- * kernel runs), its size rule, its regions in the buffer, its specs. */
+/* A fused shared expert: which formats fuse into which row (and where its
+ * stages fit), its size rule, its regions in the buffer, its specs. */
 static void test_shared_expert(void **state) {
     (void)state;
     mj_moe_config c = good(); /* mxfp4-a8 */
@@ -924,15 +924,43 @@ static void test_shared_expert(void **state) {
                  "shared_format nvfp4: a shared expert fuses into the mxfp4-a8 row in mxfp8 only");
     c.shared_format = MJ_FORMAT_MXFP8; /* its own K loop, in tasks of two blocks */
     assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
-    assert_int_equal(mj_moe_shared_task_blocks(&c), 2);
-    c.dispatch_format = MJ_FORMAT_BF16; /* mxfp4-a16: fusable, not in the kernel yet */
-    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_UNSUPPORTED,
-                 "shared_format mxfp8: fusable into the mxfp4-a16 row, but the MegaMoE kernel "
-                 "does not run it yet");
+    mj_moe_shared_geometry g = mj_moe_shared_geometry_for(&c);
+    assert_true(g.task_blocks == 2 && g.stage_k == 256);
+    c.dispatch_format = MJ_FORMAT_BF16; /* mxfp4-a16: MXFP8 decoded on the BF16 kind */
+    assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+    g = mj_moe_shared_geometry_for(&c);
+    assert_true(g.task_blocks == 2 && g.stage_k == 128);
     c.weight_format = MJ_FORMAT_NVFP4;
     c.dispatch_format = MJ_FORMAT_NVFP4;
     c.shared_format = MJ_FORMAT_MXFP4;
     expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG, "in bf16 or mxfp8 only");
+    for (int d = 0; d < 2; d++) { /* nvfp4 and nvfp4-a16 */
+        c.dispatch_format = d ? MJ_FORMAT_BF16 : MJ_FORMAT_NVFP4;
+        c.shared_format = MJ_FORMAT_MXFP8;
+        assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+        c.shared_format =
+            MJ_FORMAT_BF16; /* in half stages: 2 x 64 x 64 BF16 <= 4 x 64 x 128 NVFP4 */
+        assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+        g = mj_moe_shared_geometry_for(&c);
+        assert_true(g.task_blocks == 2 && g.stage_k == 64);
+        mj_kernel_spec image;
+        assert_int_equal(mj_mega_moe_image_spec(&c, 1, MJ_ARCH_SM90A, &image), MJ_OK);
+        assert_int_equal(image.params[MJ_MOE_IMAGE_PARAM_STAGE_K], 64);
+        assert_int_equal(image.params[MJ_MOE_IMAGE_PARAM_TASK_BLOCKS], 2);
+    }
+    /* gpt-oss's shape streams stages of K 64: no half of one holds whole
+     * 64-element pieces of tokens, and two BF16 blocks of 64 outweigh four
+     * NVFP4 ones */
+    mj_moe_config oss = c;
+    oss.hidden = oss.intermediate = 2880;
+    oss.num_experts = 128;
+    oss.num_topk = 4;
+    oss.shared_intermediate = 2880;
+    expect_error(mj_moe_config_check(&oss, NULL), MJ_ERR_UNSUPPORTED,
+                 "shared_format bf16: no stage of the shared expert fits the ring slot of a routed "
+                 "nvfp4-a16 task at this layer's stage K of 64 (hidden 2880, intermediate 2880)");
+    oss.shared_format = MJ_FORMAT_MXFP8;
+    assert_int_equal(mj_moe_config_check(&oss, NULL), MJ_OK);
     c.weight_format = MJ_FORMAT_MXFP8;
     c.dispatch_format = MJ_FORMAT_MXFP8;
     c.shared_format = MJ_FORMAT_MXFP8;

@@ -4,8 +4,9 @@
  * presets do not cover and a gpt-oss-120b layer (hidden and intermediate
  * 2880) of every row (the DeepSeek-V3 and Kimi K2 presets, the bf16 layer and
  * a gpt-oss mxfp4-a8 layer with a fused shared expert, of one and two
- * experts' width, the mxfp4-a8 ones in MXFP8: its own K loop), every kernel
- * of the manifest is compiled with NVRTC
+ * experts' width, the mxfp4-a8 ones in MXFP8: its own K loop), and layers
+ * with a shared expert in another format beside each BF16-kind row (MXFP8,
+ * and BF16 beside NVFP4), every kernel of the manifest is compiled with NVRTC
  * for sm_90a with ptxas's resource report, and the report must show no
  * local-memory spills, no stack frame in the main kernel and no "wgmma
  * serialized" warning (C7510-C7520). The PTX of one main kernel per tensor-core
@@ -68,6 +69,33 @@ static const char kGptOssLayers[] =
     "\"nvfp4\", " GPT_OSS "},"
     "{\"name\": \"gpt-oss-nvfp4-a16\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "
     "\"bf16\", " GPT_OSS "}]}";
+
+/* A shared expert in another format than the routed experts' beside every
+ * BF16-kind row (block pairs; templates/mega_moe/config.cuh): DeepSeek-V3's
+ * shape (stage K 128; BF16 beside NVFP4 in half stages) and gpt-oss's (stage
+ * K 64, where BF16 beside NVFP4 does not fit, with biases and an odd count of
+ * GEMM 2 row blocks). */
+#define DSV3_SHARED                                                                                \
+    "\"hidden\": 7168, \"intermediate\": 2048, \"experts\": 256, \"topk\": 8, \"ranks\": 8, "      \
+    "\"max_tokens_per_rank\": 4096, \"activation\": \"swiglu\", \"shared_intermediate\": 2048, "
+static const char kSharedPairLayers[] =
+    "{\"archs\": [\"sm_90a\"], \"layers\": ["
+    "{\"name\": \"dsv3-mxfp4-a16-mxfp8\", " DSV3_SHARED
+    "\"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\", \"shared_format\": \"mxfp8\"},"
+    "{\"name\": \"dsv3-nvfp4-mxfp8\", " DSV3_SHARED
+    "\"weight_format\": \"nvfp4\", \"dispatch_format\": \"nvfp4\", \"shared_format\": \"mxfp8\"},"
+    "{\"name\": \"dsv3-nvfp4-bf16\", " DSV3_SHARED
+    "\"weight_format\": \"nvfp4\", \"dispatch_format\": \"nvfp4\", \"shared_format\": \"bf16\"},"
+    "{\"name\": \"dsv3-nvfp4-a16-mxfp8\", " DSV3_SHARED
+    "\"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\", \"shared_format\": \"mxfp8\"},"
+    "{\"name\": \"dsv3-nvfp4-a16-bf16\", " DSV3_SHARED
+    "\"weight_format\": \"nvfp4\", \"dispatch_format\": \"bf16\", \"shared_format\": \"bf16\"},"
+    "{\"name\": \"gpt-oss-mxfp4-a16-mxfp8\", \"weight_format\": \"mxfp4\", \"dispatch_format\": "
+    "\"bf16\", \"shared_intermediate\": 2880, \"shared_format\": \"mxfp8\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-nvfp4-mxfp8\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "
+    "\"nvfp4\", \"shared_intermediate\": 2880, \"shared_format\": \"mxfp8\", " GPT_OSS "},"
+    "{\"name\": \"gpt-oss-nvfp4-a16-mxfp8\", \"weight_format\": \"nvfp4\", \"dispatch_format\": "
+    "\"bf16\", \"shared_intermediate\": 5760, \"shared_format\": \"mxfp8\", " GPT_OSS "}]}";
 
 static const char *const kOptions[] = {"--gpu-architecture=sm_90a", MJ_JIT_COMPILE_OPTIONS,
                                        "--ptxas-options=-v"};
@@ -209,17 +237,27 @@ static void test_presets_build_clean(void **state) {
     if (failed) fail_msg("%d kernels failed (FAIL lines above)", failed);
 }
 
-static void test_gpt_oss_builds_clean(void **state) {
-    (void)state;
+/* Every kernel of a manifest's layers builds clean. */
+static void check_layers(const char *json, const char *what) {
     sources s;
     embedded(&s);
     mj_manifest *m = NULL;
-    if (mj_manifest_parse(kGptOssLayers, &m) != MJ_OK) fail_msg("%s", mj_last_error());
+    if (mj_manifest_parse(json, &m) != MJ_OK) fail_msg("%s", mj_last_error());
     int failed = 0;
     const int main_kernels = check_manifest(m, &s, &failed);
     mj_manifest_destroy(m);
-    if (main_kernels == 0) fail_msg("the gpt-oss layers list no MegaMoE main kernel");
+    if (main_kernels == 0) fail_msg("the %s layers list no MegaMoE main kernel", what);
     if (failed) fail_msg("%d kernels failed (FAIL lines above)", failed);
+}
+
+static void test_gpt_oss_builds_clean(void **state) {
+    (void)state;
+    check_layers(kGptOssLayers, "gpt-oss");
+}
+
+static void test_shared_pairs_build_clean(void **state) {
+    (void)state;
+    check_layers(kSharedPairLayers, "shared-pair");
 }
 
 /* PTX of the first main kernel of a manifest with one layer of (w, d). */
@@ -275,6 +313,7 @@ int main(void) {
         cmocka_unit_test(test_report_check),
         cmocka_unit_test(test_presets_build_clean),
         cmocka_unit_test(test_gpt_oss_builds_clean),
+        cmocka_unit_test(test_shared_pairs_build_clean),
         cmocka_unit_test(test_ptx_holds_the_design),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

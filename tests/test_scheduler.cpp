@@ -37,6 +37,11 @@ template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int k
 using MixedCfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_MXFP4, MJ_FMT_MXFP8,
                                MJ_FMT_MXFP8, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK,
                                2, 132, 0, 1, 0, kSharedInter, MJ_FMT_MXFP8>;
+/* nvfp4 with a BF16 shared expert: tasks of two blocks in half stages. */
+template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter>
+using HalfCfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_NVFP4, MJ_FMT_NVFP4,
+                              MJ_FMT_NVFP4, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2,
+                              132, 0, 0, 0, kSharedInter, MJ_FMT_BF16>;
 
 /* A value below n from the benchmarks' generator. */
 mj_u32 below(uint64_t *rng, mj_u32 n) {
@@ -113,8 +118,9 @@ template <class C> void check_order(Tables<C> &tab) {
                                         : mj_moe_task_blocks(g ? &l.w2 : &l.w1, k.n));
         assert_int_equal(C::block_bytes(k.local),
                          shared ? ls.w1.blk_data + ls.w1.blk_sf : l.w1.blk_data + l.w1.blk_sf);
-        assert_int_equal(C::task_stages(k.gemm, k.local),
-                         g ? (shared ? C::kSharedStages2 : C::kStages2) : C::kStages1);
+        assert_int_equal(C::task_stages(k.gemm, k.local), shared ? (g ? ls.w2.stages : ls.w1.stages)
+                                                          : g    ? C::kStages2
+                                                                 : C::kStages1);
         for (int wg = 0; wg < 2; wg++) {
             const int left = k.nblk - 2 * wg, nb = left < 0 ? 0 : left > 2 ? 2 : left;
             if (g == 0 && nb == 2) l1_done[k.tile]++;
@@ -190,15 +196,25 @@ void test_shared_expert(void **state) {
     typedef MixedCfg<7168, 2048, 32, 64, 256, 2048> M;
     static_assert(M::kSharedOwnLoop && M::kSharedTaskBlocks == 2 &&
                       M::kSharedTasks1 == 2 * M::kTasks1 && M::kSharedTasks2 == 2 * M::kTasks2 &&
-                      M::kSharedStages2 == M::kStages2 && 2 * M::kSharedBlkBytes <= M::kWStage,
+                      M::kSharedImage.w2.stages == M::kStages2 &&
+                      2 * M::kSharedBlkBytes <= M::kWStage,
                   "mxfp4-a8 with an MXFP8 shared expert");
     random_routings<M>(8);
+    // BF16 beside NVFP4: twice the stages, each half a routed one's K.
+    typedef HalfCfg<7168, 2048, 32, 64, 128, 4096> N;
+    static_assert(N::kSharedOwnLoop && N::kSharedTaskBlocks == 2 && N::kSharedSplit == 2 &&
+                      N::kSharedImage.w1.stages == 2 * N::kStages1 &&
+                      N::kSharedImage.w2.stages == 4 * N::kStages2 &&
+                      N::kSharedTile2 == 2 * N::kTile2 && 2 * N::kSharedBlkBytes <= N::kWStage,
+                  "nvfp4 with a BF16 shared expert of two experts' width");
+    random_routings<N>(10);
     random_routings<MixedCfg<2880, 2880, 8, 16, 192, 5760>>(9);
     // Its GEMM 1 tasks follow every routed tile's, its GEMM 2 tasks come
     // last, and each of them streams the K of its own width.
     typedef Cfg<512, 128, 4, 8, 64, 256> C;
     static_assert(C::kRoutes == 5 && C::kSharedTasks1 == 2 * C::kTasks1 &&
-                      C::kSharedStages2 == 2 * C::kStages2 && C::kSharedUnits1 == 2 * C::kUnits1,
+                      C::kSharedImage.w2.stages == 2 * C::kStages2 &&
+                      C::kSharedUnits1 == 2 * C::kUnits1,
                   "the shared expert of two experts' width");
     Tables<C> tab;
     tab.rows[0] = 3;

@@ -9,11 +9,11 @@
  * by the host reference, tests/reference/quant.h):
  *   BF16 m64 x k16 A: register j = (row 16w + g + 8 (j & 1), k 2q + 8 (j >> 1) + half)
  *   E4M3 m64 x k32 A: register j = (row 16w + g + 8 (j & 1), k 4q + 16 (j >> 1) + byte)
- * for every format row's weights, at several stage sizes and shapes with
- * partial last tasks. MXFP4 weights on the FP8 kind with folded scales are
- * read back both ways the kernels read them: through the folded E5M2 tables
- * and through the E4M3 table times the image byte as UE8M0, each times the
- * row scale; a table one exponent off must fail.
+ * for every format row's weights, and a shared expert's MXFP8 weights on the
+ * BF16 kind, at several stage sizes and shapes with partial last tasks. MXFP4 weights on the FP8
+ * kind with folded scales are read back both ways the kernels read them: through the folded E5M2
+ * tables and through the E4M3 table times the image byte as UE8M0, each times the row scale; a
+ * table one exponent off must fail.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,7 +116,7 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
                                                           MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s,
                                                           t, ref);
         }
-        if (mj_format_bits(kFmt) != 4) continue;
+        if (!mj_moe_has_row_scales(kKind, kFmt)) continue;
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS; r++) {
             const float rs = rebased ? mj::rebased_row_scale<kKind, kFmt>(ref[r]) : 1.0f;
             memcpy(expert + l.row_scale_offset +
@@ -204,6 +204,15 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
                         if (kFmt == MJ_FMT_BF16) {
                             for (int r = 0; r < 4; r++)
                                 a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
+                        } else if (kFmt == MJ_FMT_MXFP8) {
+                            uint32_t tiny[4];
+                            for (int h = 0; h < 2; h++)
+                                mj::e4m3x4_to_bf16x2_tiny(
+                                    word_at(data + (c / 2) * 2048 + t * 16 + 4 * (2 * (c % 2) + h)),
+                                    tiny[h], tiny[h + 2]);
+                            for (int r = 0; r < 4; r++)
+                                a[r] = mj::bf16x2_mul(tiny[r], mj::rebased_multiplier<kFmt>(
+                                                                   sfe[2 * (c / 2) + (r & 1)]));
                         } else {
                             const uint32_t word =
                                 word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
@@ -251,11 +260,13 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
 
 template <int kKind, int kFmt, bool kFold = false>
 void check_shape(int hidden, int inter, int stage_k, int mx_low = 100,
-                 int task_blocks = MJ_MOE_TASK_BLOCKS) {
-    const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt, task_blocks);
+                 int task_blocks = MJ_MOE_TASK_BLOCKS, int span_override = 0) {
+    const mj_moe_weight_layout l =
+        mj_layout_moe_weights(hidden, inter, stage_k, kFmt, task_blocks, kKind);
     std::vector<unsigned char> expert(l.expert_bytes, 0xA5);
-    // Folded rows keep their scale bytes within 26 of each other (the loader's check).
-    const int span = kFold ? (mx_low < 14 ? 10 : 26) : 40;
+    // Folded rows keep their scale bytes within 26 of each other, E4M3 rows
+    // on the BF16 kind within 118 (the loader's checks).
+    const int span = kFold ? (mx_low < 14 ? 10 : 26) : span_override ? span_override : 40;
     Projection gate = make_projection(kFmt, inter, hidden, mx_low, span),
                up = make_projection(kFmt, inter, hidden, mx_low, span);
     Projection dn = make_projection(kFmt, hidden, inter, mx_low, span);
@@ -321,13 +332,57 @@ void test_mxfp8_two_block_tasks(void **) {
     }
 }
 
+/* A shared expert's MXFP8 image beside BF16-kind experts: E4M3 bytes decoded
+ * into BF16 times rebased scales, in tasks of two blocks, at stage K 128 and
+ * 64, with the widest span of a row's scale bytes the loader takes (118:
+ * every product a normal BF16 number) and the smallest bytes (3). */
+void test_mxfp8_bf16_kind(void **) {
+    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(256, 256, 128, 100, 2);
+    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(320, 192, 64, 100, 2);
+    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(256, 128, 128, 3, 2, 118);
+    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(256, 128, 64, 128, 2, 118);
+}
+
+/* Where a shared expert's stage fits the routed ring slot: MXFP8 beside
+ * every FP4 row at the routed stage K, BF16 beside NVFP4 in half stages at
+ * stage K 128 and nowhere at 64, and the routed format's own geometry. */
+void test_shared_geometry(void **) {
+    for (int sk = 64; sk <= 256; sk += 64) {
+        for (int kind : {MJ_MOE_KIND_BF16, MJ_MOE_KIND_FP8})
+            for (int routed : {MJ_FMT_MXFP4, MJ_FMT_NVFP4}) {
+                const mj_moe_shared_geometry g =
+                    mj_moe_shared_geometry_of(kind, routed, MJ_FMT_MXFP8, sk);
+                assert_int_equal(g.task_blocks, 2);
+                assert_int_equal(g.stage_k, sk);
+            }
+        const mj_moe_shared_geometry same =
+            mj_moe_shared_geometry_of(MJ_MOE_KIND_BF16, MJ_FMT_BF16, MJ_FMT_BF16, sk);
+        assert_int_equal(same.task_blocks, MJ_MOE_TASK_BLOCKS);
+        assert_int_equal(same.stage_k, sk);
+    }
+    const mj_moe_shared_geometry half =
+        mj_moe_shared_geometry_of(MJ_MOE_KIND_BF16, MJ_FMT_NVFP4, MJ_FMT_BF16, 128);
+    assert_int_equal(half.task_blocks, 2);
+    assert_int_equal(half.stage_k, 64);
+    assert_int_equal(
+        mj_moe_shared_geometry_of(MJ_MOE_KIND_BF16, MJ_FMT_NVFP4, MJ_FMT_BF16, 64).task_blocks, 0);
+    // A half stage of a BF16 token tile is whole 64-element pieces: the
+    // first half's bytes are exactly the pieces of its K.
+    for (int bm : {8, 64, 128})
+        for (int n = 0; n < bm; n++)
+            for (int k = 0; k < 64; k++)
+                assert_true(mj_moe_token_offset(MJ_MOE_KIND_BF16, bm, 128, n, k) <
+                            mj_moe_token_data_bytes(MJ_MOE_KIND_BF16, bm, 128) / 2);
+}
+
 /* The image holds exactly the checkpoint's bytes: no padding streamed. */
 void test_no_padding(void **) {
     const int fmts[] = {MJ_FMT_BF16, MJ_FMT_MXFP8, MJ_FMT_MXFP4, MJ_FMT_NVFP4};
     for (int f : fmts) {
         const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 64, 1, 32768);
         assert_true(sk > 0);
-        const mj_moe_weight_layout l = mj_layout_moe_weights(h, i, sk, f, MJ_MOE_TASK_BLOCKS);
+        const mj_moe_weight_layout l =
+            mj_layout_moe_weights(h, i, sk, f, MJ_MOE_TASK_BLOCKS, mj_moe_kind(f, f));
         const int group = mj_format_group(f);
         const uint64_t per =
             3ull * h * i * mj_format_bits(f) / 8 + (group ? 3ull * h * i / group : 0);
@@ -339,10 +394,16 @@ void test_no_padding(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bf16),       cmocka_unit_test(test_mxfp8),
-        cmocka_unit_test(test_mxfp4_fp8),  cmocka_unit_test(test_mxfp4_fp8_folded),
-        cmocka_unit_test(test_mxfp4_bf16), cmocka_unit_test(test_nvfp4_bf16),
-        cmocka_unit_test(test_no_padding), cmocka_unit_test(test_mxfp8_two_block_tasks),
+        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_mxfp8),
+        cmocka_unit_test(test_mxfp4_fp8),
+        cmocka_unit_test(test_mxfp4_fp8_folded),
+        cmocka_unit_test(test_mxfp4_bf16),
+        cmocka_unit_test(test_nvfp4_bf16),
+        cmocka_unit_test(test_no_padding),
+        cmocka_unit_test(test_mxfp8_two_block_tasks),
+        cmocka_unit_test(test_mxfp8_bf16_kind),
+        cmocka_unit_test(test_shared_geometry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,19 +182,18 @@ def test_block_m_needs_no_device():
 
 
 # The formats a shared expert fuses in, per row (include/megajit.h, mj_moe_config),
-# and those the kernel runs so far.
+# (the kernel runs every one).
 SHARED_FUSABLE = {"bf16": {"bf16"}, "mxfp8": {"mxfp8"}, "mxfp4-a8": {"mxfp8"}, "mxfp4-a16": {"mxfp8"},
                   "nvfp4": {"mxfp8", "bf16"}, "nvfp4-a16": {"mxfp8", "bf16"}}
-SHARED_RUNS = {"bf16": {"bf16"}, "mxfp8": {"mxfp8"}, "mxfp4-a8": {"mxfp8"}}
 
 
 def test_shared_expert_config():
     """A fused shared expert's config goes through mj_mega_moe_block_m, no GPU needed:
-    every (row, shared format) pair of the header's matrix runs (the row's own weight
-    format, or mxfp8 beside mxfp4-a8; one or two experts wide), is Unsupported (fusable,
-    not in the kernel yet)
-    or InvalidArgument naming the formats the row takes; bad sizes; and what only the
-    Python side can tell, C's shared_format 0 being bf16 too."""
+    every (row, shared format) pair of the header's matrix runs (one or two experts
+    wide) or is InvalidArgument naming the formats the row takes; a pair whose stages
+    do not fit the routed ones at the layer's stage K (bf16 beside nvfp4 at K 64) is
+    Unsupported; bad sizes; and what only the Python side can tell, C's shared_format 0
+    being bf16 too."""
     assert set(SHARED_FUSABLE) == set(megajit.FORMAT_ROWS)
     for row in megajit.FORMAT_ROWS:
         for fmt in megajit.Format:
@@ -205,10 +204,6 @@ def test_shared_expert_config():
                 why = f"^shared_format {name}: a shared expert fuses into the {row} row in {allowed} only$"
                 with pytest.raises(megajit.InvalidArgument, match=why):
                     cfg.block_m_for(1)
-            elif name not in SHARED_RUNS.get(row, ()):
-                with pytest.raises(megajit.Unsupported, match=f"^shared_format {name}: .* weight format only") as e:
-                    cfg.block_m_for(1)
-                assert e.value.status == megajit.Status.ERR_UNSUPPORTED
             else:
                 for width in (128, 256):
                     wide = dataclasses.replace(cfg, shared_intermediate=width)
@@ -216,6 +211,14 @@ def test_shared_expert_config():
                     c = wide._c()
                     assert (c.shared_intermediate, c.shared_format) == (width, fmt)
                     assert wide.symm_config().shared_intermediate == width
+    for row in ("nvfp4", "nvfp4-a16"):
+        narrow = megajit.MoEConfig.for_row(row, **{**GOOD_MOE, "intermediate": 64}, shared_intermediate=128,
+                                           shared_format="bf16")
+        with pytest.raises(megajit.Unsupported, match="^shared_format bf16: no stage of the shared expert fits "
+                           f"the ring slot of a routed {row} task at this layer's stage K of 64") as e:
+            narrow.block_m_for(1)
+        assert e.value.status == megajit.Status.ERR_UNSUPPORTED
+        assert dataclasses.replace(narrow, shared_format="mxfp8").block_m_for(1) > 0
     mxfp8 = functools.partial(megajit.MoEConfig.for_row, "mxfp8", **GOOD_MOE)
     for width in (64, 192, -128, 2**20):
         with pytest.raises(megajit.InvalidArgument, match=f"shared_intermediate {width} must be 0"):

@@ -142,11 +142,8 @@ def test_biases_match_the_c_reference(harness, tmp_path, row, unweighted):
     assert (cd >= 1e-3) if unweighted else (cd < 1e-9), cd
 
 
-# (row, shared format, mult): the GPU test's shared experts (gpu.SHARED_FORMAT), plus
-# pairs the reference runs and the kernel not yet: NVFP4 tokens, whose per-token scale
-# the shared GEMM 1 takes, and BF16 shared weights beside NVFP4 routed ones.
-SHARED_PAIRS = [(row, gpu.SHARED_FORMAT[row], mult) for row, mult in gpu.SHARED_CASES] + [
-    ("nvfp4", Format.MXFP8, 1), ("nvfp4-a16", Format.BF16, 2)]
+# (row, shared format, mult): the GPU test's shared experts, every fusable pair.
+SHARED_PAIRS = gpu.SHARED_CASES
 
 
 @pytest.mark.parametrize("row,sfmt,mult", SHARED_PAIRS, ids=lambda v: str(getattr(v, "name", v)).lower())
@@ -157,12 +154,12 @@ def test_shared_expert_matches_the_c_reference(harness, tmp_path, row, sfmt, mul
     (which gets the shared output alone) included. The negative control leaves the
     shared expert out of the PyTorch side and must disagree. The two references sum
     fp64 dot products in different orders, so a BF16 rounding tie can rarely come out
-    an ulp apart (seeds 6 and 10 have one each, 6 in the routed nvfp4 path alone):
-    seed 8 has none."""
+    an ulp apart (over the 16 pairs seeds 8, 11, 12, 14 and 15 have such ties, 8 in
+    nvfp4-a16 alone): seed 13 has none."""
     H, I, T = gpu.H, gpu.I, 37
     m = gpu.make_model(row)
     sh = gpu.make_shared(sfmt, mult * I)
-    x, ids, tw = gpu.gen_inputs(T, seed=8)
+    x, ids, tw = gpu.gen_inputs(T, seed=13)
     assert bool((ids < 0).all(1).any())
     write_inputs(tmp_path, m, x, ids, tw)
     write(tmp_path / "sw1.f32", sh["master_w1"])

@@ -35,8 +35,12 @@ int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
                                               cfg->num_topk, row_of(cfg));
 }
 
-int mj_moe_shared_task_blocks(const mj_moe_config *cfg) {
-    return cfg->shared_format != cfg->weight_format ? 2 : MJ_MOE_TASK_BLOCKS;
+mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg) {
+    const mj_moe_format_row *row = row_of(cfg);
+    const mj_moe_shared_geometry none = {0, 0};
+    if (!row) return none;
+    return mj_moe_shared_geometry_of(row->kind, row->weight_fmt, (int)cfg->shared_format,
+                                     mj_moe_stage_k(cfg->hidden, cfg->intermediate, row));
 }
 
 int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
@@ -142,19 +146,24 @@ mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj
     mj_kernel_spec_init(out, MJ_FAMILY_MEGA_MOE, MJ_MOE_KERNEL_IMAGE, arch);
     int32_t *p = out->params;
     out->num_params = MJ_MOE_IMAGE_NUM_PARAMS;
-    /* The shared expert's image: its format and width, cut by the routed
-     * experts' stage K (the kernel streams both through one ring), and its
-     * scales never folded (the row's fold is for MXFP4 weights). */
+    /* The shared expert's image: its format and width, in stages and tasks
+     * whose stage fits a routed one's ring slot (the kernel streams both
+     * through one ring), and its scales never folded (the row's fold is for
+     * MXFP4 weights). */
+    const mj_moe_shared_geometry shared = mj_moe_shared_geometry_for(cfg);
+    if (shared_expert && shared.task_blocks == 0)
+        return mj_fail(MJ_ERR_UNSUPPORTED,
+                       "mega_moe: the shared expert's stages do not fit the routed ones");
     p[MJ_MOE_IMAGE_PARAM_WEIGHT_FMT] = shared_expert ? (int)cfg->shared_format : row->weight_fmt;
     /* Only the kind shapes the image: rows of one kind share the kernel. */
     p[MJ_MOE_IMAGE_PARAM_KIND] = row->kind;
     p[MJ_MOE_IMAGE_PARAM_HIDDEN] = cfg->hidden;
     p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] =
         shared_expert ? cfg->shared_intermediate : cfg->intermediate;
-    p[MJ_MOE_IMAGE_PARAM_STAGE_K] = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+    p[MJ_MOE_IMAGE_PARAM_STAGE_K] =
+        shared_expert ? shared.stage_k : mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
     p[MJ_MOE_IMAGE_PARAM_FOLD] = shared_expert ? 0 : mj_mega_moe_folds_scales(cfg);
-    p[MJ_MOE_IMAGE_PARAM_TASK_BLOCKS] =
-        shared_expert ? mj_moe_shared_task_blocks(cfg) : MJ_MOE_TASK_BLOCKS;
+    p[MJ_MOE_IMAGE_PARAM_TASK_BLOCKS] = shared_expert ? shared.task_blocks : MJ_MOE_TASK_BLOCKS;
     return MJ_OK;
 }
 

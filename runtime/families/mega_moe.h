@@ -6,6 +6,7 @@
 
 #include "heuristics/moe_formats.h"
 #include "runtime/families/family.h"
+#include "templates/layout/moe_layout.h"
 
 /* Kernels of the family. */
 enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
@@ -95,9 +96,10 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
 mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj_arch arch,
                                  mj_kernel_spec *out);
 
-/* Blocks per task of cfg's shared expert's image (templates/mega_moe/config.cuh,
- * kSharedTaskBlocks): 2 in a format of its own, else MJ_MOE_TASK_BLOCKS. */
-int mj_moe_shared_task_blocks(const mj_moe_config *cfg);
+/* cfg's shared expert's image geometry (templates/mega_moe/config.cuh,
+ * kSharedGeometry): mj_moe_shared_geometry_of at the layer's stage K, whose
+ * task_blocks is 0 where no stage of it fits the routed ring slot. */
+mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg);
 
 /* Whether cfg's kernels fold MXFP4 block scales into the FP8 decode. */
 int mj_mega_moe_folds_scales(const mj_moe_config *cfg);

@@ -101,9 +101,9 @@ MJ_LAYOUT_FN int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int ma
 /* One GEMM's weights of one expert as the kernel streams them. Rows are cut
  * into 64-row blocks (GEMM 1: block 2u = gate rows 64u.., block 2u + 1 = up
  * rows 64u..; GEMM 2: block b = down rows 64b..), task_blocks blocks make a
- * task (four, MJ_MOE_TASK_BLOCKS; two for a shared expert whose format takes
- * about twice the routed experts' bytes, so that its stage fits their ring
- * slot) and K is cut into stages. One stage of one task is one contiguous
+ * task (four, MJ_MOE_TASK_BLOCKS; two for a shared expert in another format,
+ * so that its stage fits the routed experts' ring slot:
+ * mj_moe_shared_geometry_of) and K is cut into stages. One stage of one task is one contiguous
  * image: [block data] x nblk then [block scales] x nblk, tasks back to back,
  * so a stage is one bulk copy and no byte is padding. */
 typedef struct mj_moe_wimage {
@@ -145,10 +145,19 @@ MJ_LAYOUT_FN mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
            (mj_u64)s * (mj_u64)mj_moe_task_blocks(w, t) * (w->blk_data + w->blk_sf);
 }
 
-/* Both GEMMs of one expert: W1 image, then W2, then for E2M1 weights one fp32
- * per weight row (W1's 2I, then W2's H): the power of two the row's block
- * scales were divided by when the image was written (1 where they were not),
- * which the GEMM epilogue multiplies back into the row's accumulator. */
+/* Whether an image in weight_fmt for the tensor-core kind carries row
+ * scales: E2M1 weights on either kind, and E4M3 weights on the BF16 kind (a
+ * fused shared expert's, decoded like E2M1 ones). */
+MJ_LAYOUT_FN int mj_moe_has_row_scales(int kind, int weight_fmt) {
+    return mj_format_bits(weight_fmt) == 4 ||
+           (weight_fmt == MJ_FMT_MXFP8 && kind == MJ_MOE_KIND_BF16);
+}
+
+/* Both GEMMs of one expert: W1 image, then W2, then where
+ * mj_moe_has_row_scales says so one fp32 per weight row (W1's 2I, then W2's
+ * H): the power of two the row's block scales were divided by when the image
+ * was written (1 where they were not), which the GEMM epilogue multiplies
+ * back into the row's accumulator. */
 typedef struct mj_moe_weight_layout {
     mj_moe_wimage w1, w2;
     mj_u64 row_scale_offset; /* fp32 [2I + H]; 0 bytes for formats without them */
@@ -156,15 +165,49 @@ typedef struct mj_moe_weight_layout {
 } mj_moe_weight_layout;
 
 MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int stage_k,
-                                                        int weight_fmt, int task_blocks) {
+                                                        int weight_fmt, int task_blocks, int kind) {
     mj_moe_weight_layout l;
     l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt, task_blocks);
     l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt, task_blocks);
     l.row_scale_offset = mj_align_up(l.w1.bytes + l.w2.bytes, 16);
     const mj_u64 rows =
-        mj_format_bits(weight_fmt) == 4 ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
+        mj_moe_has_row_scales(kind, weight_fmt) ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
     l.expert_bytes = mj_align_up(l.row_scale_offset + rows, MJ_LAYOUT_ALIGN);
     return l;
+}
+
+/* How a fused shared expert in another format than the routed experts'
+ * streams through ring slots sized for a routed task's stage (four blocks of
+ * stage_k in weight_fmt): in tasks of two blocks (one GEMM 1 unit of gate and
+ * up), at the routed stage K where such a stage fits the slot, else on the
+ * BF16 kind at half of it (BF16 beside NVFP4), each routed token stage then
+ * read in two halves of whole 64-element swizzle pieces. task_blocks 0: no
+ * such stage fits. In the routed format: the routed tasks' geometry. */
+typedef struct mj_moe_shared_geometry {
+    int task_blocks, stage_k;
+} mj_moe_shared_geometry;
+
+MJ_LAYOUT_FN mj_moe_shared_geometry mj_moe_shared_geometry_of(int kind, int weight_fmt,
+                                                              int shared_fmt, int stage_k) {
+    mj_moe_shared_geometry g = {MJ_MOE_TASK_BLOCKS, stage_k};
+    if (shared_fmt == weight_fmt) return g;
+    const mj_moe_wimage routed =
+        mj_moe_wimage_of(MJ_MOE_BLOCK_ROWS, stage_k, stage_k, weight_fmt, MJ_MOE_TASK_BLOCKS);
+    const mj_u32 slot = MJ_MOE_TASK_BLOCKS * (routed.blk_data + routed.blk_sf);
+    const int splits = kind == MJ_MOE_KIND_BF16 ? 2 : 1;
+    for (int split = 1; split <= splits; split++) {
+        const int k = stage_k / split;
+        if (stage_k % split != 0 || k % 64 != 0) continue;
+        const mj_moe_wimage s = mj_moe_wimage_of(MJ_MOE_BLOCK_ROWS, k, k, shared_fmt, 2);
+        if (2 * (s.blk_data + s.blk_sf) <= slot) {
+            g.task_blocks = 2;
+            g.stage_k = k;
+            return g;
+        }
+    }
+    g.task_blocks = 0;
+    g.stage_k = 0;
+    return g;
 }
 
 /* Byte offset of stage s of task t of W1 (down = 0) or W2 in an expert's image. */
@@ -227,7 +270,8 @@ MJ_LAYOUT_FN mj_u32 mj_moe_ring_bytes(mj_u32 wstage, mj_u32 bstage, mj_u32 stage
     return stages * (wstage + bstage);
 }
 /* routes: the routing tables' entries, the local experts and a fused shared
- * expert. */
+ * expert. Words: rows [routes], tiles [routes + 1], tokens per rank [ranks],
+ * pair prefix [ranks + 1], the launch's epoch, one spare. */
 #define MJ_MOE_ROUTING_BYTES(routes, ranks) ((2u * (routes) + 2u * (ranks) + 4u) * 4u)
 #define MJ_MOE_SMEM_BYTES(wstage, bstage, stages, block_m, routes, ranks)                          \
     (mj_moe_ring_bytes(wstage, bstage, stages) + 2u * (block_m)*288u +                             \

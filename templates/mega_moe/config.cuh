@@ -34,28 +34,38 @@ struct MoeConfig {
     static constexpr bool kFold = kFoldScales_ != 0;
     /* Expert biases (mj_moe_args l1_bias, l2_bias) in both epilogues. */
     static constexpr bool kBiases = kBiases_ != 0;
+    static constexpr int kLocal = kExperts / kRanks;
+    static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
+
     /* A fused shared expert of this intermediate size (0: none) and weight
-     * format (mj_moe_shared_compiled), over its own image (mj_moe_args
+     * format (mj_moe_shared_fusable), over its own image (mj_moe_args
      * w_shared). In the routed experts' format its tasks run their K loop;
-     * MXFP8 beside MXFP4 routed experts on the FP8 kind runs the MXFP8 loop
-     * (SharedLoopConfig) in tasks of two blocks, whose stage takes at most
-     * the ring slot of a routed task of four. */
+     * in another one the loop of that format (SharedLoopConfig) in tasks of
+     * two blocks, whose stage takes at most the ring slot of a routed task
+     * of four: at the routed stage K, or at half of it, the routed token
+     * stages then read in halves (kSharedSplit; mj_moe_shared_geometry_of). */
     static constexpr int kSharedInter = kSharedInter_, kSharedFmt = kSharedFmt_;
     static constexpr bool kShared = kSharedInter > 0;
     static constexpr bool kSharedOwnLoop = kShared && kSharedFmt != kWeightFmt_;
-    static constexpr int kSharedTaskBlocks = kSharedOwnLoop ? 2 : MJ_MOE_TASK_BLOCKS;
+    static constexpr mj_moe_shared_geometry kSharedGeometry =
+        kShared ? mj_moe_shared_geometry_of(kKind, kWeightFmt, kSharedFmt, kStageK)
+                : mj_moe_shared_geometry{MJ_MOE_TASK_BLOCKS, kStageK};
+    static constexpr int kSharedTaskBlocks = kSharedGeometry.task_blocks;
+    static constexpr int kSharedStageK = kSharedGeometry.stage_k;
+    static_assert(kSharedTaskBlocks > 0, "the shared expert's stages fit the routed ring slot");
+    static constexpr int kSharedSplit = kStageK / kSharedStageK;
+    static_assert(kSharedSplit == 1 || (kKind == MJ_MOE_KIND_BF16 && kSharedSplit == 2),
+                  "only BF16 token stages (no scales) are read in halves");
 
-    static constexpr int kLocal = kExperts / kRanks;
     /* Routing entries: the local experts, then the shared expert (entry kLocal). */
     static constexpr int kRoutes = kLocal + (kShared ? 1 : 0);
-    static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
     static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
     static constexpr int kWBits = mj_format_bits(kWeightFmt), kWGroup = mj_format_group(kWeightFmt);
     static constexpr bool kW4 = kWBits == 4;
 
     /* Weight image geometry: the layout the loader writes (moe_layout.h). */
     static constexpr mj_moe_weight_layout kImage =
-        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS);
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS, kKind);
     static constexpr int kBlocks1 = kImage.w1.blocks, kBlocks2 = kImage.w2.blocks;
     static constexpr int kTasks1 = kImage.w1.tasks, kTasks2 = kImage.w2.tasks;
     static constexpr int kUnits1 = kBlocks1 / 2; // warpgroup units of GEMM 1 (64 intermediates)
@@ -77,9 +87,18 @@ struct MoeConfig {
      * allocates each region within its own budget. NVFP4 weights on the
      * BF16 kind in 64-token tiles run two K loops (mainloop), which spill at
      * 224; they take 40 / 232, while the other kernels keep 56 / 224 (with
-     * 40 / 232 some gpt-oss kernels spill: tests/test_mega_moe_build.c). */
+     * 40 / 232 some gpt-oss kernels spill: tests/test_mega_moe_build.c).
+     * With a shared expert's block pairs on the BF16 kind (kBlockPairs) the
+     * kernels of 64 and fewer tokens spilled in their producers at 56 and at
+     * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
+     * row's 64-token ones 56 / 224; in 64-token tiles they have no 48-column
+     * loop (mainloop). */
     static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
-    static constexpr int kProducerRegs = kMathWide ? 40 : 56, kMathRegs = kMathWide ? 232 : 224;
+    static constexpr bool kBlockPairs = kSharedOwnLoop && !kFp8;
+    static constexpr bool kPairRegs = kBlockPairs && kBlockM <= 64;
+    static constexpr bool kPairMath = kPairRegs && kMathWide && kDispatchFmt == MJ_FMT_NVFP4;
+    static constexpr int kProducerRegs = kPairRegs ? (kPairMath ? 56 : 64) : kMathWide ? 40 : 56;
+    static constexpr int kMathRegs = kPairRegs ? (kPairMath ? 224 : 216) : kMathWide ? 232 : 224;
     static constexpr int kLaunchRegs = 65536 / MJ_MOE_THREADS / 8 * 8;
     static_assert(128 * kProducerRegs + (MJ_MOE_THREADS - 128) * kMathRegs <=
                       MJ_MOE_THREADS * kLaunchRegs,
@@ -92,22 +111,26 @@ struct MoeConfig {
                             kTile2 = (mj_u64)kStages2 * kBStage;
 
     /* The shared expert's image and tasks: GEMM 1 has 2 kSharedInter rows,
-     * GEMM 2 the same H rows as a routed expert's over K = kSharedInter. */
+     * GEMM 2 the same H rows as a routed expert's over K = kSharedInter. Its
+     * stages are kSharedStageK; its GEMM 2 token tiles are cut by kStageK. */
     static constexpr mj_moe_weight_layout kSharedImage =
-        mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK,
-                              kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks);
+        mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kSharedStageK,
+                              kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks, kKind);
     static constexpr int kSharedTasks1 = kSharedImage.w1.tasks,
                          kSharedTasks2 = kSharedImage.w2.tasks;
     static constexpr int kSharedUnits1 = kSharedImage.w1.blocks / 2;
-    static constexpr int kSharedStages2 = kSharedImage.w2.stages;
-    static constexpr mj_u64 kSharedTile2 = (mj_u64)kSharedStages2 * kBStage;
+    static constexpr mj_u64 kSharedTile2 =
+        (mj_u64)((kShared ? kSharedInter : kInter) / kStageK) * kBStage;
     static constexpr mj_u32 kSharedBlkBytes = kSharedImage.w1.blk_data + kSharedImage.w1.blk_sf;
     static_assert(!kShared || kSharedTaskBlocks * kSharedBlkBytes <=
                                   MJ_MOE_TASK_BLOCKS * (kImage.w1.blk_data + kImage.w1.blk_sf),
                   "a stage of a shared task fits the ring slot of a routed one");
-    static_assert(!kSharedOwnLoop ||
-                      (kFp8 && kWeightFmt == MJ_FMT_MXFP4 && kSharedFmt == MJ_FMT_MXFP8),
-                  "the shared expert's own loop: MXFP8 beside MXFP4 on the FP8 kind");
+    static_assert(!kSharedOwnLoop || kSharedFmt == MJ_FMT_MXFP8 ||
+                      (kSharedFmt == MJ_FMT_BF16 && !kFp8),
+                  "a shared expert's own loop: MXFP8 weights, or BF16 ones on the BF16 kind");
+    /* Its image's row scales: MXFP8 weights decoded on the BF16 kind. */
+    static constexpr bool kSharedRebased = kShared && rebased_scales < kKind,
+                          kShared ? kSharedFmt : kWeightFmt, false > ();
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
@@ -134,11 +157,12 @@ struct MoeConfig {
     /* The weight layout as a value for device code (the layout functions
      * take pointers, which the constexpr kImage cannot give device code). */
     static MJ_HD mj_moe_weight_layout image() {
-        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS);
+        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS,
+                                     kKind);
     }
     static MJ_HD mj_moe_weight_layout shared_image() {
-        return mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kStageK,
-                                     kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks);
+        return mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kSharedStageK,
+                                     kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks, kKind);
     }
     /* Byte offset of stage s of task n of W1 (down = 0) or W2 in the shared
      * expert's image. */
@@ -150,11 +174,12 @@ struct MoeConfig {
         return gemm == 2 ? kStages2 : kStages1;
     }
     /* Stages of a task of GEMM gemm for routing entry `local` (the shared
-     * expert's GEMM 2 streams its wider K). As members of Launch, this and
-     * units1 changed the SASS of kernels without a shared expert. */
+     * expert's GEMM 2 streams its wider K, and its stages may be halves). As
+     * members of Launch, this and units1 changed the SASS of kernels without
+     * a shared expert. */
     static MJ_HD int task_stages(int gemm, int local) {
         if constexpr (kShared)
-            if (local == kLocal) return gemm == 2 ? kSharedStages2 : kStages1;
+            if (local == kLocal) return gemm == 2 ? kSharedImage.w2.stages : kSharedImage.w1.stages;
         return stages_of(gemm);
     }
     /* Bytes of one block's stage of entry `local`'s weights. */
@@ -179,23 +204,23 @@ struct MoeConfig {
     static_assert(kBlkData % 2048 == 0, "a block's stage is whole 16-byte chunks of 128 threads");
     static_assert(!kFp8 || kWeightFmt == MJ_FMT_MXFP8 || kWeightFmt == MJ_FMT_MXFP4,
                   "FP8 kind weights");
-    static_assert(kFp8 || kWeightFmt != MJ_FMT_MXFP8, "MXFP8 weights take the FP8 kind");
     static_assert(!kFold || (kFp8 && kWeightFmt == MJ_FMT_MXFP4),
                   "only MXFP4 weights on the FP8 kind fold their scales");
     static_assert(!kShared || kSharedInter % kInter == 0,
                   "the shared expert's intermediate size is a multiple of the routed one");
-    static_assert(!kShared || kSharedOwnLoop || (!kRebased && !kFold),
-                  "a shared expert's image carries no row scales (mj_moe_shared_compiled)");
+    static_assert(
+        !kShared || kSharedOwnLoop || (!kRebased && !kFold),
+        "a shared expert in the routed format carries no row scales (mj_moe_shared_fusable)");
 };
 
 /* The K loop of a shared expert with a format of its own (C::kSharedOwnLoop):
- * the kernel's token tiles and stages, the shared expert's weights. */
+ * the kernel's token tiles, the shared expert's weights and stages. */
 template <class C>
 using SharedLoopConfig =
     MoeConfig<C::kHidden, C::kSharedInter, C::kExperts, C::kTopk, C::kRanks, C::kMaxTokens,
               C::kSharedFmt, C::kDispatchFmt, C::kL2Fmt, C::kActivation, C::kClampBits,
-              C::kActParam0Bits, C::kActParam1Bits, C::kBlockM, C::kStageK, C::kStages, C::kNumSMs,
-              C::kSys ? 1 : 0, 0, 0, 0, 0>;
+              C::kActParam0Bits, C::kActParam1Bits, C::kBlockM, C::kSharedStageK, C::kStages,
+              C::kNumSMs, C::kSys ? 1 : 0, 0, 0, 0, 0>;
 
 } // namespace mj
 

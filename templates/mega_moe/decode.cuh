@@ -1,9 +1,9 @@
 /*
  * Weight decoders: the words of a weight image (weight_image.cuh) into wgmma
  * A fragments, and block-scale bytes into the values the math needs. Every
- * decode is exact: E2M1 is exact in E4M3 and in BF16, and E2M1 times a
- * rebased UE8M0 or UE4M3 scale is exact in BF16 for the scale bytes the
- * weight loader accepts. Host and device compile this file
+ * decode is exact: E2M1 is exact in E4M3 and in BF16, E4M3 in BF16, and
+ * either times a rebased UE8M0 or UE4M3 scale is exact in BF16 for the scale
+ * bytes the weight loader accepts. Host and device compile this file
  * (tests/test_weight_image.cpp).
  */
 #ifndef MJ_MEGA_MOE_DECODE_CUH
@@ -47,6 +47,15 @@ MJ_HD void folded_e5m2_table(mj_u32 b, mj_u32 &lo, mj_u32 &hi) {
 MJ_HD mj_u32 e2m1x2_to_bf16x2_tiny(mj_u32 w, int i) {
     if (i < 3) return (w << (3 * i)) & 0x81C081C0u;
     return ((w >> 6) & 0x01800180u) | ((w >> 4) & 0x00400040u) | ((w << 4) & 0x80008000u);
+}
+
+/* One BF16-kind E4M3 word (weight_image.cuh) into its two registers of a
+ * K16 step, each value E4M3 x 2^-120: the byte's exponent and mantissa bits
+ * become the BF16's low exponent and top mantissa bits (E4M3 subnormals
+ * BF16 subnormals). */
+MJ_HD void e4m3x4_to_bf16x2_tiny(mj_u32 w, mj_u32 &first, mj_u32 &second) {
+    first = w & 0x87F087F0u;
+    second = ((w << 4) & 0x80F080F0u) | ((w >> 4) & 0x07000700u);
 }
 
 #if defined(__CUDA_ARCH__)

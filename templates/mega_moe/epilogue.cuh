@@ -30,6 +30,7 @@
 
 #include "mega_moe/activation.cuh"
 #include "mega_moe/mainloop.cuh"
+#include "mega_moe/release.cuh"
 #include "mega_moe/weight_image.cuh"
 
 namespace mj {
@@ -56,32 +57,45 @@ __device__ __forceinline__ int l1_unit(const Task &k, const MathThread &m) {
 __device__ __forceinline__ int l2_first_row(const Task &k, const MathThread &m) {
     return MJ_MOE_BLOCK_ROWS * (MJ_MOE_TASK_BLOCKS * k.n + 2 * m.wg);
 }
-/* Both for a task of any routing entry: a shared expert's tasks of two
- * blocks (C::kSharedTaskBlocks) are one unit, warpgroup 0's. */
+/* The three for a task of any routing entry: a shared expert's tasks of two
+ * blocks (C::kSharedOwnLoop) are block pairs, a block a warpgroup
+ * (hand_up_rows, post_block_pair below): in GEMM 1 one unit, whose epilogue
+ * the first warpgroup runs. */
+template <class C> __device__ __forceinline__ bool block_pair(const Task &k) {
+    if constexpr (C::kSharedOwnLoop) return k.local == C::kLocal;
+    return false;
+}
+template <class C>
+__device__ __forceinline__ int task_own_blocks(const Task &k, const MathThread &m) {
+    if (block_pair<C>(k)) return k.nblk > m.wg ? 1 : 0;
+    return own_blocks(k, m);
+}
 template <class C> __device__ __forceinline__ int task_l1_unit(const Task &k, const MathThread &m) {
-    if constexpr (C::kSharedTaskBlocks != MJ_MOE_TASK_BLOCKS)
-        if (k.local == C::kLocal) return k.n + m.wg;
+    if (block_pair<C>(k)) return k.n;
     return l1_unit(k, m);
 }
 template <class C>
 __device__ __forceinline__ int task_l2_first_row(const Task &k, const MathThread &m) {
-    if constexpr (C::kSharedTaskBlocks != MJ_MOE_TASK_BLOCKS)
-        if (k.local == C::kLocal)
-            return MJ_MOE_BLOCK_ROWS * (C::kSharedTaskBlocks * k.n + 2 * m.wg);
+    if (block_pair<C>(k)) return MJ_MOE_BLOCK_ROWS * (2 * k.n + m.wg);
     return l2_first_row(k, m);
 }
 
 /* The row scales (weight_image.cuh) of a thread's two rows in a 64-row
- * block whose first row is checkpoint row `first` of the expert's row-scale
- * array; 1 for images without them. */
+ * block whose first row is checkpoint row `first` of an image's row-scale
+ * array (at `array`). */
+__device__ __forceinline__ float2 image_row_scales(const unsigned char *array, int first,
+                                                   const MathThread &m) {
+    const float *rs = reinterpret_cast<const float *>(array) + first + 16 * m.w + m.g;
+    return make_float2(rs[0], rs[8]);
+}
+
+/* Those of a local expert's image; 1 for images without them. */
 template <class C>
 __device__ __forceinline__ float2 row_scales(const Launch<C> &L, int local, int first,
                                              const MathThread &m) {
     if (!C::kRebased) return make_float2(1.0f, 1.0f);
-    const float *rs = reinterpret_cast<const float *>(L.args->w + (mj_u64)local * C::kExpertBytes +
-                                                      C::kRowScaleOffset) +
-                      first + 16 * m.w + m.g;
-    return make_float2(rs[0], rs[8]);
+    return image_row_scales(L.args->w + (mj_u64)local * C::kExpertBytes + C::kRowScaleOffset, first,
+                            m);
 }
 
 /* What a task's epilogue reads besides the accumulators, loaded when its
@@ -136,6 +150,21 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
             load_meta(L, k, m, k.gemm == 1, e);
             e.alpha[0] = e.alpha[1] = e.alpha[2] = 1.0f;
             e.rs[0] = e.rs[1] = one;
+            // Its own loop's row scales (block pairs): the unit's gate and up
+            // rows for the first warpgroup's GEMM 1 epilogue, each
+            // warpgroup's block in GEMM 2.
+            if constexpr (C::kSharedRebased) {
+                const unsigned char *rs = a.w_shared + C::kSharedImage.row_scale_offset;
+                const int nbp = task_own_blocks<C>(k, m);
+                if (k.gemm == 1 && m.wg == 0) {
+                    const int row = MJ_MOE_BLOCK_ROWS * task_l1_unit<C>(k, m);
+                    e.rs[0] = image_row_scales(rs, row_scale_index(0, C::kSharedInter, row), m);
+                    e.rs[1] = image_row_scales(rs, row_scale_index(1, C::kSharedInter, row), m);
+                } else if (k.gemm == 2 && nbp > 0) {
+                    e.rs[0] = image_row_scales(
+                        rs, row_scale_index(2, C::kSharedInter, task_l2_first_row<C>(k, m)), m);
+                }
+            }
             return e;
         }
     }
@@ -335,7 +364,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
         warpgroup_sync(1 + m.wg);
     else
         table = share_inputs<C>(e, k, m, scratch_bytes);
-    const int chunks = 8 * own_blocks(k, m);
+    const int chunks = 8 * task_own_blocks<C>(k, m);
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;
         const int home = (int)table[4 * col], token = (int)table[4 * col + 1],
@@ -349,6 +378,54 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
     if (stored) *stored = global_timer_ns();
     // The tokens' releases after the barrier are the helper's (release.cuh).
     warpgroup_sync(1 + m.wg);
+}
+
+/* Both math warpgroups (named barriers 1 and 2 are each one's). */
+__device__ __forceinline__ void math_sync() {
+    asm volatile("bar.sync 3, 256;" ::: "memory");
+}
+
+/* A shared expert's task of two blocks, one a warpgroup (block_pair), in
+ * GEMM 1: the first warpgroup holds the unit's gate rows, the second its up
+ * rows, which reach the first's acc1 through the second's scratch (register
+ * j of thread t at word 128 j + t: no bank conflict); the first then runs the
+ * unit's epilogue (epilogue_blocks). */
+template <class C>
+__device__ __forceinline__ void hand_up_rows(const Launch<C> &L,
+                                             const float (&acc0)[C::kBlockM / 2],
+                                             float (&acc1)[C::kBlockM / 2], const MathThread &m) {
+    float *handoff = reinterpret_cast<float *>(L.smem + C::kSmemEpi + C::kEpiBytes);
+    static_assert(C::kBlockM / 2 * 128 * 4 <= C::kEpiStage, "the up rows fit the scratch");
+    if (m.wg == 1)
+#pragma unroll
+        for (int j = 0; j < C::kBlockM / 2; j++)
+            handoff[j * 128 + m.t] = acc0[j];
+    math_sync();
+    if (m.wg == 0)
+#pragma unroll
+        for (int j = 0; j < C::kBlockM / 2; j++)
+            acc1[j] = handoff[j * 128 + m.t];
+    math_sync();
+}
+
+/* The blocks whose epilogue warpgroup m runs for task k: its own, but in a
+ * block pair's GEMM 1 the first warpgroup runs the unit's (2) and the second
+ * none. */
+template <class C>
+__device__ __forceinline__ int epilogue_blocks(const Task &k, const MathThread &m) {
+    if (block_pair<C>(k) && k.gemm == 1) return m.wg == 0 ? 2 : 0;
+    return task_own_blocks<C>(k, m);
+}
+
+/* A block pair's task is posted once, by the first warpgroup, as a routed
+ * task's unit of two blocks is (the counts GEMM 2 and the combine wait for):
+ * in GEMM 2 once both warpgroups have stored their rows. */
+template <class C>
+__device__ __forceinline__ void post_block_pair(const Launch<C> &L, const Task &k,
+                                                const MathThread &m, const ReleaseRing &rel,
+                                                mj_u32 &posts) {
+    if (k.gemm == 2) math_sync();
+    if (m.wg == 0 && m.t == 0) rel.post(0, posts, k, L);
 }
 
 } // namespace mj

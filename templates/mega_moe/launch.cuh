@@ -1,6 +1,10 @@
 /*
  * What every role of one MegaMoE launch reads: this rank's regions, the
  * counter bank of the launch, the routing tables in shared memory.
+ *
+ * The launch's epoch waits in shared memory from the start, where only the
+ * end reads it again: in a register it crowded the budgets of the producers
+ * and K loops (kernels with a shared expert's block pairs spilled).
  */
 #ifndef MJ_MEGA_MOE_LAUNCH_CUH
 #define MJ_MEGA_MOE_LAUNCH_CUH
@@ -18,18 +22,25 @@ template <class C> struct Launch {
     mj_moe_layout l;
     mj_u32 *counters; // monotonic words
     mj_u32 *bank;     // this launch's counter bank
-    mj_u32 epoch;
     unsigned char *pool, *pool2, *pool2_shared;
     mj_u32 *meta;
     unsigned short *combine;
     Routing<C> routing;
     int *ntok;      // [R] tokens of each rank in this launch
-    int *pair_base; // [R + 1] prefix of ntok * K: the pairs of all ranks, concatenated
+    int *pair_base; // [R + 1] prefix of ntok * K: the pairs of all ranks, concatenated,
+                    // then the launch's epoch (set_epoch)
     unsigned char *smem;
     mj_u64 *trace; // this CTA's phase stamps (MJ_MOE_TRACE_WORDS), or null
 
     __device__ __forceinline__ const mj_peers &peers() const {
         return args->peers;
+    }
+    /* Thread 0's, from the start to the end (its counter updates). */
+    __device__ __forceinline__ void set_epoch(mj_u32 e) const {
+        pair_base[C::kRanks + 1] = (int)e;
+    }
+    __device__ __forceinline__ mj_u32 epoch() const {
+        return (mj_u32)pair_base[C::kRanks + 1];
     }
     __device__ __forceinline__ mj_u32 *fill() const {
         return bank + l.bank.fill;

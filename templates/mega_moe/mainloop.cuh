@@ -90,13 +90,13 @@ __device__ __forceinline__ unsigned char *wait_stage(const Ring<C> &ring, mj_u32
 }
 
 /* FP8 kind: the weight scales of one stage for the thread's two rows (16 w + g
- * and 16 w + g + 8) of both its blocks, read once a stage: word j of a block
- * holds K32 steps 2j and 2j + 1, each as row g's byte then row g + 8's (the
- * image's order). Two LDS.128 a stage replace a 16-bit load per step and
+ * and 16 w + g + 8) of its kBlocks blocks, read once a stage: word j of a
+ * block holds K32 steps 2j and 2j + 1, each as row g's byte then row g + 8's
+ * (the image's order). Two LDS.128 a stage replace a 16-bit load per step and
  * block (16 in the 8-token kernel). */
-template <class C> struct StageScales {
+template <class C, int kBlocks = 2> struct StageScales {
     static constexpr int kWords = C::kStageK / 64;
-    mj_u32 w[2][kWords];
+    mj_u32 w[kBlocks][kWords];
 
     /* block0: the first of the thread's blocks in the stage. */
     __device__ __forceinline__ void load(const unsigned char *st, int nblk, int block0,
@@ -104,7 +104,7 @@ template <class C> struct StageScales {
         const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData + (mj_u32)block0 * C::kBlkSf +
                                   (m.w * 8 + m.g) * kWords * 4;
 #pragma unroll
-        for (int b = 0; b < 2; b++)
+        for (int b = 0; b < kBlocks; b++)
             load_words(sf + (mj_u32)b * C::kBlkSf, w[b]);
     }
 
@@ -133,8 +133,9 @@ template <class C> struct StageScales {
     }
 };
 
-/* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of both
- * blocks over the first kN token columns; acc += p * token scale where the
+/* FP8 kind: acc += p * (weight scale * token scale) for K32 step c of the
+ * kBlocks blocks (acc1 and p1 unused with one) over the first kN token
+ * columns; acc += p * token scale where the
  * decode carries the weight scales (C::kFold). A missing block's product and
  * accumulator are garbage nobody reads: no branch. Token columns from `valid`
  * on are padding nobody reads: with E4M3 weights the promotion, the loop's
@@ -142,11 +143,11 @@ template <class C> struct StageScales {
  * warpgroup, after the wait, with no wgmma in flight). With E2M1 weights the
  * same branch made the K loop 6-12% slower at 1-1024 tokens (bench/RESULTS.md,
  * ninth session): they skip only by kN (mainloop). */
-template <class C, int kN>
+template <class C, int kN, int kBlocks>
 __device__ __forceinline__ void
 promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0)[kN / 2],
-        float (&p1)[kN / 2], const StageScales<C> &ws, const float *token_scales, int c, int valid,
-        const MathThread &m) {
+        float (&p1)[kN / 2], const StageScales<C, kBlocks> &ws, const float *token_scales, int c,
+        int valid, const MathThread &m) {
     const float *sa = token_scales + c * C::kBlockM;
     if constexpr (C::kFold) {
 #pragma unroll
@@ -157,6 +158,7 @@ promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0
                 acc0[4 * i + 2 * h] = fma_rn(p0[4 * i + 2 * h], v.x, acc0[4 * i + 2 * h]);
                 acc0[4 * i + 2 * h + 1] =
                     fma_rn(p0[4 * i + 2 * h + 1], v.y, acc0[4 * i + 2 * h + 1]);
+                if constexpr (kBlocks == 1) continue;
                 acc1[4 * i + 2 * h] = fma_rn(p1[4 * i + 2 * h], v.x, acc1[4 * i + 2 * h]);
                 acc1[4 * i + 2 * h + 1] =
                     fma_rn(p1[4 * i + 2 * h + 1], v.y, acc1[4 * i + 2 * h + 1]);
@@ -164,7 +166,8 @@ promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0
         }
         return;
     }
-    const mj_u32 b0 = ws.w[0][c / 2] >> (16 * (c & 1)), b1 = ws.w[1][c / 2] >> (16 * (c & 1));
+    const mj_u32 b0 = ws.w[0][c / 2] >> (16 * (c & 1)),
+                 b1 = ws.w[kBlocks - 1][c / 2] >> (16 * (c & 1));
     const float w0g = ue8m0_value(b0 & 0xffu), w0g8 = ue8m0_value(b0 >> 8 & 0xffu);
     const float w1g = ue8m0_value(b1 & 0xffu), w1g8 = ue8m0_value(b1 >> 8 & 0xffu);
 #pragma unroll
@@ -176,6 +179,7 @@ promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0
         acc0[4 * i + 1] = fma_rn(p0[4 * i + 1], w0g * v.y, acc0[4 * i + 1]);
         acc0[4 * i + 2] = fma_rn(p0[4 * i + 2], w0g8 * v.x, acc0[4 * i + 2]);
         acc0[4 * i + 3] = fma_rn(p0[4 * i + 3], w0g8 * v.y, acc0[4 * i + 3]);
+        if constexpr (kBlocks == 1) continue;
         acc1[4 * i + 0] = fma_rn(p1[4 * i + 0], w1g * v.x, acc1[4 * i + 0]);
         acc1[4 * i + 1] = fma_rn(p1[4 * i + 1], w1g * v.y, acc1[4 * i + 1]);
         acc1[4 * i + 2] = fma_rn(p1[4 * i + 2], w1g8 * v.x, acc1[4 * i + 2]);
@@ -200,29 +204,32 @@ template <int kBlockM, int kN, int kSteps> constexpr int fp8_batch() {
 /* kN: the token columns the wgmmas compute (the tile's first kN; the
  * accumulators' other columns stay zero). C: the weights' loop (a shared
  * expert's own, SharedLoopConfig); K: the kernel's, whose ring it reads;
- * kBatchCap: at most so many steps a batch (fp8_batch's otherwise);
- * kTaskBlocks: the blocks of a task (mj_moe_wimage). In tasks of two, both
- * warpgroups read the two blocks, whose stage may take the whole slot: the
- * second warpgroup's results are discarded like a missing block's (its
- * own_blocks is 0), and its reads stay inside the slot. */
-template <class C, int kN, class K, int kBatchCap = 64, int kTaskBlocks = MJ_MOE_TASK_BLOCKS>
+ * kBatchCap: at most so many steps a batch (fp8_batch's otherwise); kBlocks:
+ * the warpgroup's blocks of the task, its two of four (2m.wg, 2m.wg + 1 into
+ * acc0, acc1), or in a shared expert's tasks of two its one (m.wg, into acc0;
+ * acc1 comes back zero). */
+template <class C, int kN, class K, int kBatchCap = 64, int kBlocks = 2>
 __device__ __forceinline__ void
 mainloop_fp8(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
              const Launch<K> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 32;
     constexpr int kBatchMax = fp8_batch<C::kBlockM, kN, kSteps>();
     constexpr int kBatch = kBatchMax < kBatchCap ? kBatchMax : kBatchCap;
-    const int block0 = kTaskBlocks == MJ_MOE_TASK_BLOCKS ? 2 * m.wg : 0;
+    const int block0 = kBlocks * m.wg;
 #pragma unroll
-    for (int i = 0; i < R; i++)
-        acc0[i] = acc1[i] = 0.0f;
-    float p[kBatch][2][kN / 2];
+    for (int i = 0; i < R; i++) {
+        acc0[i] = 0.0f;
+        if constexpr (kBlocks == 2) acc1[i] = 0.0f;
+    }
+    float p[kBatch][kBlocks][kN / 2];
 #pragma unroll
     for (int j = 0; j < kBatch; j++)
 #pragma unroll
-        for (int i = 0; i < kN / 2; i++)
-            p[j][0][i] = p[j][1][i] = 0.0f;
-    mj_u32 a[kBatch][2][4], words[2][4];
+        for (int b = 0; b < kBlocks; b++)
+#pragma unroll
+            for (int i = 0; i < kN / 2; i++)
+                p[j][b][i] = 0.0f;
+    mj_u32 a[kBatch][kBlocks][4], words[kBlocks][4];
     // The byte permutes read the table's low word from an ordinary register:
     // given the constant, ptxas kept it in a uniform register and copied it
     // out before every permute (64 moves a stage in the 8-token kernel). m.t
@@ -233,7 +240,7 @@ mainloop_fp8(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, int valid, c
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const float *ts = reinterpret_cast<const float *>(ring.token_scales(slot));
-        StageScales<C> ws;
+        StageScales<C, kBlocks> ws;
         ws.load(st, nblk, block0, m);
         const mj_u64 desc0 = ring.token_desc(slot);
 #pragma unroll
@@ -242,7 +249,7 @@ mainloop_fp8(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, int valid, c
             for (int j = 0; j < kBatch; j++) {
                 const int c = c0 + j;
 #pragma unroll
-                for (int b = 0; b < 2; b++) {
+                for (int b = 0; b < kBlocks; b++) {
                     const unsigned char *wd = st + (mj_u32)(block0 + b) * C::kBlkData;
                     if (C::kW4) {
                         if (c % 2 == 0) {
@@ -266,56 +273,73 @@ mainloop_fp8(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, int valid, c
                     }
                 }
                 mj_u64 desc = swizzled_desc_step(desc0, c, C::kBlockM, C::kTokenRowBytes);
-                fence_frag(a[j][0]);
-                fence_frag(a[j][1]);
+#pragma unroll
+                for (int b = 0; b < kBlocks; b++)
+                    fence_frag(a[j][b]);
                 fence_desc(desc);
                 wgmma_fence();
-                if constexpr (C::kFold) {
-                    WgmmaRs<MmaE5M2, kN>::mma_fresh(p[j][0], a[j][0], desc);
-                    WgmmaRs<MmaE5M2, kN>::mma_fresh(p[j][1], a[j][1], desc);
-                } else {
-                    WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][0], a[j][0], desc);
-                    WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][1], a[j][1], desc);
+#pragma unroll
+                for (int b = 0; b < kBlocks; b++) {
+                    if constexpr (C::kFold)
+                        WgmmaRs<MmaE5M2, kN>::mma_fresh(p[j][b], a[j][b], desc);
+                    else
+                        WgmmaRs<MmaE4M3, kN>::mma_fresh(p[j][b], a[j][b], desc);
                 }
                 wgmma_commit();
             }
             wgmma_wait<0>();
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
-                fence_regs(p[j][0]);
-                fence_regs(p[j][1]);
-                promote<C, kN>(acc0, acc1, p[j][0], p[j][1], ws, ts, c0 + j, valid, m);
+#pragma unroll
+                for (int b = 0; b < kBlocks; b++)
+                    fence_regs(p[j][b]);
+                promote<C, kN, kBlocks>(acc0, acc1, p[j][0], p[j][kBlocks - 1], ws, ts, c0 + j,
+                                        valid, m);
             }
         }
         release(ring, slot);
     }
+    if constexpr (kBlocks == 1)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            acc1[i] = 0.0f;
 }
 
 /* kN: the token columns the wgmmas compute (the tile's first kN; the
- * accumulators' other columns stay zero). */
-template <class C, int kN, class K>
+ * accumulators' other columns stay zero); C, K and kBlocks as for
+ * mainloop_fp8. */
+template <class C, int kN, class K, int kBlocks = 2>
 __device__ __forceinline__ void
 mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathThread &m,
               const Launch<K> &L, float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2]) {
     constexpr int R = C::kBlockM / 2, kSteps = C::kStageK / 16;
     constexpr int kGroups = C::kWGroup ? C::kStageK / C::kWGroup : 1;
+    // Block-scaled weights (E2M1, or a shared expert's E4M3) are decoded;
+    // a 16-byte chunk holds four K16 steps of E2M1 codes, two of E4M3 bytes.
+    constexpr bool kDecoded = C::kWGroup != 0;
+    constexpr int kChunkSteps = C::kW4 ? 4 : 2;
     // The wgmmas of kGroup K16 steps issue behind one wgmma fence, which waits
-    // for every register write in flight: E2M1 decodes for narrow tiles, where
-    // decode and wgmma serialize, run four steps a group (6% faster than one,
-    // and two 3% slower, at 8 tokens), into twice as many fragment sets: one
-    // group decodes while the one before runs. Otherwise step c decodes into
-    // set c % kSets while the wgmmas of the kSets - 1 steps before it run:
-    // wide tiles, and E2M1 decodes from 32 tokens, keep two sets, as more spill
-    // beside their accumulators (tests/test_mega_moe_build.c).
-    constexpr bool kWide = C::kBlockM >= 128 || (C::kW4 && C::kBlockM >= 32);
-    constexpr int kGroup = C::kW4 && !kWide && kSteps % 8 == 0 ? 4 : 1;
-    constexpr int kSets = kGroup == 4 ? 8 : kWide ? 2 : 4;
+    // for every register write in flight: decodes for narrow tiles, where
+    // decode and wgmma serialize, run four steps a group (E2M1: 6% faster than
+    // one, and two 3% slower, at 8 tokens), into twice as many fragment sets:
+    // one group decodes while the one before runs. Otherwise step c decodes
+    // into set c % kSets while the wgmmas of the kSets - 1 steps before it
+    // run: wide tiles, and decodes from 32 tokens, keep two sets, as more
+    // spill beside their accumulators (tests/test_mega_moe_build.c); so do
+    // loops of one block (a shared expert's), whose four sets of BF16
+    // weights made ptxas serialize their wgmmas (C7515).
+    constexpr bool kWide = C::kBlockM >= 128 || (kDecoded && C::kBlockM >= 32);
+    constexpr int kGroup = kDecoded && !kWide && kSteps % 8 == 0 ? 4 : 1;
+    constexpr int kSets = kGroup == 4 ? 8 : kWide || kBlocks == 1 ? 2 : 4;
     constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
     static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");
 #pragma unroll
-    for (int i = 0; i < R; i++)
-        acc0[i] = acc1[i] = 0.0f;
-    mj_u32 a[kSets][2][4], words[2][4], scale[2][2];
+    for (int i = 0; i < R; i++) {
+        acc0[i] = 0.0f;
+        if constexpr (kBlocks == 2) acc1[i] = 0.0f;
+    }
+    const int block0 = kBlocks * m.wg;
+    mj_u32 a[kSets][kBlocks][4], words[kBlocks][4], scale[kBlocks][2];
     int prev_slot = -1;
 #pragma unroll 1
     for (int s = 0; s < stages; s++) {
@@ -325,32 +349,40 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
 #pragma unroll
-            for (int b = 0; b < 2; b++) {
-                const unsigned char *wd = st + (mj_u32)(2 * m.wg + b) * C::kBlkData;
-                if (!C::kW4) {
+            for (int b = 0; b < kBlocks; b++) {
+                const unsigned char *wd = st + (mj_u32)(block0 + b) * C::kBlkData;
+                if (!kDecoded) {
                     const uint4 v = lds128(wd + c * 2048 + m.t * 16);
                     a[c % kSets][b][0] = v.x, a[c % kSets][b][1] = v.y, a[c % kSets][b][2] = v.z,
                           a[c % kSets][b][3] = v.w;
                     continue;
                 }
-                if (c % 4 == 0) {
-                    const uint4 v = lds128(wd + (c / 4) * 2048 + m.t * 16);
+                if (c % kChunkSteps == 0) {
+                    const uint4 v = lds128(wd + (c / kChunkSteps) * 2048 + m.t * 16);
                     words[b][0] = v.x, words[b][1] = v.y, words[b][2] = v.z, words[b][3] = v.w;
                 }
-                // A scale group is one K16 step (NVFP4) or two (MXFP4).
+                // A scale group is one K16 step (NVFP4) or two (MX).
                 if (C::kWGroup == 16 || c % 2 == 0) {
                     const int gi = C::kWGroup == 16 ? c : c / 2;
                     const unsigned char *sf = st + (mj_u32)nblk * C::kBlkData +
-                                              (mj_u32)(2 * m.wg + b) * C::kBlkSf +
+                                              (mj_u32)(block0 + b) * C::kBlkSf +
                                               (m.w * 8 + m.g) * kGroups * 2 + 2 * gi;
                     scale[b][0] = rebased_multiplier<C::kWeightFmt>(sf[0]);
                     scale[b][1] = rebased_multiplier<C::kWeightFmt>(sf[1]);
                 }
-                const mj_u32 word = words[b][c % 4];
+                mj_u32 tiny[4];
+                if constexpr (C::kW4) {
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        tiny[i] = e2m1x2_to_bf16x2_tiny(words[b][c % 4], i);
+                } else {
+#pragma unroll
+                    for (int h = 0; h < 2; h++) // row g + 8 h: a[h], a[h + 2]
+                        e4m3x4_to_bf16x2_tiny(words[b][2 * (c % 2) + h], tiny[h], tiny[h + 2]);
+                }
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    a[c % kSets][b][i] =
-                        bf16x2_mul(e2m1x2_to_bf16x2_tiny(word, i), scale[b][i & 1]);
+                    a[c % kSets][b][i] = bf16x2_mul(tiny[i], scale[b][i & 1]);
             }
             if (c % kGroup != kGroup - 1) continue;
             mj_u64 desc[kGroup];
@@ -358,8 +390,9 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
             for (int j = 0; j < kGroup; j++) {
                 const int cj = c - kGroup + 1 + j;
                 desc[j] = swizzled_desc_step(desc0, cj, C::kBlockM, C::kTokenRowBytes);
-                fence_frag(a[cj % kSets][0]);
-                fence_frag(a[cj % kSets][1]);
+#pragma unroll
+                for (int b = 0; b < kBlocks; b++)
+                    fence_frag(a[cj % kSets][b]);
                 fence_desc(desc[j]);
             }
             wgmma_fence();
@@ -367,7 +400,8 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
             for (int j = 0; j < kGroup; j++) {
                 const int cj = c - kGroup + 1 + j;
                 WgmmaRs<MmaBF16, kN>::mma(acc0, a[cj % kSets][0], desc[j]);
-                WgmmaRs<MmaBF16, kN>::mma(acc1, a[cj % kSets][1], desc[j]);
+                if constexpr (kBlocks == 2)
+                    WgmmaRs<MmaBF16, kN>::mma(acc1, a[cj % kSets][1], desc[j]);
             }
             wgmma_commit();
             wgmma_wait<kInFlight>();
@@ -380,8 +414,12 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     }
     wgmma_wait<0>();
     fence_regs(acc0);
-    fence_regs(acc1);
+    if constexpr (kBlocks == 2) fence_regs(acc1);
     release(ring, prev_slot);
+    if constexpr (kBlocks == 1)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            acc1[i] = 0.0f;
 }
 
 /* The K loop of the kernel's kind over a task of `stages` stages (a runtime
@@ -413,9 +451,11 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // The 64-token tiles that have a half-width loop also have a
     // three-quarter one (48 columns), but for E2M1 weights on the FP8 kind
     // in stages of six K32 steps, where the third loop made gpt-oss's
-    // mxfp4-a8 kernel spill, as a second one did at 16 tokens.
+    // mxfp4-a8 kernel spill, as a second one did at 16 tokens, and beside a
+    // shared expert's block pairs on the BF16 kind (MoeConfig::kMathRegs).
     constexpr bool kSixSteps = C::kFp8 && C::kW4 && C::kStageK % 256 != 0;
-    constexpr int kThreeQuarters = kHalves && C::kBlockM == 64 && !kSixSteps ? 48 : C::kBlockM;
+    constexpr int kThreeQuarters =
+        kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBlockPairs ? 48 : C::kBlockM;
     const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
     if constexpr (C::kFp8) {
         if (half)

@@ -20,22 +20,32 @@
  *     sit in bits 6..8 / 22..24 and whose signs sit in bits 15 / 31; a[3] is
  *     gathered from the remaining bits 10, 11, 13, 14 / 26, 27, 29, 30
  *     (e2m1_bf16_bits names every position).
+ *   BF16 kind, E4M3 weights (a fused shared expert's): chunk c = K16 steps
+ *     2c, 2c + 1; word j is step 2c + j / 2 for row g + 8 (j % 2) and holds
+ *     a[j % 2] and a[j % 2 + 2]: the first register's magnitude bits (7) sit
+ *     at BF16 bits 4..10 / 20..26 with the signs at 15 / 31, so that the word
+ *     masked is it; the second's fill the other bits (e4m3_bf16_bit).
  * Block scales of a stage: for (w, g) the bytes of rows 16w + g and + 8 of
  * each scale group of the stage, interleaved: byte ((w * 8 + g) * n + i) * 2
  * + h = scale of row 16w + g + 8h, group i (n groups per stage).
  *
- * BF16 kind, E2M1 weights: the scale bytes are rebased per weight row so the
- * math multiplies each decoded register once (decode.cuh): the image byte is
- * the BF16 multiplier 2^126 * scale / 2^r of its group, and 2^r (the row
- * scale, fp32 after the images) goes back into the row's accumulator.
+ * BF16 kind, E2M1 and E4M3 weights: the scale bytes are rebased per weight
+ * row so the math multiplies each decoded register once (decode.cuh): the
+ * image byte is the BF16 multiplier 2^126 * scale / 2^r (E4M3: 2^120 * ...)
+ * of its group, and 2^r (the row scale, fp32 after the images) goes back into
+ * the row's accumulator.
  *   MXFP4: r = e_max - 128; byte = e - e_max + 254, the multiplier's
  *          exponent field (multiplier bits = byte << 7).
+ *   MXFP8: r = e_max - 128 too; byte = e - e_max + 248. The smallest
+ *          nonzero E4M3 value (2^-9) times its scale stays a normal BF16
+ *          number where the loader keeps each row's bytes within 118.
  *   NVFP4: r = E(s_max) - 128 with E() the fp32 exponent field; byte =
  *          (E(s) - E(s_max) + 31) << 3 | the 3 mantissa bits of s
  *          (multiplier bits = (byte << 4) + (223 << 7)). A group whose scale
  *          is 0 gets E2M1 codes 0 (its weights are 0 whatever they were).
- * Every product stays exact: E2M1 x scale has at most 6 significant bits and
- * the loader keeps each row's MX exponents within 126 of each other.
+ * Every product stays exact: E2M1 x scale has at most 6 significant bits,
+ * E4M3 x scale at most 4, and the loader keeps each row's MX exponents within
+ * 126 (E2M1) or 118 (E4M3) of each other.
  *
  * FP8 kind, MXFP4 weights with folded scales (the default; MoeConfig::kFold):
  * the K loop decodes each row's E2M1 codes through a table of E5M2 bytes of
@@ -90,6 +100,20 @@ MJ_HD int e2m1_bf16_bit(int i, int h, int bit) {
     return p + 16 * h;
 }
 
+/* Where bit `bit` (0..6 the magnitude, 7 the sign) of the E4M3 byte of the
+ * low (h = 0) or high (h = 1) element of the first (reg 0) or second (reg 1)
+ * register of a BF16-kind E4M3 word sits: the first register's BF16 layout
+ * (magnitude at 4..10, sign at 15, + 16 for the high element); the second's
+ * low four magnitude bits at 0..3, the upper three at 12..14, its sign at 11. */
+MJ_HD int e4m3_bf16_bit(int reg, int h, int bit) {
+    int p;
+    if (reg == 0)
+        p = bit == 7 ? 15 : 4 + bit;
+    else
+        p = bit == 7 ? 11 : bit < 4 ? bit : 8 + bit;
+    return p + 16 * h;
+}
+
 /* The row's reference for rebased scales (see above): the largest MX
  * scale byte, or the fp32 exponent field of the largest UE4M3 scale (0 when
  * every scale of the row is 0). */
@@ -106,6 +130,7 @@ template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int ro
 /* The image byte of scale byte b of a row with reference ref (see above). */
 template <int kKind, int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
     if (kKind == MJ_MOE_KIND_FP8) return (unsigned char)(b - ref + 140);
+    if (kFmt == MJ_FMT_MXFP8) return (unsigned char)(b - ref + 248);
     if (kFmt != MJ_FMT_NVFP4) return (unsigned char)(b - ref + 254);
     if (b == 0) return 0;
     const mj_u32 bits = f32_bits(f32_from_e4m3(b));
@@ -122,11 +147,10 @@ template <int kKind, int kFmt> MJ_HD float rebased_row_scale(int ref) {
 }
 
 /* Whether a format row's images carry rebased scales (and row scales that
- * the epilogues apply): E2M1 weights on the BF16 kind, MXFP4 weights on the
- * FP8 kind when their scales fold. */
+ * the epilogues apply): block-scaled weights on the BF16 kind, MXFP4 weights
+ * on the FP8 kind when their scales fold. */
 template <int kKind, int kFmt, bool kFold> constexpr bool rebased_scales() {
-    return kKind == MJ_MOE_KIND_BF16 ? kFmt == MJ_FMT_MXFP4 || kFmt == MJ_FMT_NVFP4
-                                     : kFold && kFmt == MJ_FMT_MXFP4;
+    return kKind == MJ_MOE_KIND_BF16 ? mj_format_group(kFmt) != 0 : kFold && kFmt == MJ_FMT_MXFP4;
 }
 
 /* E2M1 code of (row, k), zero where an NVFP4 group's scale is 0 and the
@@ -161,6 +185,14 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
     } else if (kFmt == MJ_FMT_BF16) {
         const int r = row + 8 * (j & 1), k = k0 + 16 * c + 2 * q + 8 * (j >> 1);
         v = ck_element<kFmt>(m, r, k) | ck_element<kFmt>(m, r, k + 1) << 16;
+    } else if (kFmt == MJ_FMT_MXFP8) {
+        const int r = row + 8 * (j & 1), k = k0 + 16 * (2 * c + (j >> 1)) + 2 * q;
+        for (int reg = 0; reg < 2; reg++) // a[j % 2] (K 2q..), a[j % 2 + 2] (K 2q + 8..)
+            for (int h = 0; h < 2; h++) {
+                const mj_u32 x = ck_element<kFmt>(m, r, k + 8 * reg + h);
+                for (int bit = 0; bit < 8; bit++)
+                    v |= ((x >> bit) & 1u) << e4m3_bf16_bit(reg, h, bit);
+            }
     } else {
         const int step = 4 * c + j;
         for (int i = 0; i < 4; i++) {
@@ -238,7 +270,7 @@ __global__ void __launch_bounds__(128)
     __shared__ int ref[MJ_MOE_BLOCK_ROWS];
     const bool down = args.projection == 2;
     const mj_moe_weight_layout l =
-        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, kTaskBlocks);
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, kTaskBlocks, kKind);
     const int pb = (int)blockIdx.x, s = (int)blockIdx.y, t = (int)threadIdx.x;
     const int b = down ? pb : 2 * pb + args.projection; // gate and up blocks interleave
     const int row0 = MJ_MOE_BLOCK_ROWS * pb;
@@ -250,7 +282,7 @@ __global__ void __launch_bounds__(128)
     unsigned char *stage = image_stage(args.expert, l, down, kTaskBlocks, b, s, j, nblk);
     image_block_stage<kKind, kWeightFmt, kFoldScales != 0>(m, down ? l.w2 : l.w1, nblk, stage, j,
                                                            row0, kStageK * s, t, ref);
-    if (mj_format_bits(kWeightFmt) == 4 && s == 0 && t < MJ_MOE_BLOCK_ROWS)
+    if (mj_moe_has_row_scales(kKind, kWeightFmt) && s == 0 && t < MJ_MOE_BLOCK_ROWS)
         reinterpret_cast<float *>(
             args.expert + l.row_scale_offset)[row_scale_index(args.projection, kInter, row0 + t)] =
             kRebased ? rebased_row_scale<kKind, kWeightFmt>(ref[t]) : 1.0f;

@@ -72,12 +72,13 @@ def case_name(case):
     return f"{row}-{act}{'-clamp' if clamp else ''}{'-%g,%g' % params if params != NO_PARAMS else ''}"
 
 
-# Fused shared experts (MoEConfig.shared_intermediate = MULT * I): the rows whose
-# kernel runs one today (in the row's own weight format), one and two experts wide.
-# The shared expert's format the kernel runs beside each row's experts (the row's own,
-# or mxfp8 beside mxfp4-a8's; the other rows fuse none yet).
-SHARED_FORMAT = {"bf16": megajit.Format.BF16, "mxfp8": megajit.Format.MXFP8, "mxfp4-a8": megajit.Format.MXFP8}
-SHARED_CASES = [(row, mult) for row in SHARED_FORMAT for mult in (1, 2)]
+# Fused shared experts (MoEConfig.shared_intermediate = MULT * I): every row in each
+# format that fuses into it (the reference layer's matrix), one and two experts wide.
+# At this shape's stage K (128) BF16 beside NVFP4 runs in half stages.
+SHARED_FORMATS = {"bf16": (Format.BF16,), "mxfp8": (Format.MXFP8,), "mxfp4-a8": (Format.MXFP8,),
+                  "mxfp4-a16": (Format.MXFP8,), "nvfp4": (Format.MXFP8, Format.BF16),
+                  "nvfp4-a16": (Format.MXFP8, Format.BF16)}
+SHARED_CASES = [(row, fmt, mult) for row, fmts in SHARED_FORMATS.items() for fmt in fmts for mult in (1, 2)]
 
 
 def act_fields(act, params):
@@ -366,26 +367,25 @@ def test_biases(rt, models):
 
 # ---------------------------------------------------------- shared expert
 
-def shared_config(row, mult, **fields):
-    """config(row) with a shared expert mult * I wide in SHARED_FORMAT[row]."""
-    return config(row, shared_intermediate=mult * I, shared_format=megajit.format_name(SHARED_FORMAT[row]),
-                  **fields)
+def shared_config(row, fmt, mult, **fields):
+    """config(row) with a shared expert mult * I wide in format fmt."""
+    return config(row, shared_intermediate=mult * I, shared_format=megajit.format_name(fmt), **fields)
 
 
-def test_shared_expert(rt, row, mult, models):
-    """DeepSeek-V3's layer kind: a shared expert mult * I wide, fused in the row's weight
-    format, against the reference with it as slot K (routing weight 1, alphas 1, after
+def test_shared_expert(rt, row, fmt, mult, models):
+    """DeepSeek-V3's layer kind: a shared expert mult * I wide in format fmt, against
+    the reference with it as slot K (routing weight 1, alphas 1, after
     the routed slots in the fp32 sum): every T, the token with every routed slot masked
     getting the shared output alone (not 0), recv_stats counting routed pairs only,
     run() again. mult 1 loads it through load_experts from the GPU; mult 2 through
     load_shared from the CPU, with a forward refused before its last projection. A
     reference without the shared expert must disagree (the negative control)."""
     m = model(models, row)
-    s = make_shared(SHARED_FORMAT[row], mult * I)
-    name = f"shared expert {row} I_s={mult}I"
+    s = make_shared(fmt, mult * I)
+    name = f"shared expert {row} {megajit.format_name(fmt)} I_s={mult}I"
     dev = rt.device
     compiles = rt.stats().compiles
-    with megajit.MegaMoE(rt, shared_config(row, mult)) as moe:
+    with megajit.MegaMoE(rt, shared_config(row, fmt, mult)) as moe:
         if mult == 1:
             load(moe, m, shared=s)
         else:
@@ -707,11 +707,11 @@ def test_real_ranks(args):
     torch.cuda.set_device(local)
     dist.init_process_group("gloo")
     cache = os.environ.get("MEGAJIT_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "megajit-gpu-test-cache")
-    shared_rows = [row for row, mult in SHARED_CASES if mult == 2 and row in args.rows]
+    shared_pairs = [(row, fmt) for row, fmt, mult in SHARED_CASES if mult == 2 and row in args.rows]
     if rank == 0:
         manifest = manifest_for([(r, "swiglu", 0.0, NO_PARAMS) for r in args.rows], world,
                                 torch.cuda.get_device_properties(local).multi_processor_count,
-                                shared=[(r, 2) for r in shared_rows])
+                                shared=[(r, f, 2) for r, f in shared_pairs])
         report = megajit.precompile(manifest, jobs=args.jobs, cache_dir=cache)
         print(f"INFO rank 0 precompiled {report.kernels} kernels ({report.compiled} compiled) in {report.seconds:.1f} s")
     dist.barrier()
@@ -719,12 +719,12 @@ def test_real_ranks(args):
     comm = distributed.nccl_communicator()
     dev = rt.device
     # each row, then the rows with a shared expert (two experts wide) with one
-    runs = [(row, None) for row in args.rows]
-    runs += [(row, make_shared(SHARED_FORMAT[row], 2 * I)) for row in shared_rows]
-    for row, s in runs:
+    runs = [(row, None, None) for row in args.rows]
+    runs += [(row, fmt, make_shared(fmt, 2 * I)) for row, fmt in shared_pairs]
+    for row, fmt, s in runs:
         m = make_model(row)
         ranks = dict(num_ranks=world, rank=rank)
-        cfg = config(row, **ranks) if s is None else shared_config(row, 2, **ranks)
+        cfg = config(row, **ranks) if s is None else shared_config(row, fmt, 2, **ranks)
         buf = megajit.SymmBuffer.create_nccl(rt, cfg.symm_config(), comm)
         moe = loaded(rt, m, cfg, buffer=buf, shared=s)
         tokens = [TOKENS[(r + i) % len(TOKENS)] for i, r in enumerate(range(world))]
@@ -745,7 +745,7 @@ def test_real_ranks(args):
             ref = reference(m, buf, rank, T, shared=s)
             cd = nx.calc_diff(y.cpu(), ref)
             ok &= cd < BAR
-        what = row if s is None else f"{row} with a shared expert (I_s=2I)"
+        what = row if s is None else f"{row} with a {megajit.format_name(fmt)} shared expert (I_s=2I)"
         record(ok, f"rank {rank}/{world} {what} T={T}", f"calc_diff {cd:.3g}")
         dist.barrier()
         moe.close()
@@ -775,8 +775,8 @@ def test_readme_example(tmp):
 # -------------------------------------------------------------------- main
 
 def manifest_for(cases, ranks, sms, shared=()):
-    """The layers of `cases` (CASES entries), then one per `shared` entry ((row, mult)
-    of SHARED_CASES: swiglu with a shared expert mult * I wide in SHARED_FORMAT[row])."""
+    """The layers of `cases` (CASES entries), then one per `shared` entry ((row, fmt, mult)
+    of SHARED_CASES: swiglu with a shared expert mult * I wide in format fmt)."""
     def layer(row, act, clamp=0.0, params=NO_PARAMS, **extra):
         w, d, _ = megajit.FORMAT_ROWS[row]
         out = {"hidden": H, "intermediate": I, "experts": E, "topk": K, "ranks": ranks,
@@ -788,8 +788,8 @@ def manifest_for(cases, ranks, sms, shared=()):
         return out
 
     layers = [layer(*case) for case in cases]
-    layers += [layer(row, "swiglu", shared_intermediate=mult * I,
-                     shared_format=megajit.format_name(SHARED_FORMAT[row])) for row, mult in shared]
+    layers += [layer(row, "swiglu", shared_intermediate=mult * I, shared_format=megajit.format_name(fmt))
+               for row, fmt, mult in shared]
     return {"archs": ["sm_90a"], "layers": layers}
 
 
@@ -829,8 +829,9 @@ def main():
         record(stats.compiles == 0, "the rows compiled nothing (precompiled cache)", str(stats))
         if "mxfp4-a16" in args.rows:
             guarded("biases", test_biases, rt, models)
-        for row, mult in shared_cases:
-            guarded(f"shared expert {row} x{mult}", test_shared_expert, rt, row, mult, models)
+        for row, fmt, mult in shared_cases:
+            guarded(f"shared expert {row} {megajit.format_name(fmt)} x{mult}", test_shared_expert, rt, row, fmt,
+                    mult, models)
         for row in ("nvfp4", "mxfp4-a8"):
             if row in args.rows:
                 guarded(f"graph {row}", test_graph, rt, row, models)

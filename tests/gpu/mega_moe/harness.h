@@ -77,11 +77,14 @@ typedef struct scenario {
      * and swiglu_beta, or situ_gate_beta and situ_up_beta). */
     float act_params[2];
     int biases; /* mj_moe_config.expert_biases, with ctx's random biases loaded */
-    /* A fused shared expert of intermediate size shared x I, in the row's
-     * weight format (mj_moe_config.shared_intermediate and shared_format, the
-     * buffer's shared_intermediate; ctx's random shared weights loaded with
+    /* A fused shared expert of intermediate size shared x I
+     * (mj_moe_config.shared_intermediate and shared_format, the buffer's
+     * shared_intermediate; ctx's random shared weights loaded with
      * mj_weights_load_shared); 0: none. At most SHARED_MAX. */
     int shared;
+    /* 1 + its weight format (MJ_FMT_*); 0: mj_moe_shared_format_of(row)
+     * (shared_format_of). */
+    int shared_fmt;
 } scenario;
 
 #define SWIGLU MJ_ACT_SWIGLU
@@ -142,8 +145,8 @@ static const shape kQuickShape = {256, 64, 4, 2, 8};
 static const shape kGptOss = {2880, 2880, 8, 4, 16};
 static const scenario kGptOssCase = {2, SWIGLUOAI, CLAMP, {16, 5}, ROUTE_RANDOM, -1, 1, 0};
 
-/* The shared expert (tests/gpu/mega_moe/shared.c), on the rows whose kernels
- * fuse it in their own weight format (bf16 and mxfp8): I_s = I and 2I, at
+/* The shared expert (tests/gpu/mega_moe/shared.c), on every row in each
+ * format that fuses into it (mj_moe_shared_fusable): I_s = I and 2I, at
  * R = 1 and 2, tokens 0, 1, 37 and T_max; a rank whose every slot is masked
  * (its y is the shared expert's output alone); routed alphas beside the
  * shared expert's 1s; expert biases (the shared expert has none); a clamp,
@@ -158,7 +161,8 @@ static const scenario kShared[] = {
     {2, SWIGLUOAI, CLAMP, {64, 37}, ROUTE_RANDOM, 0, 0, 0, 0, {0, 0}, 1, 1},
     {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {1.5f, 0.25f}, 1, 2},
 };
-/* --quick: one small case, R = 2, its second rank all masked. */
+/* --quick: one small case, R = 2, its second rank all masked (on the
+ * rows of kSharedQuickRows, in their shared_format_of). */
 static const scenario kSharedQuick = {2, SWIGLU, CLAMP, {8, 1}, ROUTE_RANDOM, 1, 0, 0,
                                       0, {0, 0}, 0,     2};
 /* The shared expert's negative controls and CUDA graph: cases of kShared
@@ -167,10 +171,12 @@ static const scenario *const kSharedControl = &kShared[0];
 static const scenario *const kSharedGraph = &kShared[2];
 /* The shared expert's invalid input (invalid.c): mxfp8 R = 1 T = 8 with I_s = I. */
 static const scenario kSharedInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 0, 1};
-/* The rows the shared section runs (mj_moe_shared_format_of): bf16 and
- * mxfp8 in their own weight format, mxfp4-a8 with an MXFP8 shared expert
- * (its own K loop); the other rows fuse none yet. */
-static const char *const kSharedRows[] = {"bf16", "mxfp8", "mxfp4-a8"};
+/* The rows the shared section runs: every row. In --quick: a shared expert
+ * in the row's format (mxfp8), in another on the FP8 kind (mxfp4-a8) and on
+ * the BF16 kind (nvfp4: MXFP8 decoded into BF16, in block pairs). */
+static const char *const kSharedRows[] = {"bf16",      "mxfp8", "mxfp4-a8",
+                                          "mxfp4-a16", "nvfp4", "nvfp4-a16"};
+static const char *const kSharedQuickRows[] = {"mxfp8", "mxfp4-a8", "nvfp4"};
 /* ----------------------------------------------------------- test context */
 
 typedef struct model {
@@ -236,6 +242,10 @@ int sms_for_mode(int device_sms, int ranks, int quick);
 int sms_for(int device_sms, int ranks);
 int route_of(const scenario *sc, int row_index);
 mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scenario *sc, int rank);
+/* The weight format of sc's shared expert beside row's experts. */
+int shared_format_of(const scenario *sc, const mj_moe_format_row *row);
+/* sc with a shared expert in format fmt. */
+scenario with_shared_format(const scenario *sc, int fmt);
 
 /* tests/gpu/mega_moe/precompile.c */
 /* Builds every planned kernel with the library's worker pool. */

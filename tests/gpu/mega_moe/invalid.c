@@ -252,15 +252,17 @@ static int load_shared_random(mj_weights *w, const mj_moe_config *mc, int first,
 }
 
 /* mj_weights_create refuses a shared expert of this format and size on this
- * row with `want`, naming `field`, and creates nothing. */
-static void create_refused(ctx *c, const char *row_name, int shared_fmt, int shared_inter,
-                           mj_status want, const char *field, const char *why) {
+ * row (of intermediate size inter; 0: the shape's) with `want`, naming
+ * `field`, and creates nothing. */
+static void create_refused(ctx *c, const char *row_name, int inter, int shared_fmt,
+                           int shared_inter, mj_status want, const char *field, const char *why) {
     const mj_moe_format_row *row = mj_moe_format_at(row_index_by_name(row_name));
     set_case(
         "invalid shared: %s row, shared_format %s, shared_intermediate %d (%s) -> %s", row_name,
         mj_format_name((mj_format)shared_fmt) ? mj_format_name((mj_format)shared_fmt) : "(unknown)",
         shared_inter, why, mj_status_name(want));
     mj_moe_config mc = moe_cfg(&c->sh, row, &kInvalid, 0);
+    if (inter) mc.intermediate = inter;
     mc.shared_intermediate = shared_inter;
     mc.shared_format = (mj_format)shared_fmt;
     mj_weights *w = NULL;
@@ -277,30 +279,55 @@ void test_invalid_shared(ctx *c) {
     const shape *sh = &c->sh;
     const int I = sh->I;
     /* The fusable pairs (include/megajit.h): bf16 -> bf16; mxfp8, mxfp4-a8,
-     * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16. The kernels run
-     * the row's own weight format, and mxfp8 beside mxfp4-a8, so far: the
-     * other fusable pairs are valid requests this build cannot serve, the
-     * rest invalid. */
-    create_refused(c, "bf16", MJ_FORMAT_NVFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
+     * mxfp4-a16 -> mxfp8; nvfp4, nvfp4-a16 -> mxfp8 or bf16; the rest are
+     * invalid. The kernels run them all where the shared expert's stages fit
+     * the routed ones': bf16 beside nvfp4 not at stage K 64 (intermediate
+     * 64), a valid request this build cannot serve. */
+    create_refused(c, "bf16", 0, MJ_FORMAT_NVFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
                    "not fusable");
-    create_refused(c, "bf16", MJ_FORMAT_MXFP8, I, MJ_ERR_INVALID_ARG, "shared_format",
+    create_refused(c, "bf16", 0, MJ_FORMAT_MXFP8, I, MJ_ERR_INVALID_ARG, "shared_format",
                    "not fusable: a bf16 row fuses bf16 only");
-    create_refused(c, "mxfp4-a16", MJ_FORMAT_MXFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
+    create_refused(c, "mxfp4-a16", 0, MJ_FORMAT_MXFP4, I, MJ_ERR_INVALID_ARG, "shared_format",
                    "not fusable");
-    create_refused(c, "mxfp8", (int)MJ_FORMAT_COUNT_ + 3, I, MJ_ERR_INVALID_ARG, "shared_format",
+    create_refused(c, "mxfp8", 0, (int)MJ_FORMAT_COUNT_ + 3, I, MJ_ERR_INVALID_ARG, "shared_format",
                    "no such format");
-    create_refused(c, "mxfp4-a16", MJ_FORMAT_MXFP8, I, MJ_ERR_UNSUPPORTED, "shared_format",
-                   "fusable, not built");
-    create_refused(c, "nvfp4", MJ_FORMAT_BF16, 2 * I, MJ_ERR_UNSUPPORTED, "shared_format",
-                   "fusable, not built");
-    create_refused(c, "nvfp4-a16", MJ_FORMAT_MXFP8, I, MJ_ERR_UNSUPPORTED, "shared_format",
-                   "fusable, not built");
-    create_refused(c, "mxfp8", MJ_FORMAT_MXFP8, 0, MJ_ERR_INVALID_ARG, "shared_format",
+    create_refused(c, "nvfp4", 64, MJ_FORMAT_BF16, 128, MJ_ERR_UNSUPPORTED, "stage K of 64",
+                   "fusable, no stage fits at stage K 64");
+    create_refused(c, "nvfp4-a16", 64, MJ_FORMAT_BF16, 64, MJ_ERR_UNSUPPORTED, "stage K of 64",
+                   "fusable, no stage fits at stage K 64");
+    create_refused(c, "mxfp8", 0, MJ_FORMAT_MXFP8, 0, MJ_ERR_INVALID_ARG, "shared_format",
                    "a format without a shared expert");
-    create_refused(c, "mxfp8", MJ_FORMAT_MXFP8, I + I / 2, MJ_ERR_INVALID_ARG,
+    create_refused(c, "mxfp8", 0, MJ_FORMAT_MXFP8, I + I / 2, MJ_ERR_INVALID_ARG,
                    "shared_intermediate", "not a multiple of intermediate");
-    create_refused(c, "mxfp8", MJ_FORMAT_MXFP8, -I, MJ_ERR_INVALID_ARG, "shared_intermediate",
+    create_refused(c, "mxfp8", 0, MJ_FORMAT_MXFP8, -I, MJ_ERR_INVALID_ARG, "shared_intermediate",
                    "negative");
+
+    /* MXFP8 shared weights decoded on the BF16 kind: a row's scale bytes
+     * spread by 119 are refused by name, by 118 taken (weight_image.cuh). */
+    set_case("invalid shared: mxfp4-a16 row, MXFP8 shared gate with a row's scale bytes 119 apart "
+             "refused, 118 apart loaded");
+    {
+        mj_moe_config mc =
+            moe_cfg(sh, mj_moe_format_at(row_index_by_name("mxfp4-a16")), &kInvalid, 0);
+        mc.shared_intermediate = I;
+        mc.shared_format = MJ_FORMAT_MXFP8;
+        const size_t n = (size_t)sh->H * (size_t)I;
+        uint8_t *d = xmalloc(n), *s = xmalloc(n / 32);
+        memset(d, 0x38, n); /* E4M3 1.0 */
+        memset(s, 125, n / 32);
+        s[sh->H / 32 - 1] = 6; /* row 0: bytes 6..125 */
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+                 expect_status(mj_weights_load_shared(w, MJ_PROJ_GATE, d, s, 0), MJ_ERR_INVALID_ARG,
+                               "within 118");
+        s[sh->H / 32 - 1] = 7; /* bytes 7..125 */
+        ok = ok && expect_ok(mj_weights_load_shared(w, MJ_PROJ_GATE, d, s, 0),
+                             "mj_weights_load_shared, a span of 118");
+        if (w) mj_weights_destroy(w);
+        free(d);
+        free(s);
+        record(ok);
+    }
 
     const int row_index = row_index_by_name("mxfp8");
     set_case("invalid shared: a buffer of shared_intermediate %d (intermediate %d)", I + I / 2, I);

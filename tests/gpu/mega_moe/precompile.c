@@ -35,20 +35,26 @@ static void plan_add(mj_spec_list *l, const shape *sh, int row_index, const scen
     }
 }
 
-/* The shared expert's section on its rows: its cases (the controls and the
- * graph run cases of them) and the invalid input's launch. */
+/* The shared expert's section on its rows, in each format that fuses: its
+ * cases (the controls and the graph run cases of them) and the invalid
+ * input's launch. */
 static void plan_shared(mj_spec_list *l, const shape *sh, int ds, int quick, mj_arch arch) {
     const int mxfp8 = row_index_by_name("mxfp8");
     plan_add(l, sh, mxfp8, &kSharedInvalid, ds, quick, arch);
     if (quick) {
-        plan_add(l, sh, mxfp8, &kSharedQuick, ds, quick, arch);
-        plan_add(l, sh, row_index_by_name("mxfp4-a8"), &kSharedQuick, ds, quick, arch);
+        for (size_t k = 0; k < sizeof kSharedQuickRows / sizeof kSharedQuickRows[0]; k++)
+            plan_add(l, sh, row_index_by_name(kSharedQuickRows[k]), &kSharedQuick, ds, quick, arch);
         return;
     }
     for (size_t k = 0; k < sizeof kSharedRows / sizeof kSharedRows[0]; k++) {
         const int i = row_index_by_name(kSharedRows[k]);
-        for (size_t s = 0; s < sizeof kShared / sizeof kShared[0]; s++)
-            plan_add(l, sh, i, &kShared[s], ds, quick, arch);
+        for (int f = 0; f < MJ_FMT_COUNT; f++) {
+            if (!mj_moe_shared_fusable(mj_moe_format_at(i), f)) continue;
+            for (size_t s = 0; s < sizeof kShared / sizeof kShared[0]; s++) {
+                const scenario sc = with_shared_format(&kShared[s], f);
+                plan_add(l, sh, i, &sc, ds, quick, arch);
+            }
+        }
     }
 }
 

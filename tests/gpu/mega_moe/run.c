@@ -320,7 +320,7 @@ int run_setup(ctx *c, run *u, int row_index, const scenario *sc, int ctl) {
     u->local = sh->E / R;
     u->hot = sh->E - 1;
     u->m = model_get(c, row_index, sc->alphas);
-    u->sm = sc->shared ? shared_get(c, mj_moe_shared_format_of(u->row), sc->shared) : NULL;
+    u->sm = sc->shared ? shared_get(c, shared_format_of(sc, u->row), sc->shared) : NULL;
 
     int local_ranks = g_real_rank < 0 ? R : 1;
     if (!expect_ok(
@@ -644,7 +644,7 @@ void describe(const run *u, char *out, size_t cap) {
                       u->sc.biases ? " biases" : "", u->sc.block_m ? "forced" : "auto");
     if (n > 0 && (size_t)n < cap && u->sc.shared)
         snprintf(out + n, cap - (size_t)n, " shared=%dI(%s)", u->sc.shared,
-                 mj_format_name((mj_format)u->row->weight_fmt));
+                 mj_format_name((mj_format)shared_format_of(&u->sc, u->row)));
 }
 
 /* Whether rank r's output of this launch repeats `first` (the first launch's,

@@ -66,7 +66,17 @@ mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scena
     }
     if (sc->shared) {
         mc.shared_intermediate = sc->shared * sh->I;
-        mc.shared_format = (mj_format)mj_moe_shared_format_of(row);
+        mc.shared_format = (mj_format)shared_format_of(sc, row);
     }
     return mc;
+}
+
+int shared_format_of(const scenario *sc, const mj_moe_format_row *row) {
+    return sc->shared_fmt ? sc->shared_fmt - 1 : mj_moe_shared_format_of(row);
+}
+
+scenario with_shared_format(const scenario *sc, int fmt) {
+    scenario s = *sc;
+    s.shared_fmt = fmt + 1;
+    return s;
 }
