@@ -66,8 +66,8 @@ class MoEConfig:
       its output after the routed slots (NUMERICS.md step 8). The formats it fuses
       in per row (mj_moe_config): bf16 -> bf16; mxfp8, mxfp4-a8, mxfp4-a16 -> mxfp8;
       nvfp4, nvfp4-a16 -> mxfp8 or bf16 (InvalidArgument for others); the kernel runs
-      the row's own weight format, and mxfp8 beside mxfp4-a8, so far (Unsupported for
-      the rest).
+      every one, bf16 beside nvfp4 where hidden and intermediate are multiples of 128
+      (Unsupported otherwise).
     """
 
     hidden: int
