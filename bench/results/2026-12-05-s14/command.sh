@@ -23,16 +23,7 @@
 #   loops, promotion-bound) and mxfp4-a16 at T = 1024 (64-token BF16-kind
 #   E2M1 loops, at 77% of a CTA's read share at 8 tokens).
 set -u
-OUT=${OUT:-/tmp/mj-gpu-out}
-mkdir -p "$OUT"
-export MEGAJIT_MOE_TIMEOUT_MS=3000 PATH="$PATH:/usr/local/cuda/bin"
-run() { # run NAME LIMIT CMD...: output appended to $OUT/NAME.log
-  local name=$1 limit=$2
-  shift 2
-  local t0=$SECONDS
-  timeout -k 5 "$limit" "$@" >> "$OUT/$name.log" 2>&1
-  echo "== $name rc=$? $((SECONDS - t0)) s"
-}
+. bench/results/device_run.sh
 case ${1:-1} in
 1)
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
