@@ -101,6 +101,11 @@ static void test_flags(void **state) {
     assert_int_equal(a.variant.shared, 512);
     assert_int_equal(PARSE(&a, "--shared", "1", "--shared", "0"), MJ_MOE_ARGS_OK);
     assert_int_equal(a.variant.shared, 0);
+    /* --shared-format F: its weight format, 1 + MJ_FMT_*; 0 is the row's */
+    assert_int_equal(a.variant.shared_format, 0);
+    assert_int_equal(PARSE(&a, "--shared", "1", "--shared-format", "bf16", "--format", "nvfp4"),
+                     MJ_MOE_ARGS_OK);
+    assert_int_equal(a.variant.shared_format, MJ_FMT_BF16 + 1);
 
     assert_int_equal(PARSE(&a, "--tokens", "64", "--max-tokens", "4096"), MJ_MOE_ARGS_OK);
     assert_int_equal(a.max_tokens, 4096);
@@ -170,6 +175,10 @@ static void test_errors(void **state) {
          "routed one), got '-1'"},
         {{"--shared", "1.5"}, "got '1.5'"},
         {{"--shared", "513"}, "got '513'"},
+        {{"--shared", "1", "--shared-format", "fp16"},
+         "--shared-format: expected bf16, mxfp8, mxfp4 or nvfp4, got 'fp16'"},
+        {{"--shared-format", "bf16"},
+         "--shared-format bf16: there is no shared expert (give --shared N)"},
         {{"--shape", "kimi-k2", "--ranks", "5"},
          "--ranks 5 does not divide the 384 experts of "
          "kimi-k2"},

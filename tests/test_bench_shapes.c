@@ -80,15 +80,26 @@ static void test_shared(void **state) {
     assert_non_null(strstr(why, "shared_intermediate"));
     assert_non_null(strstr(why, "(got 34816)"));
 
-    /* Every row fuses one: its own weight format (bf16, mxfp8) or MXFP8. */
+    /* Every row fuses one: its own weight format (bf16, mxfp8) or MXFP8;
+     * --shared-format bf16 beside nvfp4 where its half stages fit (stage K
+     * 128: DeepSeek-V3, not gpt-oss-120b's 2880), mxfp4 nowhere. */
+    const mj_bench_moe_shape *oss = mj_bench_moe_shape_by_name("gpt-oss-120b");
     for (int i = 0; i < mj_moe_format_count(); i++) {
         const mj_moe_format_row *row = mj_moe_format_at(i);
-        assert_int_equal(mj_bench_moe_shared_unrunnable(row, 0, why, sizeof why), 0);
+        assert_int_equal(mj_bench_moe_shared_unrunnable(ds, row, 0, -1, why, sizeof why), 0);
         assert_string_equal(why, "");
-        if (mj_bench_moe_shared_unrunnable(row, 2, why, sizeof why))
+        if (mj_bench_moe_shared_unrunnable(ds, row, 2, -1, why, sizeof why))
             fail_msg("row %s: --shared 2 refused (%s)", row->name, why);
         assert_string_equal(why, "");
+        assert_int_equal(mj_bench_moe_shared_unrunnable(ds, row, 1, MJ_FMT_MXFP4, why, sizeof why),
+                         1);
+        assert_non_null(strstr(why, "--shared: shared_format mxfp4: a shared expert fuses into"));
     }
+    const mj_moe_format_row *nvfp4 = mj_moe_format_by_name("nvfp4");
+    assert_int_equal(mj_bench_moe_shared_unrunnable(ds, nvfp4, 1, MJ_FMT_BF16, why, sizeof why), 0);
+    assert_int_equal(mj_bench_moe_shared_unrunnable(oss, nvfp4, 1, MJ_FMT_BF16, why, sizeof why),
+                     1);
+    assert_non_null(strstr(why, "at this layer's stage K of 64"));
 }
 
 int main(void) {

@@ -110,7 +110,7 @@ mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_forma
                            .expert_biases = v->biases,
                            .shared_intermediate = v->shared * s->intermediate,
                            .shared_format =
-                               v->shared ? (mj_format)mj_moe_shared_format_of(row) : 0};
+                               v->shared ? (mj_format)mj_bench_shared_format(v, row) : 0};
 }
 
 static mj_moe_config layer_of(const mj_bench_mega_moe_options *o, int rank) {
@@ -221,7 +221,7 @@ static mj_status run_setup(moe_run *b) {
                                  MJ_BENCH_WEIGHT_CLASSES, o->variant.biases,
                                  mj_bench_seed(config_seed(o, 0), SEED_WEIGHTS));
     if (!b->hw || (o->variant.shared &&
-                   mj_bench_weights_add_shared(b->hw, mj_moe_shared_format_of(o->row),
+                   mj_bench_weights_add_shared(b->hw, mj_bench_shared_format(&o->variant, o->row),
                                                o->variant.shared * sh->intermediate,
                                                mj_bench_seed(config_seed(o, 0), SEED_SHARED)) != 0))
         return mj_fail(MJ_ERR_NOMEM, "bench mega-moe: out of host memory (weights)");
@@ -364,8 +364,8 @@ static mj_status floor_of(const moe_run *b, const moe_sets *s, mj_bench_moe_poin
     p->experts_hit = hit / s->n;
     const int shared_inter = o->variant.shared * sh->intermediate;
     p->shared_bytes =
-        (double)b->local_ranks *
-        mj_bench_shared_bytes(mj_moe_shared_format_of(o->row), sh->hidden, shared_inter, s->tokens);
+        (double)b->local_ranks * mj_bench_shared_bytes(mj_bench_shared_format(&o->variant, o->row),
+                                                       sh->hidden, shared_inter, s->tokens);
     p->bytes = p->experts_hit * expert_bytes + (double)b->local_ranks * s->tokens * token_bytes +
                p->shared_bytes;
     p->flops = mj_bench_moe_flops(sh->hidden, sh->intermediate, routed / s->n) +

@@ -10,6 +10,10 @@
 #include "templates/layout/symm_layout.h"
 #include "tests/reference/quant.h"
 
+int mj_bench_shared_format(const mj_bench_moe_variant *v, const mj_moe_format_row *row) {
+    return v->shared_format ? v->shared_format - 1 : mj_moe_shared_format_of(row);
+}
+
 int mj_bench_check_sample(int total, int *idx) {
     if (total <= MJ_BENCH_CHECK_ALL) {
         for (int i = 0; i < total; i++)

@@ -22,10 +22,15 @@ typedef struct mj_bench_moe_variant {
     int biases;     /* random expert biases, per weight class (moe_weights.h) */
     int unfold_mx_scales;
     /* A fused shared expert of intermediate size shared x the routed one, in
-     * mj_moe_shared_format_of(row), with random weights of its own
+     * mj_bench_shared_format, with random weights of its own
      * (mj_bench_weights_add_shared); 0: none. */
     int shared;
+    /* 1 + its weight format (MJ_FMT_*); 0: mj_moe_shared_format_of(row). */
+    int shared_format;
 } mj_bench_moe_variant;
+
+/* The weight format of v's shared expert beside row's experts. */
+int mj_bench_shared_format(const mj_bench_moe_variant *v, const mj_moe_format_row *row);
 
 /* The output is poisoned with this before the checked launch (a BF16 NaN). */
 #define MJ_BENCH_POISON 0xFFFFu

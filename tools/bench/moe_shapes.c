@@ -61,16 +61,18 @@ int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int r
     return 1;
 }
 
-int mj_bench_moe_shared_unrunnable(const mj_moe_format_row *row, int shared, char *why,
-                                   size_t cap) {
+int mj_bench_moe_shared_unrunnable(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
+                                   int shared, int fmt, char *why, size_t cap) {
     if (cap) why[0] = '\0';
     if (!shared) return 0;
     /* Only the fields the library's shared-expert check reads. */
     mj_moe_config c = MJ_MOE_CONFIG_INIT;
     c.weight_format = (mj_format)row->weight_fmt;
     c.dispatch_format = (mj_format)row->dispatch_fmt;
-    c.shared_intermediate = shared;
-    const int fmt = mj_moe_shared_format_of(row);
+    c.hidden = s->hidden;
+    c.intermediate = s->intermediate;
+    c.shared_intermediate = shared * s->intermediate;
+    if (fmt < 0) fmt = mj_moe_shared_format_of(row);
     if (fmt < 0) {
         snprintf(why, cap, "no shared expert fuses into the %s row", row->name);
         return 1;

@@ -32,10 +32,12 @@ const char *mj_bench_moe_shape_names(void);
 int mj_bench_moe_unrunnable(const mj_bench_moe_shape *s, int dispatch_fmt, int ranks,
                             int max_tokens, int shared_intermediate, char *why, size_t cap);
 
-/* 0 when shared is 0 or the library fuses a shared expert in format row
- * row's own weight format into its layers (what --shared runs); otherwise 1,
- * and in why the library's reason (a format the row does not fuse, or one
- * its kernels are not built for yet). */
-int mj_bench_moe_shared_unrunnable(const mj_moe_format_row *row, int shared, char *why, size_t cap);
+/* 0 when shared is 0 or the library fuses a shared expert in format fmt
+ * (MJ_FMT_*; -1: mj_moe_shared_format_of(row), what --shared runs without
+ * --shared-format) into row's layers of shape s; otherwise 1, and in why the
+ * library's reason (a format the row does not fuse, or a stage that does not
+ * fit at s's stage K). */
+int mj_bench_moe_shared_unrunnable(const mj_bench_moe_shape *s, const mj_moe_format_row *row,
+                                   int shared, int fmt, char *why, size_t cap);
 
 #endif

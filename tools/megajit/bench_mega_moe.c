@@ -66,12 +66,12 @@ static const char kUsage[] =
     "  --activation NAME   swiglu (default), swigluoai or situ\n"
     "  --clamp C           the swiglu family's clamp (gpt-oss: 7)\n"
     "  --biases            random expert biases (mj_moe_config.expert_biases), in the check too\n"
-    "  --shared N          a fused shared expert of intermediate size N x I (bf16 and mxfp8 rows:\n"
-    "                      their weight format; mxfp4-a8: mxfp8; "
-    "mj_moe_config.shared_intermediate;\n"
-    "                      default 0: none), random\n"
+    "  --shared N          a fused shared expert of intermediate size N x I\n"
+    "                      (mj_moe_config.shared_intermediate; default 0: none), random\n"
     "                      weights of its own, in the floor (its weights once per rank, 2 x 3 H\n"
     "                      N I FLOPs per token) and the check; rows that cannot fuse it say why\n"
+    "  --shared-format F   its weight format (bf16 or mxfp8; default: the row's own where it\n"
+    "                      fuses, else mxfp8)\n"
     "  --phases            one more launch per configuration (rank 0) stamps its phases:\n"
     "                      prologue, each GEMM's tasks (first-stage wait, K loop, epilogue),\n"
     "                      gaps, combine, tail; printed after the table and in the JSON\n"
@@ -114,7 +114,9 @@ static int plan(const mj_moe_bench_args *a, int ranks, config *out) {
             if (!mj_bench_moe_unrunnable(s, row->dispatch_fmt, ranks, a->max_tokens,
                                          a->variant.shared * s->intermediate, c->reason,
                                          sizeof c->reason))
-                mj_bench_moe_shared_unrunnable(row, a->variant.shared, c->reason, sizeof c->reason);
+                mj_bench_moe_shared_unrunnable(s, row, a->variant.shared,
+                                               a->variant.shared_format - 1, c->reason,
+                                               sizeof c->reason);
             if (ri == 0) snprintf(first, sizeof first, "%s", c->reason);
             all_same &= c->reason[0] && strcmp(c->reason, first) == 0;
         }
@@ -290,8 +292,12 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(j, "intermediate", s->intermediate);
     cJSON_AddNumberToObject(j, "experts", s->experts);
     cJSON_AddNumberToObject(j, "topk", s->topk);
-    /* 0: none; else in mj_moe_shared_format_of(row) */
+    /* 0: none; else in shared_format */
     cJSON_AddNumberToObject(j, "shared_intermediate", a->variant.shared * s->intermediate);
+    if (a->variant.shared && c->row)
+        cJSON_AddStringToObject(
+            j, "shared_format",
+            mj_format_name((mj_format)mj_bench_shared_format(&a->variant, c->row)));
     cJSON_AddStringToObject(j, "row", c->row ? c->row->name : "all");
     cJSON_AddStringToObject(j, "routing", mj_bench_routing_name(a->routing));
     cJSON_AddNumberToObject(j, "ranks", ranks);

@@ -31,6 +31,7 @@ enum {
     OPT_CLAMP = 'C',
     OPT_BIASES = 'b',
     OPT_SHARED = 'S',
+    OPT_SHARED_FORMAT = 'F',
     OPT_CACHE = 'c',
     OPT_HELP = 'h',
 };
@@ -55,6 +56,7 @@ static const struct option kOptions[] = {
     {"clamp", required_argument, NULL, OPT_CLAMP},
     {"biases", no_argument, NULL, OPT_BIASES},
     {"shared", required_argument, NULL, OPT_SHARED},
+    {"shared-format", required_argument, NULL, OPT_SHARED_FORMAT},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -227,6 +229,15 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
                            SHARED_MAX, optarg);
             a->variant.shared = (int)v;
             break;
+        case OPT_SHARED_FORMAT: {
+            mj_format f;
+            if (mj_format_parse(optarg, &f) != MJ_OK)
+                return bad(err, cap,
+                           "--shared-format: expected bf16, mxfp8, mxfp4 or nvfp4, got '%s'",
+                           optarg);
+            a->variant.shared_format = (int)f + 1;
+            break;
+        }
         case OPT_CACHE:
             a->cache_dir = optarg;
             break;
@@ -244,6 +255,9 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
                    mj_moe_activation_name(a->variant.activation));
     if (override && all_shapes)
         return bad(err, cap, "--%s changes one shape: name it with --shape (not all)", override);
+    if (a->variant.shared_format && !a->variant.shared)
+        return bad(err, cap, "--shared-format %s: there is no shared expert (give --shared N)",
+                   mj_format_name((mj_format)(a->variant.shared_format - 1)));
     mj_bench_moe_shape *s = &a->shapes[0];
     const int named[4] = {s->hidden, s->intermediate, s->experts, s->topk};
     int *field[4] = {&s->hidden, &s->intermediate, &s->experts, &s->topk};

@@ -20,7 +20,8 @@
 #   in shared memory, the K loops' block count): this build's CLI against the
 #   fifteenth session's, interleaved, on mxfp8, mxfp4-a8, nvfp4 and
 #   mxfp4-a16 at T = 1, 64, 1024; then what a shared expert costs (--shared 1
-#   against 0) on mxfp8, mxfp4-a8, mxfp4-a16 and nvfp4 at T = 1, 64, 1024.
+#   against 0) on mxfp8, mxfp4-a8, mxfp4-a16 and nvfp4 (MXFP8, and BF16 in
+#   half stages) at T = 1, 64, 1024.
 # N = 3: the fourteenth session's call 4: the full test (--budget 280),
 #   memcheck of the quick set, ncu warp-state samples of the wide K loops.
 set -u
@@ -49,12 +50,12 @@ case ${1:-1} in
       done
     done
   done
-  for row in mxfp8 mxfp4-a8 mxfp4-a16 nvfp4; do
-    for shared in 0 1; do
-      run shared_cost 60 build/bin/megajit bench mega-moe --format $row --shared $shared \
-        --tokens 1,64,1024 --max-tokens 4096 --iters 10
-      grep -E "^deepseek-v3 $row T" "$OUT/shared_cost.log" | tail -3 | sed "s/^/shared=$shared /"
-    done
+  for spec in "mxfp8 0" "mxfp8 1" "mxfp4-a8 0" "mxfp4-a8 1" "mxfp4-a16 0" "mxfp4-a16 1" \
+    "nvfp4 0" "nvfp4 1" "nvfp4 1 --shared-format bf16"; do
+    set -- $spec
+    run shared_cost 60 build/bin/megajit bench mega-moe --format $1 --shared "${@:2}" \
+      --tokens 1,64,1024 --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 $1 T" "$OUT/shared_cost.log" | tail -3 | sed "s/^/shared=${*:2} /"
   done ;;
 3)
   exec bash bench/results/2026-12-05-s14/command.sh 4 ;;
