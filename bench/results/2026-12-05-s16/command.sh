@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Sixteenth session (2026-12-05): no device was lent (status "paused" from the
-# start), so these calls are prepared for the next session, from the repo
-# root, with build/ made at this session's last commit or later
-# (make -j2 all test-gpu) and the fifteenth session's CLI beside it for the
-# A/B of call 2 (git archive 5af3987 | tar -x -C /tmp/b && make -C /tmp/b -j2 all;
-# mkdir -p build/base-s15 && cp /tmp/b/build/bin/megajit build/base-s15/),
+# Sixteenth session (2026-12-05): device calls from the repo root, with
+# build/ made at this session's HEAD (make -j2 all test-gpu) and the
+# fifteenth session's CLI and GPU test beside it for the A/B of call 2
+# (git archive 5af3987 | tar -x -C /tmp/b && make -C /tmp/b -j2 all test-gpu;
+# mkdir -p build/base-s15 && cp /tmp/b/build/bin/megajit
+# /tmp/b/build/tests/gpu/test_mega_moe build/base-s15/),
 # carried ["build/lib","build/bin","build/tests/gpu","build/bench","build/base-s15"]:
 #   bash bench/results/2026-12-05-s16/command.sh N
 # It replaces the fifteenth session's script, which never ran (its calls are
@@ -24,6 +24,7 @@
 #   (its shared-expert cases cover the 8 pairs).
 # N = 4: the fourteenth session's call 4: the full test (--budget 280),
 #   memcheck of the quick set, ncu warp-state samples of the wide K loops.
+# Calls 1-3 ran on an H100 (logs in call1/ .. call3/); 4 did not.
 set -u
 . bench/results/device_run.sh
 export MEGAJIT_CACHE_DIR=/tmp/mjcache
