@@ -24,7 +24,10 @@
 #   (its shared-expert cases cover the 8 pairs).
 # N = 4: the fourteenth session's call 4: the full test (--budget 280),
 #   memcheck of the quick set, ncu warp-state samples of the wide K loops.
-# Calls 1-3 ran on an H100 (logs in call1/ .. call3/); 4 did not.
+# N = 5: racecheck's mailbox reports (bench/RESULTS.md, sixteenth session):
+#   the fifteenth session's GPU test under racecheck (--quick --section
+#   shared), this build's BLOCK_M section under racecheck, memcheck --quick.
+# Calls 1-3 ran on an H100 (logs in call1/ .. call3/); 4 and 5 did not.
 set -u
 . bench/results/device_run.sh
 export MEGAJIT_CACHE_DIR=/tmp/mjcache
@@ -61,4 +64,12 @@ case ${1:-1} in
   tail -6 "$OUT/python.log" ;;
 4)
   exec bash bench/results/2026-12-05-s14/command.sh 4 ;;
+5)
+  run race_base 120 compute-sanitizer --tool racecheck --error-exitcode 97 \
+    build/base-s15/test_mega_moe --quick --section shared
+  grep -E "passed, |RACECHECK SUMMARY" "$OUT/race_base.log" | tail -2
+  run race_block_m 240 compute-sanitizer --tool racecheck --error-exitcode 97 $T --section block_m
+  grep -E "passed, |RACECHECK SUMMARY" "$OUT/race_block_m.log" | tail -2
+  run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
+  grep -E "passed, |ERROR SUMMARY" "$OUT/memcheck.log" | tail -2 ;;
 esac
