@@ -260,6 +260,23 @@ static void test_shared_weights(void **state) {
     assert_null(w->shared_w1_sf);
     assert_null(w->shared_w2_sf);
     mj_bench_weights_release(w);
+
+    /* In another format than the experts' (MXFP8 beside NVFP4, BF16 beside
+     * it): its own element and scale sizes; an unknown format is refused. */
+    w = mj_bench_weights_new(MJ_FMT_NVFP4, H, I, 3, 0, 6);
+    assert_non_null(w);
+    assert_int_equal(mj_bench_weights_add_shared(w, MJ_FMT_COUNT, I, 9), -1);
+    assert_int_equal(mj_bench_weights_add_shared(w, MJ_FMT_MXFP8, I, 9), 0);
+    assert_int_equal(w->shared_fmt, MJ_FMT_MXFP8);
+    assert_int_equal(w->shared_w1_bytes, (size_t)2 * I * H);
+    assert_int_equal(w->shared_w1_sf_bytes, (size_t)2 * I * H / 32);
+    mj_bench_weights_release(w);
+    w = mj_bench_weights_new(MJ_FMT_NVFP4, H, I, 3, 0, 7);
+    assert_non_null(w);
+    assert_int_equal(mj_bench_weights_add_shared(w, MJ_FMT_BF16, I, 9), 0);
+    assert_int_equal(w->shared_w1_bytes, (size_t)2 * I * H * 2);
+    assert_null(w->shared_w1_sf);
+    mj_bench_weights_release(w);
 }
 
 /* With --shared the check's reference runs the shared expert: an output with

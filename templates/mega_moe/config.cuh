@@ -88,14 +88,14 @@ struct MoeConfig {
      * BF16 kind in 64-token tiles run two K loops (mainloop), which spill at
      * 224; they take 40 / 232, while the other kernels keep 56 / 224 (with
      * 40 / 232 some gpt-oss kernels spill: tests/test_mega_moe_build.c).
-     * With a shared expert's block pairs on the BF16 kind (kBlockPairs) the
+     * With a shared expert's block pairs on the BF16 kind (kBf16Pairs) the
      * kernels of 64 and fewer tokens spilled in their producers at 56 and at
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
      * row's 64-token ones 56 / 224; in 64-token tiles they have no 48-column
      * loop (mainloop). */
     static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
-    static constexpr bool kBlockPairs = kSharedOwnLoop && !kFp8;
-    static constexpr bool kPairRegs = kBlockPairs && kBlockM <= 64;
+    static constexpr bool kBf16Pairs = kSharedOwnLoop && !kFp8;
+    static constexpr bool kPairRegs = kBf16Pairs && kBlockM <= 64;
     static constexpr bool kPairMath = kPairRegs && kMathWide && kDispatchFmt == MJ_FMT_NVFP4;
     static constexpr int kProducerRegs = kPairRegs ? (kPairMath ? 56 : 64) : kMathWide ? 40 : 56;
     static constexpr int kMathRegs = kPairRegs ? (kPairMath ? 224 : 216) : kMathWide ? 232 : 224;
@@ -129,8 +129,7 @@ struct MoeConfig {
                       (kSharedFmt == MJ_FMT_BF16 && !kFp8),
                   "a shared expert's own loop: MXFP8 weights, or BF16 ones on the BF16 kind");
     /* Its image's row scales: MXFP8 weights decoded on the BF16 kind. */
-    static constexpr bool kSharedRebased = kShared && rebased_scales < kKind,
-                          kShared ? kSharedFmt : kWeightFmt, false > ();
+    static constexpr bool kSharedRebased = kShared && (rebased_scales<kKind, kSharedFmt, false>());
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */

@@ -455,7 +455,7 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // shared expert's block pairs on the BF16 kind (MoeConfig::kMathRegs).
     constexpr bool kSixSteps = C::kFp8 && C::kW4 && C::kStageK % 256 != 0;
     constexpr int kThreeQuarters =
-        kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBlockPairs ? 48 : C::kBlockM;
+        kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBf16Pairs ? 48 : C::kBlockM;
     const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
     if constexpr (C::kFp8) {
         if (half)
