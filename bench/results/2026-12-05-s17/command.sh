@@ -10,7 +10,7 @@
 # /tmp/b17/build/tests/gpu/test_mega_moe build/base-s16/),
 # and a CLI of this tree with the mxfp8 row's stages at K 128 instead of 64
 # (build/k128/megajit: heuristics/mega_moe_config.c's MAX_TILE_STAGE_BYTES
-# set to 1000000u in a copy of the tree, `make cli` there),
+# set to 1000000 in a copy of the tree, `make cli` there),
 # carried ["build/lib","build/bin","build/tests/gpu","build/bench","build/base-s16","build/k128"]:
 #   bash bench/results/2026-12-05-s17/command.sh N
 # N = 1: the mxfp8 row on the BF16 kind (MXFP8 weights and tokens decoded
