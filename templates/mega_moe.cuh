@@ -197,10 +197,9 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         // with block pairs spill.
         if constexpr (C::kSharedOwnLoop)
             if (block_pair<C>(k) && k.gemm == 1) hand_up_rows<C>(L, acc0, acc1, m);
-        const int nb = epilogue_blocks<C>(k, m);
         mj_u64 *stored = rec ? rec + MJ_MOE_TT_STORED : nullptr;
         if (stored) *stored = rec[MJ_MOE_TT_LOOP]; // no epilogue: nothing stored
-        if (k.gemm == 1 ? nb == 2 : nb > 0) {
+        if (runs_epilogue<C>(k, m)) {
             if (k.gemm == 1)
                 epilogue_l1(L, k, e, acc0, acc1, m, scratch, stored);
             else

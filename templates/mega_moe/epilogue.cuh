@@ -48,6 +48,16 @@ __device__ __forceinline__ int own_blocks(const Task &k, const MathThread &m) {
     const int left = k.nblk - 2 * m.wg;
     return left < 0 ? 0 : left > 2 ? 2 : left;
 }
+/* Whether warpgroup m.wg owns at least n (1 or 2) of task k's blocks, from
+ * k.nblk: ptxas (CUDA 13.0) folded "own_blocks == 2" into the predicate
+ * output of the VIMNMX.RELU that clamps the count, and the predicate came out
+ * false for a warpgroup with four blocks left (the first warpgroup of a
+ * shared expert's four-block task then skipped its row scales;
+ * bench/RESULTS.md, eighteenth session). bench/sass_guard.py looks for such
+ * a predicate in every kernel's SASS. */
+__device__ __forceinline__ bool owns_blocks(const Task &k, const MathThread &m, int n) {
+    return k.nblk >= 2 * m.wg + n;
+}
 /* GEMM 1: the warpgroup's unit, gate and up of 64 intermediates (its
  * epilogue runs when it owns both blocks). */
 __device__ __forceinline__ int l1_unit(const Task &k, const MathThread &m) {
@@ -69,6 +79,13 @@ template <class C>
 __device__ __forceinline__ int task_own_blocks(const Task &k, const MathThread &m) {
     if (block_pair<C>(k)) return k.nblk > m.wg ? 1 : 0;
     return own_blocks(k, m);
+}
+/* owns_blocks for a task of any routing entry: a block pair's warpgroup owns
+ * one block at most. */
+template <class C>
+__device__ __forceinline__ bool task_owns_blocks(const Task &k, const MathThread &m, int n) {
+    if (block_pair<C>(k)) return n == 1 && k.nblk > m.wg;
+    return owns_blocks(k, m, n);
 }
 template <class C> __device__ __forceinline__ int task_l1_unit(const Task &k, const MathThread &m) {
     if (block_pair<C>(k)) return k.n;
@@ -139,7 +156,6 @@ __device__ __forceinline__ void load_meta(const Launch<C> &L, const Task &k, con
 template <class C>
 __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &k,
                                                 const MathThread &m) {
-    const int nb = own_blocks(k, m);
     const float2 one = make_float2(1.0f, 1.0f);
     EpiInputs e;
     e.meta[0] = e.meta[1] = e.meta[2] = e.meta[3] = 0u;
@@ -155,12 +171,11 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
             // warpgroup's block in GEMM 2.
             if constexpr (C::kSharedRebased) {
                 const unsigned char *rs = a.w_shared + C::kSharedImage.row_scale_offset;
-                const int nbp = task_own_blocks<C>(k, m);
                 if (k.gemm == 1 && m.wg == 0) {
                     const int row = MJ_MOE_BLOCK_ROWS * task_l1_unit<C>(k, m);
                     e.rs[0] = image_row_scales(rs, row_scale_index(0, C::kSharedInter, row), m);
                     e.rs[1] = image_row_scales(rs, row_scale_index(1, C::kSharedInter, row), m);
-                } else if (k.gemm == 2 && nbp > 0) {
+                } else if (k.gemm == 2 && task_owns_blocks<C>(k, m, 1)) {
                     e.rs[0] = image_row_scales(
                         rs, row_scale_index(2, C::kSharedInter, task_l2_first_row<C>(k, m)), m);
                 }
@@ -174,24 +189,26 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
         e.alpha[1] = a.l1_alpha_up[k.local];
         e.alpha[2] = a.l2_act_scale[k.local];
         const int row = MJ_MOE_BLOCK_ROWS * l1_unit(k, m);
-        e.rs[0] = nb == 2 ? row_scales(L, k.local, row_scale_index(0, C::kInter, row), m) : one;
-        e.rs[1] = nb == 2 ? row_scales(L, k.local, row_scale_index(1, C::kInter, row), m) : one;
+        const bool unit = owns_blocks(k, m, 2);
+        e.rs[0] = unit ? row_scales(L, k.local, row_scale_index(0, C::kInter, row), m) : one;
+        e.rs[1] = unit ? row_scales(L, k.local, row_scale_index(1, C::kInter, row), m) : one;
         if (C::kBiases) {
             const mj_u64 gate = (mj_u64)k.local * (2 * C::kInter) + (mj_u64)row;
-            e.bias[0] = row_biases(a.l1_bias, gate, nb == 2, m);
-            e.bias[1] = row_biases(a.l1_bias, gate + C::kInter, nb == 2, m);
+            e.bias[0] = row_biases(a.l1_bias, gate, unit, m);
+            e.bias[1] = row_biases(a.l1_bias, gate + C::kInter, unit, m);
         }
     } else {
         load_meta(L, k, m, false, e);
         e.alpha[0] = a.l2_alpha[k.local];
         e.alpha[1] = e.alpha[2] = 1.0f;
         const int first = row_scale_index(2, C::kInter, l2_first_row(k, m));
-        e.rs[0] = nb > 0 ? row_scales(L, k.local, first, m) : one;
-        e.rs[1] = nb > 1 ? row_scales(L, k.local, first + MJ_MOE_BLOCK_ROWS, m) : one;
+        const bool first_block = owns_blocks(k, m, 1), second_block = owns_blocks(k, m, 2);
+        e.rs[0] = first_block ? row_scales(L, k.local, first, m) : one;
+        e.rs[1] = second_block ? row_scales(L, k.local, first + MJ_MOE_BLOCK_ROWS, m) : one;
         if (C::kBiases) {
             const mj_u64 h = (mj_u64)k.local * C::kHidden + (mj_u64)l2_first_row(k, m);
-            e.bias[0] = row_biases(a.l2_bias, h, nb > 0, m);
-            e.bias[1] = row_biases(a.l2_bias, h + MJ_MOE_BLOCK_ROWS, nb > 1, m);
+            e.bias[0] = row_biases(a.l2_bias, h, first_block, m);
+            e.bias[1] = row_biases(a.l2_bias, h + MJ_MOE_BLOCK_ROWS, second_block, m);
         }
     }
     return e;
@@ -233,22 +250,22 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     // Each accumulator pair leaves as its step 2 BF16 gate and up values (one
     // word), and a rolled loop over the tile's valid elements activates them
     // in place: unrolled over all kBlockM / 2 registers, the activation was
-    // most of a wide tile's code, and it ran for empty columns too.
+    // most of a wide tile's code, and it ran for empty columns too. Columns
+    // past k.valid are stored too (nothing reads them): a branch per
+    // register cost a sixth of the kernel's compile time.
     mj_u32 *words = reinterpret_cast<mj_u32 *>(scratch_bytes);
     float *scratch = reinterpret_cast<float *>(scratch_bytes);
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
-        if (col < k.valid) {
-            const float xs = f32_from_bits(table[4 * col]);
-            float g = gate[j] * (xs * ag), u = up[j] * (xs * au);
-            if (C::kBiases) {
-                const bool below = (j >> 1) & 1; // row g + 8
-                g += below ? e.bias[0].y : e.bias[0].x;
-                u += below ? e.bias[1].y : e.bias[1].x;
-            }
-            words[col * C::kEpiStride + row] = bf16x2_rn(g, u);
+        const float xs = f32_from_bits(table[4 * col]);
+        float g = gate[j] * (xs * ag), u = up[j] * (xs * au);
+        if (C::kBiases) {
+            const bool below = (j >> 1) & 1; // row g + 8
+            g += below ? e.bias[0].y : e.bias[0].x;
+            u += below ? e.bias[1].y : e.bias[1].x;
         }
+        words[col * C::kEpiStride + row] = bf16x2_rn(g, u);
     }
     warpgroup_sync(1 + m.wg);
 #pragma unroll 1
@@ -389,7 +406,7 @@ __device__ __forceinline__ void math_sync() {
  * GEMM 1: the first warpgroup holds the unit's gate rows, the second its up
  * rows, which reach the first's acc1 through the second's scratch (register
  * j of thread t at word 128 j + t: no bank conflict); the first then runs the
- * unit's epilogue (epilogue_blocks). */
+ * unit's epilogue (runs_epilogue). */
 template <class C>
 __device__ __forceinline__ void hand_up_rows(const Launch<C> &L,
                                              const float (&acc0)[C::kBlockM / 2],
@@ -408,13 +425,15 @@ __device__ __forceinline__ void hand_up_rows(const Launch<C> &L,
     math_sync();
 }
 
-/* The blocks whose epilogue warpgroup m runs for task k: its own, but in a
- * block pair's GEMM 1 the first warpgroup runs the unit's (2) and the second
- * none. */
-template <class C>
-__device__ __forceinline__ int epilogue_blocks(const Task &k, const MathThread &m) {
-    if (block_pair<C>(k) && k.gemm == 1) return m.wg == 0 ? 2 : 0;
-    return task_own_blocks<C>(k, m);
+/* Whether warpgroup m runs an epilogue for task k: in GEMM 1 for a whole
+ * unit of its own (in a block pair's, the first warpgroup runs the unit's),
+ * in GEMM 2 for any block of its own. From the clamped count with >=: the
+ * same test on k.nblk (owns_blocks) made the 64-token kernels with MXFP8
+ * block pairs beside mxfp4-a16 and nvfp4-a16 spill 16 bytes. */
+template <class C> __device__ __forceinline__ bool runs_epilogue(const Task &k, const MathThread &m) {
+    const int nb =
+        block_pair<C>(k) && k.gemm == 1 ? (m.wg == 0 ? 2 : 0) : task_own_blocks<C>(k, m);
+    return nb >= (k.gemm == 1 ? 2 : 1);
 }
 
 /* A block pair's task is posted once, by the first warpgroup, as a routed
