@@ -109,6 +109,17 @@ echo "$moe_mark" >>"$OUT/test_pre_dispatch.log"
 TAIL_LINES=14 step "test_mega_moe" 200 "$OUT/test_pre_dispatch.log" "$MOE_TEST" --budget 180
 moe_counts=$(counts "$OUT/test_pre_dispatch.log" "$moe_mark")
 
+# Every MegaMoE kernel the test compiled, disassembled: no min/max whose
+# predicate output a branch reads (bench/sass_guard.py says why).
+if command -v nvdisasm >/dev/null; then
+    step "sass_guard" 60 "$OUT/bench.log" python3 bench/sass_guard.py --cache "$MEGAJIT_CACHE_DIR" \
+        --cli "$CLI"
+else
+    names+=("sass_guard")
+    results+=("SKIP")
+    notes+=("no nvdisasm")
+fi
+
 moe_quick="=== test_mega_moe --quick"
 if command -v compute-sanitizer >/dev/null; then
     step "memcheck --quick" 110 "$OUT/memcheck.log" \
