@@ -120,7 +120,7 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->cfg = *cfg;
     w->format = row;
     w->local_experts = local;
-    const int stage_k = mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+    const int stage_k = mj_moe_config_stage_k(cfg, row);
     w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, stage_k,
                                       (int)cfg->weight_format, MJ_MOE_TASK_BLOCKS, row->kind);
     if (cfg->shared_intermediate) {
@@ -154,8 +154,9 @@ void mj_weights_destroy(mj_weights *w) {
 /* The BF16 path divides each MX row's scales by a power of two near their
  * largest (templates/mega_moe/weight_image.cuh): a row whose scale exponents
  * spread by more than this would decode its smallest weights to BF16
- * subnormals. E2M1's smallest nonzero magnitude is 2^-1, E4M3's 2^-9 (a
- * shared expert's MXFP8 weights beside BF16-kind experts). */
+ * subnormals. E2M1's smallest nonzero magnitude is 2^-1, E4M3's 2^-9 (the
+ * mxfp8 row's weights, and a shared expert's MXFP8 ones beside BF16-kind
+ * experts). */
 #define MX_ROW_SPAN_MAX 126
 #define MX_ROW_SPAN_MAX_E4M3 118
 /* The FP8 path folds each MXFP4 row's scales into E5M2 decode tables of
@@ -197,11 +198,11 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
         }
         if (rebased && hi - lo > span_max)
             return mj_fail(MJ_ERR_INVALID_ARG,
-                           "%s %s: row %d's scale bytes span %u..%u; "
-                           "with %s tokens a row's MX scales must lie within %u of each other "
-                           "(its smallest weights would leave BF16's normal range)",
+                           "%s %s: row %d's scale bytes span %u..%u; %s weights decode "
+                           "into BF16 here, where a row's MX scales must lie within %u of each "
+                           "other (its smallest weights would leave BF16's normal range)",
                            who, mj_moe_projection_names[proj], r, lo, hi,
-                           mj_format_name(w->cfg.dispatch_format), span_max);
+                           mj_format_name((mj_format)fmt), span_max);
         if (folded && hi - lo > MX_FOLD_SPAN_MAX)
             return mj_fail(MJ_ERR_INVALID_ARG,
                            "%s %s: row %d's scale bytes span %u..%u; "

@@ -14,6 +14,17 @@ static const int block_m_candidates[] = {8, 16, 32, 64, 128};
  * (measured on the H200: the team reference ../shared/reference/megamoe-sm90-fast-design.md §0.1,
  * beside the repository). */
 #define MAX_STAGE_BYTES 32768
+/* The most a whole stage of a full tile takes (weights, their scales, the
+ * tokens) where MIN_STAGES of the widest one do not fit beside the layer's
+ * routing tables: the BF16 kind's 128-token stages of BF16, MXFP4 and NVFP4
+ * weights and the FP8 kind's 64-token ones of MXFP4 weights take 48-50 KB
+ * and stay as they are. MXFP8 weights on the BF16 kind take 65 KB at K 128,
+ * which fits beside a few hundred local experts but not beside the routing
+ * tables of MJ_LIMIT_EXPERTS_MAX (tests/test_mega_moe_api.c): those layers
+ * stream stages of K 64. K 128 was faster at every T (DeepSeek-V3 on one
+ * H200: 7477 against 8013 us at T = 4096, 3219 against 3392 at 1024;
+ * bench/RESULTS.md, eighteenth session). */
+#define MAX_TILE_STAGE_BYTES 53248
 #define MIN_STAGES 2
 #define MAX_STAGES 8
 
@@ -45,14 +56,30 @@ int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk) {
     return block_m_candidates[NUM_CANDIDATES - 1];
 }
 
-int mj_moe_stage_k(int hidden, int intermediate, const mj_moe_format_row *fmt) {
-    if (!fmt) return 0;
+/* Entries of the routing tables in shared memory: the local experts and a
+ * fused shared expert. */
+static int routes_of(const mj_moe_problem *p) {
+    return p->num_experts / p->num_ranks + (p->shared_expert ? 1 : 0);
+}
+
+int mj_moe_stage_k(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
+    if (!p || !fmt || p->num_ranks < 1 || p->num_experts < p->num_ranks ||
+        p->num_experts % p->num_ranks)
+        return 0;
     /* BF16-kind stages are sized for 128-token tiles whatever the row's cap:
      * 16 K16 steps of E2M1 decode unrolled in one stage do not fit the
      * registers (tests/test_mega_moe_build.c). */
-    int tile = fmt->kind == MJ_MOE_KIND_BF16 ? MJ_MOE_MAX_BLOCK_M : mj_moe_max_block_m(fmt);
-    return mj_moe_stage_k_of(hidden, intermediate, fmt->weight_fmt, tile,
-                             mj_moe_token_bytes(fmt->kind), MAX_STAGE_BYTES);
+    const int tile = fmt->kind == MJ_MOE_KIND_BF16 ? MJ_MOE_MAX_BLOCK_M : mj_moe_max_block_m(fmt);
+    const int token_bytes = mj_moe_token_bytes(fmt->kind);
+    const int capped = mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile,
+                                         token_bytes, MAX_STAGE_BYTES, MAX_TILE_STAGE_BYTES);
+    const int widest = mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile,
+                                         token_bytes, MAX_STAGE_BYTES, 1 << 30);
+    if (widest > capped &&
+        mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt, widest, tile,
+                          MIN_STAGES, routes_of(p), p->num_ranks) <= SMEM_BYTES)
+        return widest;
+    return capped;
 }
 
 int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt) {
@@ -80,13 +107,11 @@ int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *f
     if (bm < 0 || (block_m && !mj_moe_block_m_supported(block_m, fmt)) || p->hidden < 64 ||
         p->hidden % 64 || p->intermediate < 64 || p->intermediate % 64 || p->num_sms < 1)
         return -1;
-    int stage_k = mj_moe_stage_k(p->hidden, p->intermediate, fmt);
+    int stage_k = mj_moe_stage_k(p, fmt);
     if (stage_k == 0) return -1;
-    const int local = p->num_experts / p->num_ranks;
     for (int stages = MAX_STAGES; stages >= MIN_STAGES; stages--) {
-        unsigned smem =
-            mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt, stage_k, bm,
-                              stages, local + (p->shared_expert ? 1 : 0), p->num_ranks);
+        unsigned smem = mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt,
+                                          stage_k, bm, stages, routes_of(p), p->num_ranks);
         if (smem <= SMEM_BYTES) {
             *out = (mj_moe_kernel_config){bm, stage_k, stages, smem};
             return 0;

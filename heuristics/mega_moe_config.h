@@ -44,9 +44,10 @@ int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk
  * mj_moe_max_block_m(fmt). */
 int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt);
 
-/* K per stage for a shape and format row: the weight image depends on it, so
- * it depends on nothing the launch chooses. 0 when no stage fits. */
-int mj_moe_stage_k(int hidden, int intermediate, const mj_moe_format_row *fmt);
+/* K per stage for a layer (p's shape, experts, ranks and shared expert; not
+ * its token count) and format row: the weight image depends on it, so it
+ * depends on nothing the launch chooses. 0 when no stage fits. */
+int mj_moe_stage_k(const mj_moe_problem *p, const mj_moe_format_row *fmt);
 
 /* 0 and *out filled, or -1 (nothing written) for invalid arguments. block_m 0
  * means the heuristic's, else that tile size (a candidate the row takes). */

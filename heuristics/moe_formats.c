@@ -4,12 +4,12 @@
 
 /* Every row allows every activation: the activation runs on BF16 values in the
  * L1 epilogue, after dequantization, so it is independent of the formats.
- * Rows with MXFP8 tokens run E4M3 wgmma (their weights are exact in E4M3);
- * the others decode into BF16. */
+ * MXFP4 weights with MXFP8 tokens run E4M3 wgmma (both are exact in E4M3);
+ * the other rows decode into BF16 (mj_moe_kind says why MXFP8 weights do). */
 static const mj_moe_format_row rows[] = {
     {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "bf16",
      MJ_FMT_BIT(MJ_FMT_BF16)},
-    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp8",
+    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp8",
      MJ_FMT_BIT(MJ_FMT_MXFP8)},
     {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_FP8, "mxfp4-a8",
      MJ_FMT_BIT(MJ_FMT_MXFP8)},

@@ -433,9 +433,11 @@ typedef enum mj_projection {
  * kernel's layout by the MegaMoE weight-image kernel, on a stream of the
  * weights' own; like the main kernels it comes from the cache or a compile
  * (a manifest lists it). MX weight scales must keep every decoded weight
- * exact in BF16: bytes 3..246, and with BF16 tokens (mxfp4-a16) each row's
- * bytes within 126 of each other; mxfp4-a8 weights whose scales fold (the
- * default, mj_moe_config.unfold_mx_scales) keep each row's within 26.
+ * exact in BF16: bytes 3..246; mxfp4-a16 weights (decoded into BF16) keep
+ * each row's bytes within 126 of each other, mxfp8 weights (decoded into
+ * BF16 too) within 118; mxfp4-a8 weights whose scales fold (the default,
+ * mj_moe_config.unfold_mx_scales) keep each row's within 26. A row that
+ * spreads wider is MJ_ERR_INVALID_ARG naming it.
  * What "synchronous" means: the call returns when the image is written (the
  * image kernel runs on a non-blocking stream of the weights' own, which the
  * call synchronizes); it is ordered against none of the caller's streams. For
@@ -454,9 +456,9 @@ MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection 
  * mj_moe_config.shared_intermediate > 0, as mj_weights_load loads a routed
  * expert's (same layouts, checks and synchronization) in
  * mj_moe_config.shared_format: gate and up [I_s][H], down [H][I_s], I_s =
- * shared_intermediate. MXFP8 weights beside the rows with BF16 or NVFP4
- * tokens decode into BF16: each row's MX scale bytes must lie within 118 of
- * each other (MJ_ERR_INVALID_ARG names the row). The shared expert has no alphas, biases or
+ * shared_intermediate. MXFP8 weights beside every row but mxfp4-a8 decode
+ * into BF16: each row's MX scale bytes must lie within 118 of each other
+ * (MJ_ERR_INVALID_ARG names the row). The shared expert has no alphas, biases or
  * l2_act_scale (all 1 or 0, NUMERICS.md step 8). mj_mega_moe and
  * mj_mega_moe_warmup refuse weights whose shared projections are not all
  * loaded. */

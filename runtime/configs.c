@@ -147,7 +147,7 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
     }
     /* Its stages share the routed experts' ring slots (no stage K: the
      * layer's own check says so). */
-    const int stage_k = mj_moe_stage_k(c->hidden, c->intermediate, r);
+    const int stage_k = mj_moe_config_stage_k(c, r);
     if (stage_k && mj_moe_shared_geometry_of(r->kind, r->weight_fmt, fmt, stage_k).task_blocks == 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "%sshared_format %s: no stage of the shared expert fits the ring slot of a "
@@ -155,6 +155,16 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
                        "a stage K of 128 (both multiples of 128) fits it",
                        where, name, r->name, stage_k, c->hidden, c->intermediate);
     return MJ_OK;
+}
+
+mj_moe_problem mj_moe_problem_of(const mj_moe_config *c, int num_sms) {
+    return (mj_moe_problem){0,         c->num_ranks,       c->num_experts, c->num_topk,
+                            c->hidden, c->intermediate,    num_sms,        c->shared_intermediate > 0};
+}
+
+int mj_moe_config_stage_k(const mj_moe_config *c, const mj_moe_format_row *row) {
+    const mj_moe_problem p = mj_moe_problem_of(c, 1);
+    return mj_moe_stage_k(&p, row);
 }
 
 mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **row) {
@@ -193,7 +203,7 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
                        "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64 (or 128 "
                        "for the bf16 row; the %s row takes at most %d)",
                        c->block_m, r->name, mj_moe_max_block_m(r));
-    if (mj_moe_stage_k(c->hidden, c->intermediate, r) == 0)
+    if (mj_moe_config_stage_k(c, r) == 0)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "hidden %d and intermediate %d share no multiple of 64 that divides both "
                        "(the kernel streams K in stages of such a size)",

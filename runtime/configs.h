@@ -6,6 +6,7 @@
 #ifndef MJ_CONFIGS_H
 #define MJ_CONFIGS_H
 
+#include "heuristics/mega_moe_config.h"
 #include "heuristics/moe_formats.h"
 #include "include/megajit.h"
 
@@ -32,6 +33,11 @@ mj_symm_config mj_symm_config_of_moe(const mj_moe_config *c);
 /* The first field in which a and b differ (and both values), NULL when none. */
 const char *mj_symm_config_mismatch(const mj_symm_config *a, const mj_symm_config *b,
                                     long long *a_value, long long *b_value);
+
+/* The MegaMoE heuristics' view of a layer (tokens 0: what the launch
+ * chooses is not in it), and its stage K (mj_moe_stage_k). */
+mj_moe_problem mj_moe_problem_of(const mj_moe_config *c, int num_sms);
+int mj_moe_config_stage_k(const mj_moe_config *c, const mj_moe_format_row *row);
 
 /* Validates a MoE config, its buffer config included (the message names the
  * field), and returns its format row (row may be NULL). */

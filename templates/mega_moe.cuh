@@ -14,10 +14,12 @@
  *   every warp    first pulls this CTA's share of the routed token rows into
  *                 the GEMM 1 tiles; after its role, combines tokens
  *
- * Path per format row (mj_moe_kind): rows with MXFP8 tokens (mxfp8, mxfp4-a8)
- * run E4M3 wgmma, one K32 chunk per block-scale pair promoted into fp32 by
- * both scales (E2M1 weights decode exactly into E4M3); the others decode
- * weights and tokens exactly into BF16 and run BF16 wgmma.
+ * Path per format row (mj_moe_kind): mxfp4-a8 (MXFP4 weights, MXFP8 tokens)
+ * runs E4M3 wgmma, one K32 chunk per block-scale pair promoted into fp32 by
+ * its scales (E2M1 weights decode exactly into E4M3); the others, mxfp8
+ * included, decode weights and tokens exactly into BF16 and run BF16 wgmma
+ * over the whole K into one fp32 accumulator (NUMERICS.md step 1's plain
+ * path).
  *
  * A fused shared expert (kSharedInter) is one more routing entry whose rows
  * are this rank's tokens (scheduler.cuh); in another format than the routed

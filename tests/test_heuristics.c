@@ -21,7 +21,7 @@ static void test_format_table_rows(void **state) {
         int weight, dispatch, l2, x_scales, kind;
     } want[] = {
         {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
-        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_FP8},
+        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_BF16},
         {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_FP8},
         {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
         {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_KIND_BF16},
@@ -193,24 +193,38 @@ static mj_moe_problem problem(int tokens) {
     return p;
 }
 
+/* mj_moe_stage_k of a layer: `local` experts on each of 8 ranks, no shared expert. */
+static int stage_k_of(int hidden, int inter, int local, int shared, const char *row) {
+    mj_moe_problem p = {0, 8, 8 * local, 8, hidden, inter, 132, shared};
+    return mj_moe_stage_k(&p, row ? mj_moe_format_by_name(row) : NULL);
+}
+
 static void test_stage_k(void **state) {
     (void)state;
     /* four 64-row weight blocks and a token tile (<= 64 E4M3 tokens, 128 BF16
      * ones) each within 32 KB: FP4 weights with E4M3 tokens 256, with BF16
-     * tokens 128; FP8 128; BF16 64 */
-    const mj_moe_format_row *a8 = mj_moe_format_by_name("mxfp4-a8");
-    assert_int_equal(mj_moe_stage_k(7168, 2048, a8), 256);
-    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("mxfp4-a16")), 128);
-    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("nvfp4")), 128);
-    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("mxfp8")), 128);
-    assert_int_equal(mj_moe_stage_k(7168, 2048, mj_moe_format_by_name("bf16")), 64);
+     * tokens 128; BF16 64; MXFP8 (on the BF16 kind) 128, a 65 KB stage of a
+     * full tile, while two such stages fit beside the routing tables */
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp4-a8"), 256);
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp4-a16"), 128);
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "nvfp4"), 128);
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp8"), 128);
+    assert_int_equal(stage_k_of(7168, 2048, 256, 1, "mxfp8"), 128);
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "bf16"), 64);
+    /* past that, stages of a full tile within 52 KB: MXFP8 64 */
+    assert_int_equal(stage_k_of(7168, 2048, 4096, 0, "mxfp8"), 64);
+    assert_int_equal(stage_k_of(7168, 2048, 4096, 1, "mxfp8"), 64);
+    assert_int_equal(stage_k_of(7168, 2048, 4096, 0, "nvfp4"), 128);
     /* gpt-oss: 2880 = 64 * 45; the largest multiple of 64 dividing it within 32 KB */
-    assert_int_equal(mj_moe_stage_k(2880, 2880, a8), 192);
-    assert_int_equal(mj_moe_stage_k(2880, 2880, mj_moe_format_by_name("mxfp8")), 64);
-    assert_int_equal(mj_moe_stage_k(4096, 1536, a8), 256);
-    assert_int_equal(mj_moe_stage_k(64, 128, mj_moe_format_by_name("bf16")), 64);
-    assert_int_equal(mj_moe_stage_k(32, 128, mj_moe_format_by_name("bf16")), 0);
-    assert_int_equal(mj_moe_stage_k(7168, 2048, NULL), 0);
+    assert_int_equal(stage_k_of(2880, 2880, 128, 0, "mxfp4-a8"), 192);
+    assert_int_equal(stage_k_of(2880, 2880, 128, 0, "mxfp8"), 64);
+    assert_int_equal(stage_k_of(4096, 1536, 16, 0, "mxfp4-a8"), 256);
+    assert_int_equal(stage_k_of(64, 128, 1, 0, "bf16"), 64);
+    assert_int_equal(stage_k_of(32, 128, 1, 0, "bf16"), 0);
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, NULL), 0);
+    mj_moe_problem bad = {0, 3, 8, 8, 7168, 2048, 132, 0}; /* experts not a multiple of ranks */
+    assert_int_equal(mj_moe_stage_k(&bad, mj_moe_format_by_name("bf16")), 0);
+    assert_int_equal(mj_moe_stage_k(NULL, mj_moe_format_by_name("bf16")), 0);
 }
 
 static void test_config_values(void **state) {
@@ -233,14 +247,17 @@ static void test_config_values(void **state) {
     /* so do E2M1 decodes on the BF16 kind */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a16"), 0, &c), 0);
     assert_int_equal(c.block_m, 128);
-    /* the FP8 kind stops at 64 tokens */
+    /* and MXFP8 ones */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    /* the FP8 kind stops at 64 tokens */
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
     assert_int_equal(c.block_m, 64);
-    assert_int_equal(c.stage_k, 128);
+    assert_int_equal(c.stage_k, 256);
     /* a forced tile size */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 16, &c), 0);
     assert_int_equal(c.block_m, 16);
-    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 128, &c), -1);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 128, &c), -1);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 12, &c), -1);
     /* gpt-oss shape runs natively */
     mj_moe_problem odd = {64, 1, 128, 4, 2880, 2880, 132};
@@ -262,7 +279,7 @@ static void test_config_all_rows(void **state) {
             int want = mj_moe_block_m(t, 8, 256, 8);
             assert_int_equal(a.block_m,
                              want < mj_moe_max_block_m(r) ? want : mj_moe_max_block_m(r));
-            assert_int_equal(a.stage_k, mj_moe_stage_k(7168, 2048, r));
+            assert_int_equal(a.stage_k, mj_moe_stage_k(&p, r));
             assert_true(a.stages >= 2 && a.stages <= 8);
             assert_true(a.smem_bytes <= 232448);
             /* the deepest ring that fits */

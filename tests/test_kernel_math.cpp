@@ -360,6 +360,33 @@ void test_rows(void **state) {
     }
 }
 
+/* MXFP8 into BF16 (the pull and the GEMM 1 epilogue of the BF16 kind): every
+ * E4M3 byte times every UE8M0 scale from 3 is exact, or infinite where the
+ * value passes BF16's largest finite one. */
+void test_e4m3_pairs_to_bf16(void **state) {
+    (void)state;
+    const double bf16_max = ldexp(255.0, 120); // (2 - 2^-7) 2^127
+    for (int e = 3; e <= 254; e++) {
+        const float scale = ldexpf(1.0f, e - 127);
+        for (int b = 0; b < 256; b++) {
+            if ((b & 0x7f) == 0x7f) continue; // NaN
+            const unsigned char lo = (unsigned char)b, hi = (unsigned char)(b ^ 0x80);
+            const mj_u32 pair = mj::bf16x2_of_e4m3x2(lo | (mj_u32)hi << 8, scale);
+            const unsigned char bytes[2] = {lo, hi};
+            for (int h = 0; h < 2; h++) {
+                const double want = (double)mj::f32_from_e4m3(bytes[h]) * ldexp(1.0, e - 127);
+                const float got = mj::f32_from_bf16((mj::bf16_bits)(pair >> (16 * h)));
+                if (fabs(want) > bf16_max) {
+                    if (!std::isinf(got) || (got < 0) != (want < 0))
+                        fail_msg("byte %#x scale %d: %g, want infinity", bytes[h], e, (double)got);
+                } else if ((double)got != want) {
+                    fail_msg("byte %#x scale %d: %a, want %a", bytes[h], e, (double)got, want);
+                }
+            }
+        }
+    }
+}
+
 } // namespace
 
 int main(void) {
@@ -367,7 +394,7 @@ int main(void) {
         cmocka_unit_test(test_element_conversions), cmocka_unit_test(test_fast_ue8m0),
         cmocka_unit_test(test_fast_e2m1_pow2),      cmocka_unit_test(test_fast_e2m1_f32),
         cmocka_unit_test(test_fast_packing),        cmocka_unit_test(test_rows),
-        cmocka_unit_test(test_e2m1_pairs_to_bf16),
+        cmocka_unit_test(test_e2m1_pairs_to_bf16),  cmocka_unit_test(test_e4m3_pairs_to_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

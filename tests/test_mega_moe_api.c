@@ -355,13 +355,13 @@ static void test_manifest_presets(void **state) {
     static const struct {
         const char *preset;
         const char *first;
-        size_t mega; /* BLOCK_M 8 .. 64 for the FP8 kind, .. 128 for the BF16 kind */
+        size_t mega; /* BLOCK_M 8 .. 64 for the FP8 kind (mxfp4-a8), .. 128 for the BF16 kind */
     } want[] = {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
          "bias=0,shared=2048,shared_fmt=mxfp8> sm_90a",
-         4},
+         5},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=256,stages=6,sms=132,sys=1,fold=1,"
@@ -381,12 +381,12 @@ static void test_manifest_presets(void **state) {
          "mega_moe.main<H=5120,I=1536,E=160,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
          "bias=0,shared=1536,shared_fmt=mxfp8> sm_90a",
-         4},
+         5},
         {"minimax-m2-ep8",
          "mega_moe.main<H=3072,I=1536,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
          "bias=0,shared=0,shared_fmt=bf16> sm_90a",
-         4},
+         5},
         {"gpt-oss-20b-ep1",
          "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="

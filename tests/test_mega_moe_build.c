@@ -294,7 +294,7 @@ static void test_ptx_holds_the_design(void **state) {
         const char *weight, *dispatch, *mma;
     } kPaths[] = {
         {"mxfp4", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3"}, /* folded */
-        {"mxfp8", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"},
+        {"mxfp8", "mxfp8", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"}, /* decoded */
         {"nvfp4", "bf16", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"},
     };
     for (size_t i = 0; i < sizeof kPaths / sizeof kPaths[0]; i++) {

@@ -379,7 +379,7 @@ void test_shared_geometry(void **) {
 void test_no_padding(void **) {
     const int fmts[] = {MJ_FMT_BF16, MJ_FMT_MXFP8, MJ_FMT_MXFP4, MJ_FMT_NVFP4};
     for (int f : fmts) {
-        const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 64, 1, 32768);
+        const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 64, 1, 32768, 53248);
         assert_true(sk > 0);
         const mj_moe_weight_layout l =
             mj_layout_moe_weights(h, i, sk, f, MJ_MOE_TASK_BLOCKS, mj_moe_kind(f, f));

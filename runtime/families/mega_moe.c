@@ -40,7 +40,7 @@ mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg) {
     const mj_moe_shared_geometry none = {0, 0};
     if (!row) return none;
     return mj_moe_shared_geometry_of(row->kind, row->weight_fmt, (int)cfg->shared_format,
-                                     mj_moe_stage_k(cfg->hidden, cfg->intermediate, row));
+                                     mj_moe_config_stage_k(cfg, row));
 }
 
 int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
@@ -93,9 +93,7 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
     mj_status st = check_arch(arch);
     if (st != MJ_OK) return st;
-    const mj_moe_problem prob = {
-        0,           cfg->num_ranks,    cfg->num_experts, cfg->num_topk,
-        cfg->hidden, cfg->intermediate, num_sms,          cfg->shared_intermediate > 0};
+    const mj_moe_problem prob = mj_moe_problem_of(cfg, num_sms);
     mj_moe_kernel_config kc;
     if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
@@ -161,7 +159,7 @@ mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj
     p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] =
         shared_expert ? cfg->shared_intermediate : cfg->intermediate;
     p[MJ_MOE_IMAGE_PARAM_STAGE_K] =
-        shared_expert ? shared.stage_k : mj_moe_stage_k(cfg->hidden, cfg->intermediate, row);
+        shared_expert ? shared.stage_k : mj_moe_config_stage_k(cfg, row);
     p[MJ_MOE_IMAGE_PARAM_FOLD] = shared_expert ? 0 : mj_mega_moe_folds_scales(cfg);
     p[MJ_MOE_IMAGE_PARAM_TASK_BLOCKS] = shared_expert ? shared.task_blocks : MJ_MOE_TASK_BLOCKS;
     return MJ_OK;

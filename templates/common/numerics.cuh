@@ -549,6 +549,29 @@ MJ_HD mj_u32 e2m1_with_signs(mj_u32 codes, mj_u32 signs) {
     return codes | (signs & (codes + 0x77777777u));
 }
 
+// Two E4M3 bytes (the low one first) times a UE8M0 scale 2^(e - 127) as a
+// BF16 pair: exact for scale bytes e from 3, where E4M3's steps of 2^-9 stay
+// at or above BF16's 2^-133 (tests/test_kernel_math.cpp checks every byte and
+// scale); beyond BF16's largest finite value it gives infinity, as fp32 does.
+MJ_HD mj_u32 bf16x2_of_e4m3x2(mj_u32 pair, float scale) {
+#if defined(__CUDA_ARCH__)
+    float lo, hi;
+    f32x2_from_e4m3x2(pair, lo, hi);
+    return bf16x2_rn(lo * scale, hi * scale);
+#else
+    return (mj_u32)bf16_from_f32(f32_from_e4m3((unsigned char)(pair & 0xffu)) * scale) |
+           (mj_u32)bf16_from_f32(f32_from_e4m3((unsigned char)(pair >> 8 & 0xffu)) * scale) << 16;
+#endif
+}
+
+#if defined(__CUDA_ARCH__)
+// Eight of them (two words, element order) as four pairs.
+__device__ __forceinline__ uint4 bf16x8_of_mxfp8(mj_u32 w0, mj_u32 w1, float scale) {
+    return make_uint4(bf16x2_of_e4m3x2(w0, scale), bf16x2_of_e4m3x2(w0 >> 16, scale),
+                      bf16x2_of_e4m3x2(w1, scale), bf16x2_of_e4m3x2(w1 >> 16, scale));
+}
+#endif
+
 } // namespace mj
 
 #endif // MJ_NUMERICS_CUH

@@ -39,9 +39,14 @@
 #define MJ_MOE_MAX_BLOCK_M 128
 #define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
+/* MXFP4 weights with MXFP8 tokens run E4M3 wgmma. MXFP8 weights with MXFP8
+ * tokens decode both into BF16: with eight bits a weight, decoding costs the
+ * math warps less than the FP8 kind's per-K32 promotion, which bound its
+ * loops from 32 tokens a tile (bench/RESULTS.md, seventeenth session), and
+ * BF16 tiles take 128 tokens. */
 MJ_LAYOUT_FN int mj_moe_kind(int weight_fmt, int dispatch_fmt) {
-    (void)weight_fmt;
-    return dispatch_fmt == MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8 : MJ_MOE_KIND_BF16;
+    return dispatch_fmt == MJ_FMT_MXFP8 && weight_fmt != MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8
+                                                                      : MJ_MOE_KIND_BF16;
 }
 
 /* Bytes of one token element in the pools (E4M3 or BF16). */
@@ -85,16 +90,21 @@ typedef struct mj_moe_bank {
 
 /* How many K elements one pipeline stage covers: the largest multiple of 64
  * dividing both GEMMs' K (hidden and intermediate) whose four-block weight
- * stage and whose largest token tile stage (max_block_m rows of token_bytes)
- * each stay within max_stage_bytes. 0 when no multiple of 64 divides both. */
+ * data and whose largest token tile stage (max_block_m rows of token_bytes)
+ * each stay within max_part_bytes, and whose whole stage (weights with their
+ * scales and that tile) within max_stage_bytes. 0 when no multiple of 64
+ * divides both. */
 MJ_LAYOUT_FN int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int max_block_m,
-                                   int token_bytes, int max_stage_bytes) {
-    int bits = mj_format_bits(weight_fmt), best = 0;
-    for (int k = 64; k <= hidden && k <= inter; k += 64)
-        if (hidden % k == 0 && inter % k == 0 &&
-            MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS * k * bits / 8 <= max_stage_bytes &&
-            max_block_m * k * token_bytes <= max_stage_bytes)
+                                   int token_bytes, int max_part_bytes, int max_stage_bytes) {
+    int bits = mj_format_bits(weight_fmt), group = mj_format_group(weight_fmt), best = 0;
+    for (int k = 64; k <= hidden && k <= inter; k += 64) {
+        const int weights = MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS * k * bits / 8;
+        const int scales = group ? MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS * k / group : 0;
+        const int tile = max_block_m * k * token_bytes;
+        if (hidden % k == 0 && inter % k == 0 && weights <= max_part_bytes &&
+            tile <= max_part_bytes && weights + scales + tile <= max_stage_bytes)
             best = k;
+    }
     return best;
 }
 

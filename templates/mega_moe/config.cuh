@@ -128,7 +128,8 @@ struct MoeConfig {
     static_assert(!kSharedOwnLoop || kSharedFmt == MJ_FMT_MXFP8 ||
                       (kSharedFmt == MJ_FMT_BF16 && !kFp8),
                   "a shared expert's own loop: MXFP8 weights, or BF16 ones on the BF16 kind");
-    /* Its image's row scales: MXFP8 weights decoded on the BF16 kind. */
+    /* Its image's row scales: MX weights decoded on the BF16 kind (MXFP8
+     * beside MXFP8, MXFP4 or NVFP4 experts). */
     static constexpr bool kSharedRebased = kShared && (rebased_scales<kKind, kSharedFmt, false>());
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
@@ -207,9 +208,9 @@ struct MoeConfig {
                   "only MXFP4 weights on the FP8 kind fold their scales");
     static_assert(!kShared || kSharedInter % kInter == 0,
                   "the shared expert's intermediate size is a multiple of the routed one");
-    static_assert(
-        !kShared || kSharedOwnLoop || (!kRebased && !kFold),
-        "a shared expert in the routed format carries no row scales (mj_moe_shared_fusable)");
+    static_assert(!kShared || kSharedOwnLoop || !kFold,
+                  "a shared expert in the routed format keeps its scales unfolded "
+                  "(mj_moe_shared_fusable)");
 };
 
 /* The K loop of a shared expert with a format of its own (C::kSharedOwnLoop):

@@ -60,11 +60,10 @@ __device__ __forceinline__ uint4 bf16x8_of_nvfp4(mj_u32 packed, float scale63) {
 /* One pair's token row into row r of its tile (all stages), by one warp:
  * batches of 16-byte loads before their stores, so a row costs a few memory
  * latencies (the pull runs while the weight streams start): 16 loads a lane
- * of E4M3 rows, 8 of BF16 rows, 8 of NVFP4 rows (32 elements each, converted
- * to BF16 on the way: a 7168-element row in one round; with 4 loads of 8
- * elements the NVFP4 pull took longer than the BF16 one, bench/RESULTS.md,
- * tenth session); more spill beside the kernel's other roles
- * (tests/test_mega_moe_build.c). */
+ * of E4M3 rows (8 where they become BF16), 8 of BF16 rows, 8 of NVFP4 rows (32 elements each,
+ * converted to BF16 on the way: a 7168-element row in one round; with 4 loads of 8 elements the
+ * NVFP4 pull took longer than the BF16 one, bench/RESULTS.md, tenth session); more spill beside the
+ * kernel's other roles (tests/test_mega_moe_build.c). */
 template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
@@ -72,8 +71,11 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
     const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
-    if (C::kFp8) {
-        // E4M3 bytes move as they are; the UE8M0 scales become fp32.
+    if (C::kDispatchFmt == MJ_FMT_MXFP8) {
+        // A lane step is 16 elements and their group's UE8M0 scale. The FP8
+        // kind moves the E4M3 bytes as they are and the scale as fp32; the
+        // BF16 kind (MXFP8 weights) stores the elements times the scale as
+        // BF16, exact for scale bytes from 3 (NUMERICS.md).
         constexpr int kStep = 16 * 32;
         for (int k0 = 16 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
             uint4 v[kBatch];
@@ -92,11 +94,20 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
                 const int kk = k % C::kStageK;
-                *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, r, kk)) = v[j];
-                if (kk % 32 == 0)
-                    reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
-                        f32_from_bits((mj_u32)e[j] << 23);
+                const float scale = f32_from_bits((mj_u32)e[j] << 23);
+                unsigned char *at =
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, r, kk);
+                if constexpr (C::kFp8) {
+                    *reinterpret_cast<uint4 *>(at) = v[j];
+                    if (kk % 32 == 0)
+                        reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
+                            scale;
+                } else {
+                    *reinterpret_cast<uint4 *>(at) = bf16x8_of_mxfp8(v[j].x, v[j].y, scale);
+                    *reinterpret_cast<uint4 *>(
+                        stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, r, kk + 8)) =
+                        bf16x8_of_mxfp8(v[j].z, v[j].w, scale);
+                }
             }
         }
     } else if (C::kDispatchFmt == MJ_FMT_NVFP4) {

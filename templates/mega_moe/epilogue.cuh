@@ -166,18 +166,23 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
             load_meta(L, k, m, k.gemm == 1, e);
             e.alpha[0] = e.alpha[1] = e.alpha[2] = 1.0f;
             e.rs[0] = e.rs[1] = one;
-            // Its own loop's row scales (block pairs): the unit's gate and up
-            // rows for the first warpgroup's GEMM 1 epilogue, each
-            // warpgroup's block in GEMM 2.
+            // Its image's row scales: in GEMM 1 the gate and up rows of the
+            // unit whose epilogue the warpgroup runs, in GEMM 2 those of each
+            // block it owns. Block pairs (every shared task of a kernel with
+            // its own loop): the first warpgroup's unit, one block each.
             if constexpr (C::kSharedRebased) {
                 const unsigned char *rs = a.w_shared + C::kSharedImage.row_scale_offset;
-                if (k.gemm == 1 && m.wg == 0) {
+                const bool unit = C::kSharedOwnLoop ? m.wg == 0 : owns_blocks(k, m, 2);
+                if (k.gemm == 1 && unit) {
                     const int row = MJ_MOE_BLOCK_ROWS * task_l1_unit<C>(k, m);
                     e.rs[0] = image_row_scales(rs, row_scale_index(0, C::kSharedInter, row), m);
                     e.rs[1] = image_row_scales(rs, row_scale_index(1, C::kSharedInter, row), m);
                 } else if (k.gemm == 2 && task_owns_blocks<C>(k, m, 1)) {
-                    e.rs[0] = image_row_scales(
-                        rs, row_scale_index(2, C::kSharedInter, task_l2_first_row<C>(k, m)), m);
+                    const int first =
+                        row_scale_index(2, C::kSharedInter, task_l2_first_row<C>(k, m));
+                    e.rs[0] = image_row_scales(rs, first, m);
+                    if (!C::kSharedOwnLoop && owns_blocks(k, m, 2))
+                        e.rs[1] = image_row_scales(rs, first + MJ_MOE_BLOCK_ROWS, m);
                 }
             }
             return e;
@@ -280,7 +285,9 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     warpgroup_sync(1 + m.wg);
 
     unsigned char *tile = L.tile2(k.tile, k.local);
-    constexpr int kGroup = C::kFp8 ? 32 : C::kL2Fmt == MJ_FMT_NVFP4 ? 16 : 8;
+    constexpr bool kNvfp4 = !C::kFp8 && C::kL2Fmt == MJ_FMT_NVFP4;
+    constexpr bool kMxfp8 = !C::kFp8 && C::kL2Fmt == MJ_FMT_MXFP8;
+    constexpr int kGroup = C::kFp8 || kMxfp8 ? 32 : kNvfp4 ? 16 : 8;
     constexpr int kPerCol = MJ_MOE_BLOCK_ROWS / kGroup;
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {
         const int col = item / kPerCol, grp = item % kPerCol;
@@ -295,9 +302,8 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         const int kq = MJ_MOE_BLOCK_ROWS * task_l1_unit<C>(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
         const int kk = kq % C::kStageK;
-        constexpr bool kNvfp4 = !C::kFp8 && C::kL2Fmt == MJ_FMT_NVFP4;
         float amax = 0.0f; // the group's, for the block-scaled formats
-        if (C::kFp8 || kNvfp4)
+        if (C::kFp8 || kNvfp4 || kMxfp8)
 #pragma unroll
             for (int i = 0; i < kGroup; i++)
                 amax = max_num(amax, abs_f32(v[i]));
@@ -317,6 +323,19 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
                 make_uint4(q[4], q[5], q[6], q[7]);
             reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] =
                 ue8m0_value(e);
+        } else if (kMxfp8) {
+            // MXFP8 into BF16 tiles: the group quantized as above, stored
+            // decoded back (its scale byte is at least 105 here, NUMERICS.md).
+            const unsigned char e = ue8m0_for_amax(amax, MJ_E4M3_MAX);
+            const float inv = ue8m0_inv_scale(e), scale = f32_from_bits((mj_u32)e << 23);
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                mj_u32 q[2];
+                pack_e4m3x8(v + 8 * h, inv, q);
+                *reinterpret_cast<uint4 *>(
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
+                                                kk + 8 * h)) = bf16x8_of_mxfp8(q[0], q[1], scale);
+            }
         } else {
             // Step 6 into BF16 tiles: BF16 rounds; NVFP4 quantizes the group and
             // stores its values decoded back, which BF16 holds exactly.

@@ -150,6 +150,28 @@ void test_invalid(ctx *c) {
         record(ok);
     }
 
+    /* MXFP8 weights decode into BF16 (weight_image.cuh): a row's scale bytes
+     * spread by 119 are refused by name, by 118 taken. */
+    set_case("invalid: mxfp8 weights with a row whose scale bytes span 119 refused, 118 loaded");
+    {
+        mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(row_index_by_name("mxfp8")), &kInvalid, 0);
+        const size_t n = (size_t)sh->H * (size_t)sh->I;
+        uint8_t *d = xmalloc(n), *s = xmalloc(n / 32);
+        memset(d, 0x38, n); /* E4M3 1.0 */
+        memset(s, 125, n / 32);
+        s[sh->H / 32 - 1] = 6; /* row 0 of gate: 6 .. 125 */
+        mj_weights *w = NULL;
+        int ok = expect_ok(mj_weights_create(c->rt, &mc, &w), "mj_weights_create") &&
+                 expect_status(mj_weights_load(w, 0, MJ_PROJ_GATE, d, s, 0), MJ_ERR_INVALID_ARG,
+                               "within 118");
+        s[sh->H / 32 - 1] = 7; /* 7 .. 125 */
+        ok = ok && expect_ok(mj_weights_load(w, 0, MJ_PROJ_GATE, d, s, 0), "load, span 118");
+        if (w) mj_weights_destroy(w);
+        free(d);
+        free(s);
+        record(ok);
+    }
+
     set_case("invalid: expert biases (no biases, expert, projection, NULL, NaN, device source)");
     {
         mj_moe_config mc = moe_cfg(sh, u.row, &kInvalid, 0);
