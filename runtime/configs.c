@@ -158,8 +158,8 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
 }
 
 mj_moe_problem mj_moe_problem_of(const mj_moe_config *c, int num_sms) {
-    return (mj_moe_problem){0,         c->num_ranks,       c->num_experts, c->num_topk,
-                            c->hidden, c->intermediate,    num_sms,        c->shared_intermediate > 0};
+    return (mj_moe_problem){0,         c->num_ranks,    c->num_experts, c->num_topk,
+                            c->hidden, c->intermediate, num_sms,        c->shared_intermediate > 0};
 }
 
 int mj_moe_config_stage_k(const mj_moe_config *c, const mj_moe_format_row *row) {

@@ -449,9 +449,9 @@ __device__ __forceinline__ void hand_up_rows(const Launch<C> &L,
  * in GEMM 2 for any block of its own. From the clamped count with >=: the
  * same test on k.nblk (owns_blocks) made the 64-token kernels with MXFP8
  * block pairs beside mxfp4-a16 and nvfp4-a16 spill 16 bytes. */
-template <class C> __device__ __forceinline__ bool runs_epilogue(const Task &k, const MathThread &m) {
-    const int nb =
-        block_pair<C>(k) && k.gemm == 1 ? (m.wg == 0 ? 2 : 0) : task_own_blocks<C>(k, m);
+template <class C>
+__device__ __forceinline__ bool runs_epilogue(const Task &k, const MathThread &m) {
+    const int nb = block_pair<C>(k) && k.gemm == 1 ? (m.wg == 0 ? 2 : 0) : task_own_blocks<C>(k, m);
     return nb >= (k.gemm == 1 ? 2 : 1);
 }
 
