@@ -17,7 +17,7 @@ them, with nvdisasm as bench/nvdisasm_env.py says.
     python3 bench/sass_guard.py [--preset NAME ...] [--manifest FILE ...]
                                 [--cache DIR] [--cli build/bin/megajit]
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, concurrent.futures, json, os, re, subprocess, sys, tempfile
 
 from nvdisasm_env import nvdisasm_env
 
@@ -31,15 +31,18 @@ PREDICATED_MINMAX = re.compile(r"\b(V?IMNMX\S*)\s+R\d+,\s*(P[0-6]),")
 def findings(cli, cache, env):
     run = lambda *args: subprocess.run([cli, *args, "--cache", cache], env=env, check=True,
                                        capture_output=True, text=True).stdout
-    kernels, bad = 0, []
-    for e in json.loads(run("cache", "ls", "--json")):
-        if not e["kernel_name"].startswith("mj::mega_moe_kernel<"):
-            continue
-        kernels += 1
-        for line in run("cache", "show", e["key"][:12], "--sass").split("\n"):
-            if PREDICATED_MINMAX.search(line):
-                bad.append((e["kernel_name"], line.strip()))
-    return kernels, bad
+    entries = [e for e in json.loads(run("cache", "ls", "--json"))
+               if e["kernel_name"].startswith("mj::mega_moe_kernel<")]
+
+    def scan(e):
+        return [(e["kernel_name"], line.strip())
+                for line in run("cache", "show", e["key"][:12], "--sass").split("\n")
+                if PREDICATED_MINMAX.search(line)]
+
+    # One nvdisasm a kernel, a GPU test's cache holds a hundred or more.
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        bad = [x for found in pool.map(scan, entries) for x in found]
+    return len(entries), bad
 
 
 def main():

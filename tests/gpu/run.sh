@@ -112,7 +112,7 @@ moe_counts=$(counts "$OUT/test_pre_dispatch.log" "$moe_mark")
 # Every MegaMoE kernel the test compiled, disassembled: no min/max whose
 # predicate output a branch reads (bench/sass_guard.py says why).
 if command -v nvdisasm >/dev/null; then
-    step "sass_guard" 60 "$OUT/bench.log" python3 bench/sass_guard.py --cache "$MEGAJIT_CACHE_DIR" \
+    step "sass_guard" 120 "$OUT/bench.log" python3 bench/sass_guard.py --cache "$MEGAJIT_CACHE_DIR" \
         --cli "$CLI"
 else
     names+=("sass_guard")
