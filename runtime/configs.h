@@ -51,7 +51,9 @@ mj_status mj_moe_activation_params_check(const mj_moe_config *c, const char *whe
 /* The shared expert's format of c in row r (its size is a shape rule,
  * mj_shape_check): unset without a shared expert, else one the reference
  * layer fuses into the row (MJ_ERR_INVALID_ARG naming those) and one the
- * kernel is built for (MJ_ERR_UNSUPPORTED). where as above. */
+ * kernel is built for (MJ_ERR_UNSUPPORTED) at the layer's stage K, which
+ * hidden, intermediate, experts and ranks decide (mj_moe_config_stage_k).
+ * where as above. */
 mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r,
                               const char *where);
 

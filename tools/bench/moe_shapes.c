@@ -65,12 +65,16 @@ int mj_bench_moe_shared_unrunnable(const mj_bench_moe_shape *s, const mj_moe_for
                                    int shared, int fmt, char *why, size_t cap) {
     if (cap) why[0] = '\0';
     if (!shared) return 0;
-    /* Only the fields the library's shared-expert check reads. */
+    /* Only the fields the library's shared-expert check reads (the stage K
+     * depends on the experts' routing tables: one rank holds them all). */
     mj_moe_config c = MJ_MOE_CONFIG_INIT;
     c.weight_format = (mj_format)row->weight_fmt;
     c.dispatch_format = (mj_format)row->dispatch_fmt;
     c.hidden = s->hidden;
     c.intermediate = s->intermediate;
+    c.num_experts = s->experts;
+    c.num_ranks = 1;
+    c.num_topk = s->topk;
     c.shared_intermediate = shared * s->intermediate;
     if (fmt < 0) fmt = mj_moe_shared_format_of(row);
     if (fmt < 0) {
