@@ -71,15 +71,16 @@ int mj_moe_stage_k(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
      * registers (tests/test_mega_moe_build.c). */
     const int tile = fmt->kind == MJ_MOE_KIND_BF16 ? MJ_MOE_MAX_BLOCK_M : mj_moe_max_block_m(fmt);
     const int token_bytes = mj_moe_token_bytes(fmt->kind);
-    const int capped = mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile,
-                                         token_bytes, MAX_STAGE_BYTES, MAX_TILE_STAGE_BYTES);
+    /* Each part within MAX_STAGE_BYTES, the whole stage unbounded (at most
+     * three such parts). */
     const int widest = mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile,
-                                         token_bytes, MAX_STAGE_BYTES, 1 << 30);
-    if (widest > capped &&
+                                         token_bytes, MAX_STAGE_BYTES, 3 * MAX_STAGE_BYTES);
+    if (widest == 0 ||
         mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt, widest, tile,
                           MIN_STAGES, routes_of(p), p->num_ranks) <= SMEM_BYTES)
         return widest;
-    return capped;
+    return mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile, token_bytes,
+                             MAX_STAGE_BYTES, MAX_TILE_STAGE_BYTES);
 }
 
 int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt) {

@@ -145,10 +145,17 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
                        "%sshared_format %s: a shared expert fuses into the %s row in %s only",
                        where, name ? name : "(unknown)", r->name, fusable);
     }
-    /* Its stages share the routed experts' ring slots (no stage K: the
-     * layer's own check says so). */
+    /* Its stages share the routed experts' ring slots, at the layer's stage
+     * K (which the shape rules checked before this guarantee; a config
+     * without experts or ranks has none, and passing it would hide that). */
     const int stage_k = mj_moe_config_stage_k(c, r);
-    if (stage_k && mj_moe_shared_geometry_of(r->kind, r->weight_fmt, fmt, stage_k).task_blocks == 0)
+    if (stage_k == 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "%sshared_intermediate %d: the layer has no stage K (hidden %d, "
+                       "intermediate %d, %d experts over %d ranks)",
+                       where, c->shared_intermediate, c->hidden, c->intermediate, c->num_experts,
+                       c->num_ranks);
+    if (mj_moe_shared_geometry_of(r->kind, r->weight_fmt, fmt, stage_k).task_blocks == 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "%sshared_format %s: no stage of the shared expert fits the ring slot of a "
                        "routed %s task at this layer's stage K of %d (hidden %d, intermediate %d); "

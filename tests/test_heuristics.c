@@ -211,7 +211,13 @@ static void test_stage_k(void **state) {
     assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp8"), 128);
     assert_int_equal(stage_k_of(7168, 2048, 256, 1, "mxfp8"), 128);
     assert_int_equal(stage_k_of(7168, 2048, 32, 0, "bf16"), 64);
-    /* past that, stages of a full tile within 52 KB: MXFP8 64 */
+    /* past that, stages of a full tile within 52 KB: MXFP8 64 (two 65 KB
+     * stages, the epilogue and the tables of 3130 routes over 8 ranks fit,
+     * of 3131 not; a shared expert is one more route) */
+    assert_int_equal(stage_k_of(7168, 2048, 3130, 0, "mxfp8"), 128);
+    assert_int_equal(stage_k_of(7168, 2048, 3129, 1, "mxfp8"), 128);
+    assert_int_equal(stage_k_of(7168, 2048, 3131, 0, "mxfp8"), 64);
+    assert_int_equal(stage_k_of(7168, 2048, 3130, 1, "mxfp8"), 64);
     assert_int_equal(stage_k_of(7168, 2048, 4096, 0, "mxfp8"), 64);
     assert_int_equal(stage_k_of(7168, 2048, 4096, 1, "mxfp8"), 64);
     assert_int_equal(stage_k_of(7168, 2048, 4096, 0, "nvfp4"), 128);

@@ -924,6 +924,12 @@ static void test_shared_expert(void **state) {
                  "shared_format nvfp4: a shared expert fuses into the mxfp4-a8 row in mxfp8 only");
     c.shared_format = MJ_FORMAT_MXFP8; /* its own K loop, in tasks of two blocks */
     assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
+    /* The stage K depends on the experts and ranks: a partial config has none,
+     * and the shared check says so instead of passing it. */
+    mj_moe_config partial = c;
+    partial.num_ranks = 0;
+    expect_error(mj_moe_shared_check(&partial, mj_moe_format_by_name("mxfp4-a8"), ""),
+                 MJ_ERR_INVALID_ARG, "shared_intermediate 2048: the layer has no stage K");
     mj_moe_shared_geometry g = mj_moe_shared_geometry_for(&c);
     assert_true(g.task_blocks == 2 && g.stage_k == 256);
     c.dispatch_format = MJ_FORMAT_BF16; /* mxfp4-a16: MXFP8 decoded on the BF16 kind */
