@@ -1,12 +1,38 @@
 # Sourced by the sessions' device scripts (bench/results/*/command.sh): the
-# output folder and the run helper every call uses.
+# output folder, the kernel cache, the GPU test, and the steps the calls share.
 OUT=${OUT:-/tmp/mj-gpu-out}
 mkdir -p "$OUT"
 export MEGAJIT_MOE_TIMEOUT_MS=3000 PATH="$PATH:/usr/local/cuda/bin"
+export MEGAJIT_CACHE_DIR=/tmp/mjcache
+T=build/tests/gpu/test_mega_moe
 run() { # run NAME LIMIT CMD...: output appended to $OUT/NAME.log
   local name=$1 limit=$2
   shift 2
   local t0=$SECONDS
   timeout -k 5 "$limit" "$@" >> "$OUT/$name.log" 2>&1
   echo "== $name rc=$? $((SECONDS - t0)) s"
+}
+card() { # the GPU, its driver and its SM clock
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+}
+checks() { # checks BUDGET_S: the whole GPU test, then racecheck and memcheck of --quick
+  run full $(($1 + 10)) $T --budget "$1"
+  grep -E "passed, |^FAIL|not run|skipped" "$OUT/full.log" | tail -12
+  run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -4
+  run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
+  grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
+}
+mxfp8_ab() { # mxfp8_ab CLI...: DeepSeek-V3's mxfp8 row at T = 1 .. 4096 with each CLI
+  local cli
+  for cli in "$@"; do
+    run ab 100 "$cli" bench mega-moe --format mxfp8 --tokens 1,8,64,256,1024,4096 \
+      --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 +mxfp8 " "$OUT/ab.log" | tail -6 | sed "s|^|$cli |"
+  done
+}
+table() { # issue 10's DeepSeek-V3 table with the PyTorch BF16 peer
+  OUT=$OUT/table SHAPE=deepseek-v3 UNIFORM_S=300 TORCH_S=150 STEPS="uniform torch merge" \
+    bash bench/run_mega_moe.sh
+  head -40 "$OUT/table/table.txt" 2>/dev/null
 }

@@ -22,29 +22,14 @@
 #   routing) with the PyTorch BF16 peer, bench/run_mega_moe.sh.
 set -u
 . bench/results/device_run.sh
-export MEGAJIT_CACHE_DIR=/tmp/mjcache
-T=build/tests/gpu/test_mega_moe
 case ${1:-1} in
 1)
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-  for cli in build/base-s16/megajit build/bin/megajit build/k128/megajit; do
-    run ab 100 $cli bench mega-moe --format mxfp8 --tokens 1,8,64,256,1024,4096 \
-      --max-tokens 4096 --iters 10
-    grep -E "^deepseek-v3 +mxfp8 " "$OUT/ab.log" | tail -6 | sed "s|^|$cli |"
-  done
+  card
+  mxfp8_ab build/base-s16/megajit build/bin/megajit build/k128/megajit
   run matrix 110 $T --section format --budget 100
   grep -E "passed, |^FAIL|mxfp8" "$OUT/matrix.log" | tail -12
   run block_m 90 $T --section block_m --budget 80
   grep -E "passed, |^FAIL|INFO block_m" "$OUT/block_m.log" | tail -14 ;;
-2)
-  run full 330 $T --budget 320
-  grep -E "passed, |^FAIL|detected|not run|section" "$OUT/full.log" | tail -30
-  run race 110 compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
-  grep -E "passed, |RACECHECK SUMMARY|ERROR SUMMARY" "$OUT/race.log" | tail -3
-  run memcheck 110 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
-  grep -E "passed, |ERROR SUMMARY" "$OUT/memcheck.log" | tail -2 ;;
-3)
-  OUT=$OUT/table SHAPE=deepseek-v3 UNIFORM_S=300 TORCH_S=150 STEPS="uniform torch merge" \
-    bash bench/run_mega_moe.sh
-  cat "$OUT/table/table.txt" 2>/dev/null | head -40 ;;
+2) checks 320 ;;
+3) table ;;
 esac
