@@ -438,7 +438,11 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
  * made the kernels spill). The 64-token tiles of both also run a 48-column
  * loop for tiles of 33-48 tokens, the common tile at T = 1024 on DeepSeek-V3
  * (mxfp4-a8 2684 -> 2500 us, mxfp8 3363 -> 3124, nvfp4 3021 -> 2922,
- * mxfp4-a16 2666 -> 2621; bench/RESULTS.md, fourteenth session). */
+ * mxfp4-a16 2666 -> 2621; bench/RESULTS.md, fourteenth session). The BF16
+ * kind's 128-token tiles run a 32-column loop for tiles of at most 32 tokens
+ * (T = 4096 on an H100: mxfp4-a16 6770 -> 6042 us, nvfp4 7266 -> 6282,
+ * nvfp4-a16 7089 -> 6292, mxfp8 7766 -> 7562; 16 columns gained no more;
+ * bench/RESULTS.md, nineteenth session). */
 template <class C>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
@@ -457,6 +461,12 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     constexpr int kThreeQuarters =
         kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBf16Pairs ? 48 : C::kBlockM;
     const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
+    // The BF16 kind's 128-token tiles of at most 32 tokens run a quarter-width
+    // loop: the second tile of an expert with a little more than 128 tokens
+    // (a third of the tiles at T = 4096 on DeepSeek-V3, 9 tokens on average)
+    // otherwise paid a full tile's tensor time.
+    constexpr int kQuarter = !C::kFp8 && C::kBlockM == 128 ? 32 : C::kBlockM;
+    const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
     if constexpr (C::kFp8) {
         if (half)
             mainloop_fp8<C, kHalf, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
@@ -465,7 +475,9 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
         else
             mainloop_fp8<C, C::kBlockM, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
     } else {
-        if (half)
+        if (quarter)
+            mainloop_bf16<C, kQuarter, C>(ring, it, stages, nblk, m, L, acc0, acc1);
+        else if (half)
             mainloop_bf16<C, kHalf, C>(ring, it, stages, nblk, m, L, acc0, acc1);
         else if (three_quarters)
             mainloop_bf16<C, kThreeQuarters, C>(ring, it, stages, nblk, m, L, acc0, acc1);
