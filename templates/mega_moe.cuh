@@ -55,7 +55,6 @@ template <class C>
 __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C> &ring,
                                                 mj_u64 *task_full, mj_u64 *task_empty,
                                                 Task *mailbox) {
-    const mj_u64 policy = policy_evict_first();
     mj_u32 it = 0, ti = 0;
     for (;; ti++) {
         // Decoded once here: the other roles read the task as it is.
@@ -69,6 +68,18 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         const mj_u32 bytes = (mj_u32)k.nblk * C::block_bytes(k.local);
         const unsigned char *expert = L.weights(k.local);
         const int stages = C::task_stages(k.gemm, k.local);
+        // The expert's later tiles stream the same weights, at about the
+        // same time (their tasks are kTasks1 or kTasks2 claims apart): kept
+        // at normal priority they come from L2 there (bf16 at T = 4096 on an
+        // H100: 11409 -> 10015 us with every weight normal, which cost
+        // mxfp4-a16 2% at T = 8; bench/RESULTS.md, nineteenth session). Made
+        // per task: both policies held across the loop spilled in the
+        // 40-register producer of kimi-k2's kernels with a shared expert.
+        mj_u64 policy;
+        if (k.tile + 1 < (int)L.routing.tiles[k.local + 1])
+            policy = policy_evict_normal();
+        else
+            policy = policy_evict_first();
         mj_u64 *rec = L.task_record(ti);
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);

@@ -67,10 +67,19 @@ __device__ __forceinline__ bool mbar_wait(mj_u64 *bar, mj_u32 parity, mj_u64 tim
     return true;
 }
 
-/* L2 policy for bytes read once (expert weights): evict them first. */
+/* L2 policy for bytes read once (an expert's weights by its last token
+ * tile): evict them first. */
 __device__ __forceinline__ mj_u64 policy_evict_first() {
     mj_u64 p;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+
+/* L2 policy for bytes read again soon (an expert's weights by a token tile
+ * before its last): the normal priority. */
+__device__ __forceinline__ mj_u64 policy_evict_normal() {
+    mj_u64 p;
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
     return p;
 }
 
