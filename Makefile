@@ -190,7 +190,12 @@ $(BUILD)/bench/launch_probe: bench/launch_probe.cu
 	@mkdir -p $(@D)
 	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -arch=sm_90a -Werror all-warnings -o $@ $<
 
-test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe ## build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)
+# Whether ALU work and wgmma overlap on one SM (bench/README.md).
+$(BUILD)/bench/rs_overlap: bench/rs_overlap.cu
+	@mkdir -p $(@D)
+	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Werror all-warnings -o $@ $<
+
+test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe $(BUILD)/bench/rs_overlap ## build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)
 
 demo: deps ## install deps, build, precompile the default preset into build/demo-cache, print its stats
 	$(MAKE) --no-print-directory all
