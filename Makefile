@@ -193,7 +193,8 @@ $(BUILD)/bench/launch_probe: bench/launch_probe.cu
 # Whether ALU work and wgmma overlap on one SM (bench/README.md).
 $(BUILD)/bench/rs_overlap: bench/rs_overlap.cu
 	@mkdir -p $(@D)
-	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Werror all-warnings -o $@ $<
+	$(CUDA_HOME)/bin/nvcc -O3 -std=c++20 -gencode arch=compute_90a,code=sm_90a -Werror all-warnings \
+	  -Itemplates -o $@ $<
 
 test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe $(BUILD)/bench/rs_overlap ## build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)
 

@@ -23,6 +23,8 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
+#include "common/wgmma_ops.cuh"
+
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
         cudaError_t e_ = (x);                                                                      \
@@ -35,70 +37,34 @@
 constexpr int kAluOps = 48; // a BF16-kind decode step's instructions a thread (two blocks)
 constexpr int kSmem = 64 * 1024;
 
-__device__ __forceinline__ unsigned long long desc_of(const void *p) {
+__device__ __forceinline__ mj_u64 desc_of(const void *p) {
     // No swizzle; leading / stride byte offsets of one core matrix. Garbage
     // data is fine: only the timing matters.
     const unsigned addr = (unsigned)__cvta_generic_to_shared(p);
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)(128 >> 4) << 16 |
-           (unsigned long long)(256 >> 4) << 32;
+    return (mj_u64)((addr & 0x3FFFF) >> 4) | (mj_u64)(128 >> 4) << 16 | (mj_u64)(256 >> 4) << 32;
 }
 
-template <int N, bool kSS>
-__device__ __forceinline__ void mma(float *d, const unsigned (&a)[4], unsigned long long da,
-                                    unsigned long long db);
+/* SS: A and B from shared memory (RS uses the kernels' own mj::WgmmaRs). */
+template <int N> __device__ __forceinline__ void mma_ss(float *d, mj_u64 da, mj_u64 db);
 
 #define ACC8(i)                                                                                    \
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
         "+f"(d[i + 6]), "+f"(d[i + 7])
 
-template <>
-__device__ __forceinline__ void mma<8, false>(float *d, const unsigned (&a)[4], unsigned long long,
-                                              unsigned long long db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, %8, 1, 1, 1, 0;\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-template <>
-__device__ __forceinline__ void mma<8, true>(float *d, const unsigned (&)[4], unsigned long long da,
-                                             unsigned long long db) {
+template <> __device__ __forceinline__ void mma_ss<8>(float *d, mj_u64 da, mj_u64 db) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, "
                  "%4, %5, 1, 1, 1, 0, 0;\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "l"(da), "l"(db));
 }
-template <>
-__device__ __forceinline__ void mma<48, false>(float *d, const unsigned (&a)[4], unsigned long long,
-                                               unsigned long long db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,"
-                 "%22,%23}, {%24,%25,%26,%27}, %28, 1, 1, 1, 0;\n"
-                 : ACC8(0), ACC8(8), ACC8(16)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-template <>
-__device__ __forceinline__ void mma<48, true>(float *d, const unsigned (&)[4],
-                                              unsigned long long da, unsigned long long db) {
+template <> __device__ __forceinline__ void mma_ss<48>(float *d, mj_u64 da, mj_u64 db) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,"
                  "%22,%23}, %24, %25, 1, 1, 1, 0, 0;\n"
                  : ACC8(0), ACC8(8), ACC8(16)
                  : "l"(da), "l"(db));
 }
-template <>
-__device__ __forceinline__ void mma<128, false>(float *d, const unsigned (&a)[4],
-                                                unsigned long long, unsigned long long db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,"
-                 "%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,"
-                 "%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,"
-                 "%62,%63}, {%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
-                 : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
-}
-template <>
-__device__ __forceinline__ void mma<128, true>(float *d, const unsigned (&)[4],
-                                               unsigned long long da, unsigned long long db) {
+template <> __device__ __forceinline__ void mma_ss<128>(float *d, mj_u64 da, mj_u64 db) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
                  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,"
                  "%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,"
@@ -125,18 +91,22 @@ __global__ void __launch_bounds__(256, 1) overlap(int parts, int steps, unsigned
 #pragma unroll
         for (int i = 0; i < N / 2; i++)
             d0[i] = d1[i] = 0.0f;
-        unsigned a0[4], a1[4];
+        mj_u32 a0[4], a1[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             a0[i] = threadIdx.x * 0x00010001u + i;
             a1[i] = a0[i] ^ 0x3F803F80u;
         }
-        const unsigned long long db = desc_of(smem), da0 = desc_of(smem + 16384),
-                                 da1 = desc_of(smem + 32768);
+        const mj_u64 db = desc_of(smem), da0 = desc_of(smem + 16384), da1 = desc_of(smem + 32768);
         for (int s = 0; s < steps; s++) {
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            mma<N, kSS>(d0, a0, da0, db);
-            mma<N, kSS>(d1, a1, da1, db);
+            if constexpr (kSS) {
+                mma_ss<N>(d0, da0, db);
+                mma_ss<N>(d1, da1, db);
+            } else {
+                mj::WgmmaRs<mj::MmaBF16, N>::mma(d0, a0, db);
+                mj::WgmmaRs<mj::MmaBF16, N>::mma(d1, a1, db);
+            }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
         }
