@@ -18,7 +18,9 @@ card() { # the GPU, its driver and its SM clock
 checks() { # checks BUDGET_S: the whole GPU test, then racecheck and memcheck of --quick
   run full $(($1 + 10)) $T --budget "$1"
   grep -E "passed, |^FAIL|not run|skipped" "$OUT/full.log" | tail -12
-  run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
+  # A long wait limit: under racecheck a wait that gives up goes on unsynchronized.
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 \
+    $T --quick
   grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -4
   run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
   grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
