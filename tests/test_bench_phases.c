@@ -16,10 +16,12 @@
 
 static uint64_t trace[2][MJ_MOE_TRACE_WORDS];
 
-static void task(int cta, int i, int gemm, uint64_t bytes, uint64_t start, uint64_t first,
-                 uint64_t loop, uint64_t epi) {
+/* valid: rows of the task's token tile (tiles of 128 tokens: CTA 1's GEMM 1
+ * task is an expert's second tile, of 9). */
+static void task(int cta, int i, int gemm, uint64_t valid, uint64_t bytes, uint64_t start,
+                 uint64_t first, uint64_t loop, uint64_t epi) {
     uint64_t *r = trace[cta] + MJ_MOE_TRACE_HEAD + i * MJ_MOE_TRACE_TASK_WORDS;
-    r[MJ_MOE_TT_ID] = (uint64_t)gemm | 3u << 2 | 5u << 16;
+    r[MJ_MOE_TT_ID] = (uint64_t)gemm | 3u << 2 | 5u << 16 | valid << 40;
     r[MJ_MOE_TT_BYTES] = bytes;
     r[MJ_MOE_TT_START] = start;
     r[MJ_MOE_TT_FIRST] = first;
@@ -48,10 +50,10 @@ static void head(int cta, uint64_t base, uint64_t computed, uint64_t end, uint64
 static void fill(void) {
     memset(trace, 0, sizeof trace);
     head(0, 1000, 14000, 16000, 2);
-    task(0, 0, 1, 8000, 4000, 5000, 9000, 10000);
-    task(0, 1, 2, 3000, 10500, 11000, 13000, 13500);
+    task(0, 0, 1, 128, 8000, 4000, 5000, 9000, 10000);
+    task(0, 1, 2, 128, 3000, 10500, 11000, 13000, 13500);
     head(1, 2000, 12000, 18000, 1);
-    task(1, 0, 1, 16000, 5000, 6000, 10000, 12000);
+    task(1, 0, 1, 9, 16000, 5000, 6000, 10000, 12000);
 }
 
 static void test_means(void **state) {
@@ -77,7 +79,12 @@ static void test_means(void **state) {
     assert_true(p.gemm[0].weights_us == 0.6);
     assert_true(p.gemm[0].tile_us == 0.2);
     assert_true(p.gemm[0].tile_lag_us == 0.4);
-    assert_true(p.gemm[0].loop_gbps == 3.0); /* (8000 / 4 us + 16000 / 4 us) / 2 = 3 GB/s */
+    assert_true(p.gemm[0].loop_gbps == 3.0);     /* (8000 / 4 us + 16000 / 4 us) / 2 = 3 GB/s */
+    assert_int_equal(p.gemm[0].narrow_tasks, 1); /* CTA 1's tile of 9 rows */
+    assert_true(p.gemm[0].narrow_loop_us == 4.0);
+    assert_true(p.gemm[0].narrow_loop_share == 0.5);
+    assert_int_equal(p.gemm[1].narrow_tasks, 0);
+    assert_true(p.gemm[1].narrow_loop_share == 0.0);
     assert_true(p.gemm[0].start_us == 3.0);
     assert_true(p.gemm[0].end_us == 11.0);
     assert_int_equal(p.gemm[1].tasks, 1);
@@ -97,7 +104,7 @@ static void test_untraced(void **state) {
     trace[1][MJ_MOE_TR_TASKS] = MJ_MOE_TRACE_TASKS + 7;
     for (int i = 1; i < MJ_MOE_TRACE_TASKS; i++) {
         const uint64_t t = 12000 + 10 * (uint64_t)i;
-        task(1, i, 2, 100, t, t + 1, t + 2, t + 3);
+        task(1, i, 2, 128, 100, t, t + 1, t + 2, t + 3);
     }
     trace[1][MJ_MOE_TR_COMPUTED] = 17000;
     mj_bench_moe_phases p;
@@ -116,7 +123,7 @@ static void test_refused(void **state) {
     trace[0][MJ_MOE_TR_END] = 13000; /* before its last task finished */
     assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
     fill();
-    task(0, 1, 2, 3000, 9500, 11000, 13000, 13500); /* starts before the previous ends */
+    task(0, 1, 2, 128, 3000, 9500, 11000, 13000, 13500); /* starts before the previous ends */
     assert_int_equal(mj_bench_moe_phases_of(&trace[0][0], 2, &p), -1);
     fill();
     trace[0][MJ_MOE_TRACE_HEAD + MJ_MOE_TT_STORED] = 8000; /* stored before the K loop ended */

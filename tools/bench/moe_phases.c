@@ -63,6 +63,10 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
             p->task_us += us_between(r[MJ_MOE_TT_START], r[MJ_MOE_TT_EPI]);
             p->first_us += us_between(r[MJ_MOE_TT_START], r[MJ_MOE_TT_FIRST]);
             p->loop_us += loop;
+            if ((r[MJ_MOE_TT_ID] >> 40) <= MJ_BENCH_MOE_NARROW_ROWS) {
+                p->narrow_tasks++;
+                p->narrow_loop_us += loop;
+            }
             p->epilogue_us += us_between(r[MJ_MOE_TT_LOOP], r[MJ_MOE_TT_EPI]);
             p->stores_us += us_between(r[MJ_MOE_TT_LOOP], r[MJ_MOE_TT_STORED]);
             p->release_us += us_between(r[MJ_MOE_TT_STORED], r[MJ_MOE_TT_EPI]);
@@ -87,6 +91,8 @@ int mj_bench_moe_phases_of(const uint64_t *trace, int ctas, mj_bench_moe_phases 
     for (int g = 0; g < 2; g++) {
         mj_bench_moe_gemm_phases *p = &out->gemm[g];
         if (!p->tasks) continue;
+        p->narrow_loop_share = p->loop_us > 0 ? p->narrow_loop_us / p->loop_us : 0;
+        if (p->narrow_tasks) p->narrow_loop_us /= p->narrow_tasks;
         p->task_us /= p->tasks;
         p->first_us /= p->tasks;
         p->loop_us /= p->tasks;

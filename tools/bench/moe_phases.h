@@ -10,6 +10,11 @@
 
 #include <stdint.h>
 
+/* The rows of the tiles whose tasks the phases count apart: at large T an
+ * expert's second tile of a few tokens streams and decodes the expert's whole
+ * weights, as a full tile does (32: the 128-token tiles' narrowest loop). */
+#define MJ_BENCH_MOE_NARROW_ROWS 32
+
 typedef struct mj_bench_moe_gemm_phases {
     int tasks;          /* traced tasks of this GEMM, over all CTAs */
     double task_us;     /* mean: taken -> epilogue done */
@@ -22,8 +27,11 @@ typedef struct mj_bench_moe_gemm_phases {
     double tile_us;     /* mean: its token tile found ready -> first stage landed */
     double tile_lag_us; /* mean: how much later than that weight copy the tile was ready (or 0) */
     double loop_gbps;   /* weight bytes / K loop time, per CTA (mean of tasks) */
-    double start_us;    /* first task taken, from launch */
-    double end_us;      /* last epilogue done, from launch */
+    int narrow_tasks;   /* tasks whose token tile holds at most MJ_BENCH_MOE_NARROW_ROWS rows */
+    double narrow_loop_us;    /* their mean K loop */
+    double narrow_loop_share; /* their K-loop time over the GEMM's (0 without tasks) */
+    double start_us;          /* first task taken, from launch */
+    double end_us;            /* last epilogue done, from launch */
 } mj_bench_moe_gemm_phases;
 
 typedef struct mj_bench_moe_phases {

@@ -242,6 +242,9 @@ static cJSON *phases_json(const mj_bench_moe_phases *ph) {
         cJSON_AddNumberToObject(o, "first_tile_us", p->tile_us);
         cJSON_AddNumberToObject(o, "tile_lag_us", p->tile_lag_us);
         cJSON_AddNumberToObject(o, "loop_gbps_per_cta", p->loop_gbps);
+        cJSON_AddNumberToObject(o, "narrow_tasks", p->narrow_tasks);
+        cJSON_AddNumberToObject(o, "narrow_loop_us", p->narrow_loop_us);
+        cJSON_AddNumberToObject(o, "narrow_loop_share", p->narrow_loop_share);
         cJSON_AddNumberToObject(o, "start_us", p->start_us);
         cJSON_AddNumberToObject(o, "end_us", p->end_us);
         cJSON_AddItemToArray(gs, o);
@@ -275,6 +278,12 @@ static void print_phases(FILE *f, const config *c, const mj_bench_moe_point *p) 
                     "token tile was ready; the tile was ready a mean %.2f us after that copy (0 "
                     "where it was ready first)\n",
                     q->weights_us, q->tile_us, q->tile_lag_us);
+        if (q->narrow_tasks)
+            fprintf(f,
+                    "    tiles of at most %d rows: %d tasks, K loop %.2f us each, %.0f%% of this "
+                    "GEMM's K-loop time\n",
+                    MJ_BENCH_MOE_NARROW_ROWS, q->narrow_tasks, q->narrow_loop_us,
+                    100 * q->narrow_loop_share);
     }
     fprintf(f,
             "  between tasks %.1f us a CTA; last task done at %.1f us; combine + end %.1f us a "
