@@ -307,34 +307,31 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
 #pragma unroll
             for (int i = 0; i < kGroup; i++)
                 amax = max_num(amax, abs_f32(v[i]));
-        if (C::kFp8) {
-            // MXFP8 (NUMERICS.md, quantizing activations): E4M3 bytes + the fp32 scale.
+        if (C::kFp8 || kMxfp8) {
+            // MXFP8 (NUMERICS.md, quantizing activations): E4M3 bytes with a
+            // UE8M0 scale. The FP8 kind stores the bytes and the scale as
+            // fp32; BF16 tiles (MXFP8 weights) store them decoded back (the
+            // scale byte is at least 105 here, NUMERICS.md).
             const unsigned char e = ue8m0_for_amax(amax, MJ_E4M3_MAX);
-            const float inv = ue8m0_inv_scale(e);
+            const float inv = ue8m0_inv_scale(e), scale = ue8m0_value(e);
             mj_u32 q[8];
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                pack_e4m3x8(v + 8 * i, inv, q + 2 * i);
-            *reinterpret_cast<uint4 *>(
-                stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk)) =
-                make_uint4(q[0], q[1], q[2], q[3]);
-            *reinterpret_cast<uint4 *>(
-                stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk + 16)) =
-                make_uint4(q[4], q[5], q[6], q[7]);
-            reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] =
-                ue8m0_value(e);
-        } else if (kMxfp8) {
-            // MXFP8 into BF16 tiles: the group quantized as above, stored
-            // decoded back (its scale byte is at least 105 here, NUMERICS.md).
-            const unsigned char e = ue8m0_for_amax(amax, MJ_E4M3_MAX);
-            const float inv = ue8m0_inv_scale(e), scale = f32_from_bits((mj_u32)e << 23);
-#pragma unroll
             for (int h = 0; h < 4; h++) {
-                mj_u32 q[2];
-                pack_e4m3x8(v + 8 * h, inv, q);
+                pack_e4m3x8(v + 8 * h, inv, q + 2 * h);
+                if constexpr (!C::kFp8)
+                    *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM,
+                                                                           C::kStageK, col,
+                                                                           kk + 8 * h)) =
+                        bf16x8_of_mxfp8(q[2 * h], q[2 * h + 1], scale);
+            }
+            if constexpr (C::kFp8) {
                 *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
-                                                kk + 8 * h)) = bf16x8_of_mxfp8(q[0], q[1], scale);
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk)) =
+                    make_uint4(q[0], q[1], q[2], q[3]);
+                *reinterpret_cast<uint4 *>(
+                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk + 16)) =
+                    make_uint4(q[4], q[5], q[6], q[7]);
+                reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] = scale;
             }
         } else {
             // Step 6 into BF16 tiles: BF16 rounds; NVFP4 quantizes the group and
