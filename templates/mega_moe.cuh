@@ -71,10 +71,11 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
         // The expert's later tiles stream the same weights, at about the
         // same time (their tasks are kTasks1 or kTasks2 claims apart): kept
         // at normal priority they come from L2 there (bf16 at T = 4096 on an
-        // H100: 11409 -> 10015 us with every weight normal, which cost
-        // mxfp4-a16 2% at T = 8; bench/RESULTS.md, nineteenth session). Made
-        // per task: both policies held across the loop spilled in the
-        // 40-register producer of kimi-k2's kernels with a shared expert.
+        // H100: 11388 -> 9409 us; every weight at normal priority gave 10001
+        // and cost the E2M1 rows 2-4% at T = 8; bench/RESULTS.md, nineteenth
+        // session). Made per task: both policies held across the loop
+        // spilled in the 40-register producer of kimi-k2's shared-expert
+        // kernels.
         mj_u64 policy;
         if (k.tile + 1 < (int)L.routing.tiles[k.local + 1])
             policy = policy_evict_normal();

@@ -461,10 +461,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     constexpr int kThreeQuarters =
         kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBf16Pairs ? 48 : C::kBlockM;
     const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
-    // The BF16 kind's 128-token tiles of at most 32 tokens run a quarter-width
-    // loop: the second tile of an expert with a little more than 128 tokens
-    // (127 of the 383 tiles at T = 4096 on DeepSeek-V3, a few tokens each)
-    // otherwise paid a full tile's tensor time.
+    // An expert's second 128-token tile holds a few tokens (127 of the 383
+    // tiles at T = 4096 on DeepSeek-V3).
     constexpr int kQuarter = !C::kFp8 && C::kBlockM == 128 ? 32 : C::kBlockM;
     const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
     if constexpr (C::kFp8) {
