@@ -17,7 +17,8 @@
 static uint64_t trace[2][MJ_MOE_TRACE_WORDS];
 
 /* valid: rows of the task's token tile (tiles of 128 tokens: CTA 1's GEMM 1
- * task is an expert's second tile, of 9). */
+ * task is an expert's second tile, of 9; CTA 0's GEMM 2 task one of 32, the
+ * last count the phases set apart). */
 static void task(int cta, int i, int gemm, uint64_t valid, uint64_t bytes, uint64_t start,
                  uint64_t first, uint64_t loop, uint64_t epi) {
     uint64_t *r = trace[cta] + MJ_MOE_TRACE_HEAD + i * MJ_MOE_TRACE_TASK_WORDS;
@@ -51,7 +52,7 @@ static void fill(void) {
     memset(trace, 0, sizeof trace);
     head(0, 1000, 14000, 16000, 2);
     task(0, 0, 1, 128, 8000, 4000, 5000, 9000, 10000);
-    task(0, 1, 2, 128, 3000, 10500, 11000, 13000, 13500);
+    task(0, 1, 2, 32, 3000, 10500, 11000, 13000, 13500);
     head(1, 2000, 12000, 18000, 1);
     task(1, 0, 1, 9, 16000, 5000, 6000, 10000, 12000);
 }
@@ -83,8 +84,9 @@ static void test_means(void **state) {
     assert_int_equal(p.gemm[0].narrow_tasks, 1); /* CTA 1's tile of 9 rows */
     assert_true(p.gemm[0].narrow_loop_us == 4.0);
     assert_true(p.gemm[0].narrow_loop_share == 0.5);
-    assert_int_equal(p.gemm[1].narrow_tasks, 0);
-    assert_true(p.gemm[1].narrow_loop_share == 0.0);
+    assert_int_equal(p.gemm[1].narrow_tasks, 1); /* CTA 0's tile of 32 rows */
+    assert_true(p.gemm[1].narrow_loop_us == 2.0);
+    assert_true(p.gemm[1].narrow_loop_share == 1.0);
     assert_true(p.gemm[0].start_us == 3.0);
     assert_true(p.gemm[0].end_us == 11.0);
     assert_int_equal(p.gemm[1].tasks, 1);
