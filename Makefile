@@ -190,11 +190,13 @@ $(BUILD)/bench/launch_probe: bench/launch_probe.cu
 	@mkdir -p $(@D)
 	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -arch=sm_90a -Werror all-warnings -o $@ $<
 
-# Whether ALU work and wgmma overlap on one SM (bench/README.md).
+# Whether ALU work and wgmma overlap on one SM (bench/README.md). A wgmma
+# that ptxas serialized (C75xx) would void its timings: refused.
 $(BUILD)/bench/rs_overlap: bench/rs_overlap.cu
 	@mkdir -p $(@D)
 	$(CUDA_HOME)/bin/nvcc -O3 -std=c++20 -gencode arch=compute_90a,code=sm_90a -Werror all-warnings \
-	  -Itemplates -o $@ $<
+	  -Itemplates -Xptxas -v -o $@ $< > $@.ptxas 2>&1 || { cat $@.ptxas; exit 1; }
+	@if grep 'C75[0-9][0-9]' $@.ptxas; then rm -f $@; echo "ptxas serialized a wgmma"; exit 1; fi
 
 test-gpu: all $(GPU_BIN) $(BUILD)/bench/launch_probe $(BUILD)/bench/rs_overlap ## build the GPU tests (run them on a GPU machine: tests/gpu/run.sh)
 

@@ -79,8 +79,8 @@ enum { kTensor = 1, kAlu = 2 };
 /* kBoth: every warpgroup issues the wgmmas (parts = kTensor). The roles are
  * one if / else on the warpgroup: with the part flags in the same condition
  * ptxas serialized the N = 128 RS wgmmas (C7520, a wait after each), which a
- * first run of this kernel measured as a slow RS rate. Build it and check
- * that ptxas prints no C75xx line. */
+ * first run of this kernel measured as a slow RS rate. Its make rule
+ * refuses a build where ptxas reports one. */
 template <int N, bool kSS, bool kBoth>
 __global__ void __launch_bounds__(256, 1) overlap(int parts, int steps, unsigned *sink) {
     extern __shared__ __align__(1024) unsigned char smem[];
