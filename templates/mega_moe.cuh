@@ -58,7 +58,7 @@ __device__ __forceinline__ void produce_weights(const Launch<C> &L, const Ring<C
     mj_u32 it = 0, ti = 0;
     for (;; ti++) {
         // Decoded once here: the other roles read the task as it is.
-        const Task k = L.routing.decode((int)claim(L.bank + L.l.bank.task_claim));
+        const Task k = L.routing.decode((int)claim(L.bank() + L.l.bank.task_claim));
         if (!mbar_wait(task_empty + (ti & 1), ((ti >> 1) & 1) ^ 1, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 2u);
         mailbox[ti & 1] = k;
@@ -157,7 +157,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                                         const ReleaseRing &rel, const MathThread &m) {
     float acc0[C::kBlockM / 2], acc1[C::kBlockM / 2];
     unsigned char *scratch = L.smem + C::kSmemEpi + (mj_u32)m.wg * C::kEpiBytes;
-    const bool tracer = L.trace && m.wg == 0 && m.t == 0;
+    const bool tracer = L.trace() && m.wg == 0 && m.t == 0;
     mj_u32 it = 0, ti = 0, posts = 0;
     for (;; ti++) {
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
@@ -166,7 +166,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         __syncwarp();
         if (m.lane == 0) mbar_arrive(task_empty + (ti & 1));
         if (k.gemm == 0) {
-            if (tracer) L.trace[MJ_MOE_TR_TASKS] = ti;
+            if (tracer) L.trace()[MJ_MOE_TR_TASKS] = ti;
             if (m.t == 0) rel.post(m.wg, posts, k, L);
             return;
         }
@@ -271,22 +271,15 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     Launch<C> L;
     L.args = &args;
     L.smem = smem;
-    L.own = reinterpret_cast<unsigned char *>(args.peers.base);
+    L.own_ = reinterpret_cast<unsigned char *>(args.peers.base);
     L.in = mj_layout_input(kHidden, kTopk, kMaxTokens, kDispatchFmt);
     L.l = mj_layout_moe(kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kDispatchFmt,
                         kSharedInter);
-    L.counters = reinterpret_cast<mj_u32 *>(L.own + L.l.counters_offset);
-    L.pool = L.own + L.l.pool_offset;
-    L.pool2 = L.own + L.l.pool2_offset;
-    if constexpr (C::kShared) L.pool2_shared = L.own + L.l.pool2_shared_offset;
-    L.meta = reinterpret_cast<mj_u32 *>(L.own + L.l.pool_meta_offset);
-    L.combine = reinterpret_cast<unsigned short *>(L.own + L.l.combine_offset);
     mj_u32 *routing = reinterpret_cast<mj_u32 *>(smem + C::kSmemRouting);
     L.routing.rows = routing;
     L.routing.tiles = routing + C::kRoutes;
     L.ntok = reinterpret_cast<int *>(routing + 2 * C::kRoutes + 1);
     L.pair_base = L.ntok + kRanks;
-    L.trace = args.trace ? args.trace + (mj_u64)blockIdx.x * MJ_MOE_TRACE_WORDS : nullptr;
     if (tid == 0) L.stamp(MJ_MOE_TR_ENTRY);
     // The swizzle atoms of the token stages (mj_moe_token_offset) need it.
     if (tid == 0 && (smem_u32(smem) & 1023u) != 0u)
@@ -295,9 +288,8 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     // Inputs (and this rank's counters) belong to the previous kernel until here.
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (tid == 0) L.stamp(MJ_MOE_TR_INPUTS);
-    const mj_u32 epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters + MJ_MOE_CNT_EPOCH);
-    L.bank = L.counters + MJ_MOE_CNT_FIXED + (epoch & 1u) * L.l.bank.words;
-    mj_u32 *next = L.counters + MJ_MOE_CNT_FIXED + ((epoch + 1u) & 1u) * L.l.bank.words;
+    const mj_u32 epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters() + MJ_MOE_CNT_EPOCH);
+    mj_u32 *next = L.counters() + MJ_MOE_CNT_FIXED + ((epoch + 1u) & 1u) * L.l.bank.words;
     for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words;
          i += kNumSMs * MJ_MOE_THREADS)
         next[i] = 0u;
@@ -312,16 +304,16 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
             L.ntok[0] = args.num_tokens;
         } else {
             if (blockIdx.x == 0) {
-                L.counters[MJ_MOE_CNT_NTOK] = (mj_u32)args.num_tokens;
+                L.counters()[MJ_MOE_CNT_NTOK] = (mj_u32)args.num_tokens;
                 for (int s = 0; s < kRanks; s++)
-                    st_release<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_START + rank),
+                    st_release<C::kSys>(peer_ptr(peers, s, L.counters() + MJ_MOE_CNT_START + rank),
                                         epoch + 1u);
             }
             for (int s = 0; s < kRanks; s++) {
-                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_START + s, epoch + 1u,
+                if (!wait_geq<C::kSys>(L.counters() + MJ_MOE_CNT_START + s, epoch + 1u,
                                        args.timeout_ns))
                     L.fail(MJ_MOE_ERR_PEER_START, (mj_u32)s);
-                L.ntok[s] = (int)ld_cg(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_NTOK));
+                L.ntok[s] = (int)ld_cg(peer_ptr(peers, s, L.counters() + MJ_MOE_CNT_NTOK));
             }
         }
         int base = 0;
@@ -368,17 +360,17 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
 
     __syncthreads();
     if (tid == 0) {
-        const mj_u32 finished = atomicAdd(L.counters + MJ_MOE_CNT_DONE, 1u) + 1u;
+        const mj_u32 finished = atomicAdd(L.counters() + MJ_MOE_CNT_DONE, 1u) + 1u;
         if (finished == (mj_u32)kNumSMs * (L.epoch() + 1u)) {
             // The last CTA of this rank: no CTA of it reads a peer any more.
             if (kRanks > 1) {
                 for (int s = 0; s < kRanks; s++)
-                    red_release_add<C::kSys>(peer_ptr(peers, s, L.counters + MJ_MOE_CNT_END), 1u);
-                if (!wait_geq<C::kSys>(L.counters + MJ_MOE_CNT_END,
+                    red_release_add<C::kSys>(peer_ptr(peers, s, L.counters() + MJ_MOE_CNT_END), 1u);
+                if (!wait_geq<C::kSys>(L.counters() + MJ_MOE_CNT_END,
                                        (mj_u32)kRanks * (L.epoch() + 1u), args.timeout_ns))
                     L.fail(MJ_MOE_ERR_PEER_END, 0u);
             }
-            L.counters[MJ_MOE_CNT_EPOCH] = L.epoch() + 1u;
+            L.counters()[MJ_MOE_CNT_EPOCH] = L.epoch() + 1u;
         }
         L.stamp(MJ_MOE_TR_END);
     }

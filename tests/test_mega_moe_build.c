@@ -6,7 +6,9 @@
  * a gpt-oss mxfp4-a8 layer with a fused shared expert, of one and two
  * experts' width, the mxfp4-a8 ones in MXFP8: its own K loop), and layers
  * with a shared expert in another format beside each BF16-kind row (MXFP8,
- * and BF16 beside NVFP4), every kernel of the manifest is compiled with NVRTC
+ * and BF16 beside NVFP4), and the one-rank DeepSeek-V3 layers of
+ * `megajit bench mega-moe` whose 64-token kernels once spilled (mxfp4-a16,
+ * nvfp4), every kernel of the manifest is compiled with NVRTC
  * for sm_90a with ptxas's resource report, and the report must show no
  * local-memory spills, no stack frame in the main kernel and no "wgmma
  * serialized" warning (C7510-C7520). The PTX of one main kernel per tensor-core
@@ -44,7 +46,13 @@ static const char kExtraLayers[] =
     "{\"name\": \"dsv3-mxfp4-a8-unfolded\", \"hidden\": 7168, \"intermediate\": 2048, "
     "\"experts\": 256, \"topk\": 8, \"ranks\": 8, \"max_tokens_per_rank\": 4096, "
     "\"weight_format\": \"mxfp4\", \"dispatch_format\": \"mxfp8\", \"activation\": \"swiglu\", "
-    "\"unfold_mx_scales\": true}]}";
+    "\"unfold_mx_scales\": true},"
+    "{\"name\": \"dsv3-bench-mxfp4-a16\", \"hidden\": 7168, \"intermediate\": 2048, "
+    "\"experts\": 256, \"topk\": 8, \"ranks\": 1, \"max_tokens_per_rank\": 4096, "
+    "\"weight_format\": \"mxfp4\", \"dispatch_format\": \"bf16\", \"activation\": \"swiglu\"},"
+    "{\"name\": \"dsv3-bench-nvfp4\", \"hidden\": 7168, \"intermediate\": 2048, "
+    "\"experts\": 256, \"topk\": 8, \"ranks\": 1, \"max_tokens_per_rank\": 4096, "
+    "\"weight_format\": \"nvfp4\", \"dispatch_format\": \"nvfp4\", \"activation\": \"swiglu\"}]}";
 
 /* gpt-oss-120b's shape (2880 = 45 x 64) in the format rows its preset does not
  * cover: stages of 64 (192 for mxfp4-a8, the one stage K that is no power of

@@ -16,8 +16,8 @@ namespace mj {
 template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, int lane) {
     constexpr int kChunks = (C::kHidden + 255) / 256;
     const int items = L.args->num_tokens * kChunks;
-    const int *ids = reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset);
-    mj_u32 *claims = L.bank + L.l.bank.combine_claim;
+    const int *ids = reinterpret_cast<const int *>(L.own() + L.in.topk_idx_offset);
+    mj_u32 *claims = L.bank() + L.l.bank.combine_claim;
     // An item costs two round trips: its token's slot ids (a lane each) with
     // its arrival count, then the slots; the next item is claimed meanwhile.
     mj_u32 next = lane == 0 ? claim(claims) : 0u;
@@ -44,8 +44,8 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int k = 0; k < C::kTopk + (C::kShared ? 1 : 0); k++) {
             if (k < C::kTopk && !((valid >> k) & 1u)) continue;
-            const uint4 v =
-                ld_cg_v4(L.combine + ((mj_u64)k * C::kMaxTokens + (mj_u64)t) * C::kHidden + h);
+            const uint4 v = ld_cg_v4(L.combine_slots() +
+                                     ((mj_u64)k * C::kMaxTokens + (mj_u64)t) * C::kHidden + h);
             const mj_u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int i = 0; i < 4; i++) {

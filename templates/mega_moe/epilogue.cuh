@@ -402,7 +402,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
         const int col = item / chunks, ch = item % chunks;
         const int home = (int)table[4 * col], token = (int)table[4 * col + 1],
                   slot = (int)table[4 * col + 2];
-        unsigned short *dst = peer_ptr(L.peers(), home, L.combine) +
+        unsigned short *dst = peer_ptr(L.peers(), home, L.combine_slots()) +
                               ((mj_u64)slot * C::kMaxTokens + (mj_u64)token) * C::kHidden + first +
                               8 * ch;
         *reinterpret_cast<uint4 *>(dst) =

@@ -2,9 +2,9 @@
  * What every role of one MegaMoE launch reads: this rank's regions, the
  * counter bank of the launch, the routing tables in shared memory.
  *
- * The launch's epoch waits in shared memory from the start, where only the
- * end reads it again: in a register it crowded the budgets of the producers
- * and K loops (kernels with a shared expert's block pairs spilled).
+ * The launch's epoch waits in shared memory from the start, where bank() and
+ * the end read it: in a register it crowded the budgets of the producers and
+ * K loops (kernels with a shared expert's block pairs spilled).
  */
 #ifndef MJ_MEGA_MOE_LAUNCH_CUH
 #define MJ_MEGA_MOE_LAUNCH_CUH
@@ -17,23 +17,32 @@ namespace mj {
 
 template <class C> struct Launch {
     const mj_moe_args *args;
-    unsigned char *own; // this rank's region
+    unsigned char *own_; // this rank's region: own()
     mj_input_layout in;
     mj_moe_layout l;
-    mj_u32 *counters; // monotonic words
-    mj_u32 *bank;     // this launch's counter bank
-    unsigned char *pool, *pool2, *pool2_shared;
-    mj_u32 *meta;
-    unsigned short *combine;
     Routing<C> routing;
     int *ntok;      // [R] tokens of each rank in this launch
     int *pair_base; // [R + 1] prefix of ntok * K: the pairs of all ranks, concatenated,
                     // then the launch's epoch (set_epoch)
     unsigned char *smem;
-    mj_u64 *trace; // this CTA's phase stamps (MJ_MOE_TRACE_WORDS), or null
 
     __device__ __forceinline__ const mj_peers &peers() const {
         return args->peers;
+    }
+    // The regions of this rank and this CTA's trace are made where used
+    // (an add to own_, a read of the epoch in shared memory or of the
+    // kernel parameter): each held in registers from the start, they
+    // spilled in DeepSeek-V3's and Kimi K2's 64-token mxfp4-a16 and nvfp4
+    // kernels, and made from the parameter alone in Kimi K2's mxfp4-a8
+    // kernel with its shared expert (tests/test_mega_moe_build.c).
+    __device__ __forceinline__ unsigned char *own() const {
+        return own_;
+    }
+    __device__ __forceinline__ mj_u32 *counters() const { // monotonic words
+        return reinterpret_cast<mj_u32 *>(own() + l.counters_offset);
+    }
+    __device__ __forceinline__ unsigned short *combine_slots() const {
+        return reinterpret_cast<unsigned short *>(own() + l.combine_offset);
     }
     /* Thread 0's, from the start to the end (its counter updates). */
     __device__ __forceinline__ void set_epoch(mj_u32 e) const {
@@ -42,20 +51,31 @@ template <class C> struct Launch {
     __device__ __forceinline__ mj_u32 epoch() const {
         return (mj_u32)pair_base[C::kRanks + 1];
     }
+    /* This launch's counter bank, by the epoch's parity. */
+    __device__ __forceinline__ mj_u32 *bank() const {
+        return counters() + MJ_MOE_CNT_FIXED + (epoch() & 1u) * l.bank.words;
+    }
+    /* This CTA's phase stamps (MJ_MOE_TRACE_WORDS), or null; the CTA index
+     * read afresh (ptxas held it, and spilled it, otherwise). */
+    __device__ __forceinline__ mj_u64 *trace() const {
+        mj_u32 cta;
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(cta));
+        return args->trace ? args->trace + (mj_u64)cta * MJ_MOE_TRACE_WORDS : nullptr;
+    }
     __device__ __forceinline__ mj_u32 *fill() const {
-        return bank + l.bank.fill;
+        return bank() + l.bank.fill;
     }
     __device__ __forceinline__ mj_u32 *ready() const {
-        return bank + l.bank.ready;
+        return bank() + l.bank.ready;
     }
     __device__ __forceinline__ mj_u32 *l1_done() const {
-        return bank + l.bank.l1_done;
+        return bank() + l.bank.l1_done;
     }
     __device__ __forceinline__ mj_u32 *arrive() const {
-        return bank + l.bank.arrive;
+        return bank() + l.bank.arrive;
     }
     __device__ __forceinline__ unsigned char *tile1(int tile) const {
-        return pool + (mj_u64)tile * C::kTile1;
+        return own() + l.pool_offset + (mj_u64)tile * C::kTile1;
     }
     // What depends on a task's routing entry `local` (a local expert, or the
     // shared expert at kLocal) takes the task's fields by value: given the
@@ -65,9 +85,9 @@ template <class C> struct Launch {
     __device__ __forceinline__ unsigned char *tile2(int tile, int local) const {
         if constexpr (C::kShared)
             if (local == C::kLocal)
-                return pool2_shared +
+                return own() + l.pool2_shared_offset +
                        (mj_u64)(tile - (int)routing.tiles[C::kLocal]) * C::kSharedTile2;
-        return pool2 + (mj_u64)tile * C::kTile2;
+        return own() + l.pool2_offset + (mj_u64)tile * C::kTile2;
     }
     /* The entry's weight image. */
     __device__ __forceinline__ const unsigned char *weights(int local) const {
@@ -76,20 +96,21 @@ template <class C> struct Launch {
         return args->w + (mj_u64)local * C::kExpertBytes;
     }
     __device__ __forceinline__ mj_u32 *meta_row(int tile, int r) const {
-        return meta + ((mj_u64)tile * C::kBlockM + (mj_u64)r) * MJ_MOE_META_WORDS;
+        return reinterpret_cast<mj_u32 *>(own() + l.pool_meta_offset) +
+               ((mj_u64)tile * C::kBlockM + (mj_u64)r) * MJ_MOE_META_WORDS;
     }
     __device__ __forceinline__ void fail(mj_u32 code, mj_u32 detail) const {
-        report_error(counters, code, detail);
+        report_error(counters(), code, detail);
     }
     __device__ __forceinline__ void stamp(int word) const {
-        if (trace) trace[word] = global_timer_ns();
+        if (mj_u64 *t = trace()) t[word] = global_timer_ns();
     }
     /* The phase record of this CTA's task ti, or null (not traced, or past
      * the trace's capacity). */
     __device__ __forceinline__ mj_u64 *task_record(mj_u32 ti) const {
-        return trace && ti < MJ_MOE_TRACE_TASKS
-                   ? trace + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
-                   : nullptr;
+        mj_u64 *t = trace();
+        return t && ti < MJ_MOE_TRACE_TASKS ? t + MJ_MOE_TRACE_HEAD + ti * MJ_MOE_TRACE_TASK_WORDS
+                                            : nullptr;
     }
 };
 
