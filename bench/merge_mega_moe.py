@@ -2,7 +2,8 @@
 """One table from `megajit bench mega-moe --json` runs and the PyTorch peer's
 --json (bench/torch_moe_peer.py), matched on (shape, routing, ranks, tokens per
 rank): row, shape, routing, T, megajit us, floor us, time / floor, bound,
-pre-dispatch + MegaMoE us and / floor, the peer's us and megajit's speedup over
+the bulk-read kernel's time for the same bytes (where measured), pre-dispatch +
+MegaMoE us and / floor, the peer's us and megajit's speedup over
 it, and the check. The ceilings and host cost of each run are printed first.
 
     python3 bench/merge_mega_moe.py BENCH.json [BENCH.json ...] [--torch TORCH.json ...]
@@ -44,8 +45,8 @@ def main():
         impls.append(f"torch {t['torch']}, {t['impl']}")
         peer.update({key(r): r["us"] for r in t["results"]})
 
-    header = ["ROW", "SHAPE", "ROUTING", "T", "US", "FLOOR US", "T/FLOOR", "BOUND", "PD+MOE US",
-              "(PD+MOE)/FLOOR", "TORCH US", "SPEEDUP", "STATUS"]
+    header = ["ROW", "SHAPE", "ROUTING", "T", "US", "FLOOR US", "T/FLOOR", "BOUND", "STREAM US",
+              "PD+MOE US", "(PD+MOE)/FLOOR", "TORCH US", "SPEEDUP", "STATUS"]
     rows = [header]
     for path in args.bench:
         b = load(path)
@@ -67,16 +68,17 @@ def main():
             ran = "us" in r
             cells = [r["row"], r["shape"], r["routing"], str(r.get("tokens_per_rank", "-"))]
             if ran:
+                stream = f"{r['stream_us']:.1f}" if "stream_us" in r else "-"
                 cells += [f"{r['us']:.1f}", f"{r['floor_us']:.1f}", f"{r['ratio']:.2f}",
-                          r["bound"], f"{r['pd_moe_us']:.1f}", f"{r['pd_moe_ratio']:.2f}"]
+                          r["bound"], stream, f"{r['pd_moe_us']:.1f}", f"{r['pd_moe_ratio']:.2f}"]
             else:
-                cells += ["-"] * 6
+                cells += ["-"] * 7
             cells += [f"{t_us:.1f}" if t_us else "-",
                       f"{t_us / r['us']:.2f}x" if t_us and ran else "-", r["detail"]]
             rows.append(cells)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
-        print("  ".join(cell.ljust(w) if i in (0, 1, 2, 7, 12) else cell.rjust(w)
+        print("  ".join(cell.ljust(w) if i in (0, 1, 2, 7, 13) else cell.rjust(w)
                         for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
     print(f"peer: {'; '.join(sorted(set(impls)))}" if impls else "peer: no PyTorch numbers")
     return 1 if missing else 0

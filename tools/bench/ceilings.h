@@ -22,4 +22,14 @@ typedef struct mj_bench_ceilings {
  * below what the SM clock allows. */
 mj_status mj_bench_measure_ceilings(mj_runtime *rt, mj_bench_ceilings *out);
 
+/* The time the bulk-read kernel takes to read `bytes` once on every SM: the
+ * median of timed single launches (after warm-ups), each from another region
+ * of a buffer large enough that L2 holds none of what it reads, every copy
+ * checked completed. A configuration's weights streamed by the ceiling
+ * kernel itself, in one launch: the launch, the ramp and the tail included,
+ * which the floor's steady bandwidth leaves out (what matters at small T).
+ * *us = 0 (and MJ_OK) where bytes exceed 4 GiB or the device cannot hold the
+ * buffer. */
+mj_status mj_bench_stream_us(mj_runtime *rt, double bytes, double *us);
+
 #endif

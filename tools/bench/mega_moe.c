@@ -595,6 +595,7 @@ static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point
         p->sets = s->n;
         st = floor_of(b, s, p);
     }
+    if (st == MJ_OK) st = mj_bench_stream_us(b->rt, p->bytes, &p->stream_us);
     double step_s = 0;
     if (st == MJ_OK) st = warm_up(b, s, &step_s);
     if (st == MJ_OK && first && o->host_cost)

@@ -32,6 +32,9 @@ typedef struct mj_bench_moe_point {
                       * x this device's tokens with a shared expert */
     double shared_bytes; /* the shared expert's weights and scales, once per local rank; 0: none */
     mj_bench_floor floor;
+    /* The bulk-read ceiling kernel's time to read `bytes` in one launch
+     * (mj_bench_stream_us; 0: not measured, bytes past 4 GiB) */
+    double stream_us;
     mj_bench_check_result check; /* written by the checker pool: read after it finishes */
     int traced;                  /* phases holds one traced launch (options.phases) */
     mj_bench_moe_phases phases;

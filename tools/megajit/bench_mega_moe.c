@@ -38,8 +38,10 @@ static const char kUsage[] =
     "against its floor: max(bytes / read bandwidth, FLOPs / BF16 tensor rate), with the\n"
     "bandwidth and rate measured in the same run by the bench-ceiling kernels. bytes = the\n"
     "weights and scales of the experts the routing hits + the tokens in and out; FLOPs =\n"
-    "2 x 3 H I per (token, slot) pair. Each configuration is also timed as pre-dispatch +\n"
-    "MegaMoE back to back, and checked against the fp64 host reference. Needs a GPU.\n"
+    "2 x 3 H I per (token, slot) pair. Where those bytes are at most 4 GiB, the bulk-read\n"
+    "kernel is also timed reading them in one launch (stream: launch, ramp and tail\n"
+    "included). Each configuration is also timed as pre-dispatch + MegaMoE back to back,\n"
+    "and checked against the fp64 host reference. Needs a GPU.\n"
     "\n"
     "With --ranks N > 1 the ranks are emulated on this GPU (SMs divided among them, every\n"
     "expert's weights on the device). Under build/tests/gpu/launch_ranks --gpus N each\n"
@@ -333,6 +335,7 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(j, "floor_us", p->floor.floor_us);
     cJSON_AddStringToObject(j, "bound", mj_bench_bound_name(p->floor.bound));
     cJSON_AddNumberToObject(j, "ratio", p->us / p->floor.floor_us);
+    if (p->stream_us > 0) cJSON_AddNumberToObject(j, "stream_us", p->stream_us);
     cJSON_AddNumberToObject(j, "pd_moe_ratio", p->pd_moe_us / p->floor.floor_us);
     cJSON *ck = cJSON_AddObjectToObject(j, "check");
     cJSON_AddBoolToObject(ck, "ok", p->check.ok);
@@ -362,10 +365,14 @@ static void table_row(cli_table *t, const config *c, const mj_bench_moe_point *p
         cli_table_cell(t, "%.1f", p->floor.floor_us);
         cli_table_cell(t, "%.2f", p->us / p->floor.floor_us);
         cli_table_cell(t, "%s", mj_bench_bound_name(p->floor.bound));
+        if (p->stream_us > 0)
+            cli_table_cell(t, "%.1f", p->stream_us);
+        else
+            cli_table_cell(t, "-");
         cli_table_cell(t, "%.1f", p->pd_moe_us);
         cli_table_cell(t, "%.2f", p->pd_moe_us / p->floor.floor_us);
     } else {
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 8; i++)
             cli_table_cell(t, "-");
     }
     cli_table_cell(t, "%s", text);
@@ -557,9 +564,12 @@ int cmd_bench_mega_moe(int argc, char **argv) {
         host_cost_done = 1;
         for (int t = 0; print && t < a.num_tokens; t++) {
             const mj_bench_moe_point *p = &c->points[t];
-            fprintf(stderr, "%s %s T=%d: %.1f us, floor %.1f us (%s), %.2fx; pd+moe %.1f us\n",
+            char stream[48] = "";
+            if (p->stream_us > 0) snprintf(stream, sizeof stream, "; stream %.1f us", p->stream_us);
+            fprintf(stderr, "%s %s T=%d: %.1f us, floor %.1f us (%s), %.2fx%s; pd+moe %.1f us\n",
                     c->shape->name, c->row->name, p->tokens, p->us, p->floor.floor_us,
-                    mj_bench_bound_name(p->floor.bound), p->us / p->floor.floor_us, p->pd_moe_us);
+                    mj_bench_bound_name(p->floor.bound), p->us / p->floor.floor_us, stream,
+                    p->pd_moe_us);
         }
     }
     if (!checker) rc = cli_fail(kCmd, "cannot start the check threads");
@@ -587,10 +597,10 @@ int cmd_bench_mega_moe(int argc, char **argv) {
             rc = cli_print_json(j);
         } else {
             static const char *const headers[] = {
-                "SHAPE",    "ROW",     "T",     "BM",        "US",
-                "FLOOR US", "T/FLOOR", "BOUND", "PD+MOE US", "(PD+MOE)/FLOOR",
-                "STATUS"};
-            cli_table *t = cli_table_new("llrrrrrlrrl", headers);
+                "SHAPE",          "ROW",     "T",     "BM",        "US",
+                "FLOOR US",       "T/FLOOR", "BOUND", "STREAM US", "PD+MOE US",
+                "(PD+MOE)/FLOOR", "STATUS"};
+            cli_table *t = cli_table_new("llrrrrrlrrrl", headers);
             for (int i = 0; i < n; i++) {
                 const config *c = &cfgs[i];
                 if (!c->points) table_row(t, c, NULL);
@@ -601,7 +611,8 @@ int cmd_bench_mega_moe(int argc, char **argv) {
             cli_table_print(t, stdout);
             printf("floor = max(bytes / bulk-copy read bandwidth, FLOPs / BF16 tensor rate): "
                    "bytes = weights and scales of the experts this routing hits%s%s + tokens in "
-                   "and out, FLOPs = 2 x 3 H I per (token, slot) pair%s\n",
+                   "and out, FLOPs = 2 x 3 H I per (token, slot) pair%s; stream = the bulk-read "
+                   "kernel reading those bytes in one launch (up to 4 GiB)\n",
                    ranks > 1 && !launched ? " on every emulated rank" : "",
                    a.variant.shared ? " + the shared expert's, once per rank" : "",
                    a.variant.shared ? " + 2 x 3 H I_s per token (the shared expert)" : "");
