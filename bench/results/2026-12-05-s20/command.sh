@@ -10,7 +10,8 @@
 #   V = S4 for mxfp4-a16, nvfp4-a16, nvfp4 and mxfp8, V = F2 for mxfp4-a8.
 # N = 2: racecheck of --quick with a 60 s wait limit on base and on MB,
 #   memcheck of --quick, then issue 10's DeepSeek-V3 table (every row, T = 1
-#   .. 4096, uniform) with the PyTorch BF16 peer.
+#   .. 4096, uniform) with the PyTorch BF16 peer; its STREAM US column
+#   (cf0086a, first run here) is the read kernel on the floor's bytes.
 # N = 3: C40 against base at T = 1024, interleaved (base, C40, base, C40):
 #   mxfp4-a16, nvfp4-a16, nvfp4 and mxfp4-a8 on DeepSeek-V3 and gpt-oss-120b;
 #   then test_mega_moe --section block_m with C40.
