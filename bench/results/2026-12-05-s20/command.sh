@@ -13,8 +13,11 @@
 #   .. 4096, uniform) with the PyTorch BF16 peer; its STREAM US column
 #   (cf0086a, first run here) is the read kernel on the floor's bytes.
 # N = 3: C40 against base at T = 1024, interleaved (base, C40, base, C40):
-#   mxfp4-a16, nvfp4-a16, nvfp4 and mxfp4-a8 on DeepSeek-V3 and gpt-oss-120b;
-#   then test_mega_moe --section block_m with C40.
+#   mxfp4-a16, nvfp4-a16, nvfp4 and mxfp4-a8 on DeepSeek-V3, mxfp4-a16 on
+#   gpt-oss-120b; then test_mega_moe --section block_m with C40.
+# N = 4: CB against base, interleaved, mxfp4-a16 and bf16 at T = 1024 and
+#   4096 on DeepSeek-V3, the phases of mxfp4-a16 at T = 4096 with CB (its
+#   "combine + end"), then test_mega_moe --section block_m with CB.
 # The variants (build/tv/NAME, prepare.sh):
 #   base  templates/ as they stand
 #   S4    mainloop.cuh: the BF16 kind's decoded 64-token tiles keep four
@@ -24,6 +27,10 @@
 #   MB    mega_moe.cuh: a math warp's lane 0 reads the task mailbox and
 #         shuffles it to the warp (every reader then arrives on task_empty
 #         itself; racecheck's 14 mailbox reports name that read)
+#   CB    combine.cuh + launch.cuh: the combine issues its slots' loads two
+#         at a time (predicated) before summing them in the same order; each
+#         was loaded where it was added, a round trip a slot (ptxas issues
+#         all of them at once where the registers allow)
 #   C40   mainloop.cuh + wgmma_ops.cuh: the 64-token tiles' three-quarter
 #         loop computes 40 token columns instead of 48 (at T = 1024 on
 #         DeepSeek-V3 an expert gets 32 pairs on average: most tiles above 32
@@ -61,13 +68,25 @@ case ${1:-1} in
   table ;;
 3)
   card
-  for shape in deepseek-v3 gpt-oss-120b; do for f in mxfp4-a16 nvfp4-a16 nvfp4 mxfp4-a8; do
+  for sf in deepseek-v3:mxfp4-a16 deepseek-v3:nvfp4-a16 deepseek-v3:nvfp4 deepseek-v3:mxfp4-a8 \
+    gpt-oss-120b:mxfp4-a16; do
+    shape=${sf%%:*} f=${sf#*:}
     for v in base C40 base C40; do
       MEGAJIT_TEMPLATE_DIR=build/tv/$v run c40_$v 60 build/bin/megajit bench mega-moe \
         --shape $shape --format $f --tokens 1024 --max-tokens 4096 --iters 10
       grep -E "^$shape +$f T=" "$OUT/c40_$v.log" | tail -1 | sed "s|^|$v |"
     done
-  done; done
+  done
   MEGAJIT_TEMPLATE_DIR=build/tv/C40 run block_m 150 $T --section block_m
+  grep -E "passed, |^FAIL" "$OUT/block_m.log" | tail -6 ;;
+4)
+  card
+  for f in mxfp4-a16 bf16; do for v in base CB base CB; do
+    MEGAJIT_TEMPLATE_DIR=build/tv/$v run cb_$v 90 build/bin/megajit bench mega-moe --format $f \
+      --tokens 1024,4096 --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 +$f T=" "$OUT/cb_$v.log" | tail -2 | sed "s|^|$v |"
+  done; done
+  MEGAJIT_TEMPLATE_DIR=build/tv/CB phases mxfp4-a16 4096
+  MEGAJIT_TEMPLATE_DIR=build/tv/CB run block_m 150 $T --section block_m
   grep -E "passed, |^FAIL" "$OUT/block_m.log" | tail -6 ;;
 esac
