@@ -27,10 +27,10 @@
 #   MB    mega_moe.cuh: a math warp's lane 0 reads the task mailbox and
 #         shuffles it to the warp (every reader then arrives on task_empty
 #         itself; racecheck's 14 mailbox reports name that read)
-#   CB    combine.cuh + launch.cuh: the combine issues its slots' loads two
-#         at a time (predicated) before summing them in the same order; each
-#         was loaded where it was added, a round trip a slot (ptxas issues
-#         all of them at once where the registers allow)
+#   CB    combine.cuh + launch.cuh: the combine's slot loads are predicated
+#         instead of behind a branch on the slot's validity (where each was
+#         issued after the sum of the one before, a round trip a slot); the
+#         sums and their order are the same
 #   C40   mainloop.cuh + wgmma_ops.cuh: the 64-token tiles' three-quarter
 #         loop computes 40 token columns instead of 48 (at T = 1024 on
 #         DeepSeek-V3 an expert gets 32 pairs on average: most tiles above 32
