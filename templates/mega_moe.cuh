@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     Launch<C> L;
     L.args = &args;
     L.smem = smem;
-    L.own_ = reinterpret_cast<unsigned char *>(args.peers.base);
+    L.own = reinterpret_cast<unsigned char *>(args.peers.base);
     L.in = mj_layout_input(kHidden, kTopk, kMaxTokens, kDispatchFmt);
     L.l = mj_layout_moe(kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kDispatchFmt,
                         kSharedInter);

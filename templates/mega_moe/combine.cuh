@@ -16,7 +16,7 @@ namespace mj {
 template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, int lane) {
     constexpr int kChunks = (C::kHidden + 255) / 256;
     const int items = L.args->num_tokens * kChunks;
-    const int *ids = reinterpret_cast<const int *>(L.own() + L.in.topk_idx_offset);
+    const int *ids = reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset);
     mj_u32 *claims = L.bank() + L.l.bank.combine_claim;
     // An item costs two round trips: its token's slot ids (a lane each) with
     // its arrival count, then the slots; the next item is claimed meanwhile.

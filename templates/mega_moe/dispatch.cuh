@@ -20,7 +20,7 @@
 namespace mj {
 
 template <class C> __device__ __forceinline__ const int *rank_ids(const Launch<C> &L, int s) {
-    return peer_ptr(L.peers(), s, reinterpret_cast<const int *>(L.own() + L.in.topk_idx_offset));
+    return peer_ptr(L.peers(), s, reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset));
 }
 
 /* Adds every pair routed to a local expert into L.routing.rows (zeroed), and
@@ -68,7 +68,7 @@ template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
     constexpr int kBatch = C::kFp8 ? 16 : 8;
-    const unsigned char *src = peer_ptr(L.peers(), s, L.own());
+    const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
     if (C::kDispatchFmt == MJ_FMT_MXFP8) {
@@ -219,7 +219,7 @@ __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, in
             const int token = pi / C::kTopk;
             pull_row(L, ps, token, L.tile1(tile), r, lane);
             if (lane == 0) {
-                const unsigned char *src = peer_ptr(L.peers(), ps, L.own());
+                const unsigned char *src = peer_ptr(L.peers(), ps, L.own);
                 const float xs =
                     C::kDispatchFmt == MJ_FMT_NVFP4
                         ? reinterpret_cast<const float *>(src + L.in.x_scales_offset)[token]

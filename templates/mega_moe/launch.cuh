@@ -17,7 +17,7 @@ namespace mj {
 
 template <class C> struct Launch {
     const mj_moe_args *args;
-    unsigned char *own_; // this rank's region: own()
+    unsigned char *own; // this rank's region
     mj_input_layout in;
     mj_moe_layout l;
     Routing<C> routing;
@@ -29,20 +29,18 @@ template <class C> struct Launch {
     __device__ __forceinline__ const mj_peers &peers() const {
         return args->peers;
     }
-    // The regions of this rank and this CTA's trace are made where used
-    // (an add to own_, a read of the epoch in shared memory or of the
-    // kernel parameter): each held in registers from the start, they
+    // The regions of this rank, the counter bank and this CTA's trace are
+    // made where used (an add to own, a read of the epoch in shared memory
+    // or of the kernel parameter): held in registers from the start, they
     // spilled in DeepSeek-V3's and Kimi K2's 64-token mxfp4-a16 and nvfp4
-    // kernels, and made from the parameter alone in Kimi K2's mxfp4-a8
-    // kernel with its shared expert (tests/test_mega_moe_build.c).
-    __device__ __forceinline__ unsigned char *own() const {
-        return own_;
-    }
+    // kernels. own itself stays held: made from the parameter at every use,
+    // it spilled in Kimi K2's 64-token mxfp4-a8 kernel with its shared
+    // expert (tests/test_mega_moe_build.c).
     __device__ __forceinline__ mj_u32 *counters() const { // monotonic words
-        return reinterpret_cast<mj_u32 *>(own() + l.counters_offset);
+        return reinterpret_cast<mj_u32 *>(own + l.counters_offset);
     }
     __device__ __forceinline__ unsigned short *combine_slots() const {
-        return reinterpret_cast<unsigned short *>(own() + l.combine_offset);
+        return reinterpret_cast<unsigned short *>(own + l.combine_offset);
     }
     /* Thread 0's, from the start to the end (its counter updates). */
     __device__ __forceinline__ void set_epoch(mj_u32 e) const {
@@ -75,7 +73,7 @@ template <class C> struct Launch {
         return bank() + l.bank.arrive;
     }
     __device__ __forceinline__ unsigned char *tile1(int tile) const {
-        return own() + l.pool_offset + (mj_u64)tile * C::kTile1;
+        return own + l.pool_offset + (mj_u64)tile * C::kTile1;
     }
     // What depends on a task's routing entry `local` (a local expert, or the
     // shared expert at kLocal) takes the task's fields by value: given the
@@ -85,9 +83,9 @@ template <class C> struct Launch {
     __device__ __forceinline__ unsigned char *tile2(int tile, int local) const {
         if constexpr (C::kShared)
             if (local == C::kLocal)
-                return own() + l.pool2_shared_offset +
+                return own + l.pool2_shared_offset +
                        (mj_u64)(tile - (int)routing.tiles[C::kLocal]) * C::kSharedTile2;
-        return own() + l.pool2_offset + (mj_u64)tile * C::kTile2;
+        return own + l.pool2_offset + (mj_u64)tile * C::kTile2;
     }
     /* The entry's weight image. */
     __device__ __forceinline__ const unsigned char *weights(int local) const {
@@ -96,7 +94,7 @@ template <class C> struct Launch {
         return args->w + (mj_u64)local * C::kExpertBytes;
     }
     __device__ __forceinline__ mj_u32 *meta_row(int tile, int r) const {
-        return reinterpret_cast<mj_u32 *>(own() + l.pool_meta_offset) +
+        return reinterpret_cast<mj_u32 *>(own + l.pool_meta_offset) +
                ((mj_u64)tile * C::kBlockM + (mj_u64)r) * MJ_MOE_META_WORDS;
     }
     __device__ __forceinline__ void fail(mj_u32 code, mj_u32 detail) const {
