@@ -13,7 +13,9 @@ layers `megajit bench mega-moe` runs (--bench-shapes).
 
 Exit status 1 when a main kernel spills, has a stack frame or a serialized wgmma.
 """
-import argparse, ctypes, json, multiprocessing, os, re, subprocess, sys, tempfile
+import argparse, ctypes, json, multiprocessing, os, re, sys, tempfile
+
+from precompiled import main_kernels, precompile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CUDA = os.environ.get("CUDA_HOME", "/usr/local/cuda")
@@ -36,23 +38,16 @@ def bench_manifest():
 
 def kernels(args, scratch):
     """(name expression, NVRTC flags) of each MegaMoE main kernel of the manifest."""
-    cmd = [args.cli, "precompile", "--cache", os.path.join(scratch, "cache"), "--json",
-           "--arch", "sm_90a", "--jobs", str(args.jobs)]
-    if args.preset:
-        cmd += ["--preset", args.preset]
-    else:
-        path = args.manifest
-        if not path:
-            path = os.path.join(scratch, "manifest.json")
-            with open(path, "w") as f:
-                json.dump(bench_manifest(), f)
-        cmd += ["--manifest", path]
+    cache = os.path.join(scratch, "cache")
+    source = ("--preset", args.preset) if args.preset else ("--manifest", args.manifest)
+    if not args.preset and not args.manifest:
+        source = ("--manifest", os.path.join(scratch, "manifest.json"))
+        with open(source[1], "w") as f:
+            json.dump(bench_manifest(), f)
     env = dict(os.environ, MEGAJIT_TEMPLATE_DIR=args.templates)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-    out = subprocess.run([args.cli, "cache", "ls", "--cache", os.path.join(scratch, "cache"),
-                          "--json"], check=True, capture_output=True, text=True).stdout
-    return sorted((e["kernel_name"], e["flags"].split()) for e in json.loads(out)
-                  if e["kernel_name"].startswith("mj::mega_moe_kernel<"))
+    precompile(args.cli, cache, env, [source])
+    return sorted((e["kernel_name"], e["flags"].split())
+                  for e in main_kernels(args.cli, cache, env))
 
 
 def report(job):

@@ -17,9 +17,10 @@ them, with nvdisasm as bench/nvdisasm_env.py says.
     python3 bench/sass_guard.py [--preset NAME ...] [--manifest FILE ...]
                                 [--cache DIR] [--cli build/bin/megajit]
 """
-import argparse, concurrent.futures, json, os, re, subprocess, sys, tempfile
+import argparse, concurrent.futures, os, re, sys, tempfile
 
 from nvdisasm_env import nvdisasm_env
+from precompiled import main_kernels, megajit, precompile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PRESETS = ("deepseek-v3-ep8", "kimi-k2-ep8", "qwen3-235b-ep4", "gpt-oss-120b-ep1",
@@ -29,14 +30,12 @@ PREDICATED_MINMAX = re.compile(r"\b(V?IMNMX\S*)\s+R\d+,\s*(P[0-6]),")
 
 
 def findings(cli, cache, env):
-    run = lambda *args: subprocess.run([cli, *args, "--cache", cache], env=env, check=True,
-                                       capture_output=True, text=True).stdout
-    entries = [e for e in json.loads(run("cache", "ls", "--json"))
-               if e["kernel_name"].startswith("mj::mega_moe_kernel<")]
+    entries = main_kernels(cli, cache, env)
 
     def scan(e):
         return [(e["kernel_name"], line.strip())
-                for line in run("cache", "show", e["key"][:12], "--sass").split("\n")
+                for line in megajit(cli, cache, env, "cache", "show", e["key"][:12],
+                                    "--sass").split("\n")
                 if PREDICATED_MINMAX.search(line)]
 
     # One nvdisasm a kernel, a GPU test's cache holds a hundred or more.
@@ -58,9 +57,7 @@ def main():
         if not a.cache:
             sources = [("--preset", p) for p in (a.preset or ([] if a.manifest else PRESETS))]
             sources += [("--manifest", m) for m in a.manifest]
-            for flag, value in sources:
-                subprocess.run([a.cli, "precompile", flag, value, "--arch", "sm_90a", "--cache",
-                                cache, "--json"], env=env, check=True, capture_output=True)
+            precompile(a.cli, cache, env, sources)
         kernels, bad = findings(a.cli, cache, env)
     for name, line in bad:
         print("%s: %s" % (name, line))
