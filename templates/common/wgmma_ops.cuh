@@ -98,6 +98,36 @@ template <> struct WgmmaRs<MmaBF16, 32> {
     }
 };
 
+template <> struct WgmmaRs<MmaBF16, 40> {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 20, "an m64n40 tile needs 20 accumulators");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16 "
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
+                     "{%20,%21,%22,%23}, %24, p, 1, 1, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                       "+f"(d[18]), "+f"(d[19])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+    }
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
+                                                     mj_u64 desc) {
+        static_assert(R >= 20, "an m64n40 tile needs 20 accumulators");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16 "
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
+                     "{%20,%21,%22,%23}, %24, p, 1, 1, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                       "+f"(d[18]), "+f"(d[19])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+    }
+};
+
 template <> struct WgmmaRs<MmaBF16, 48> {
     template <int R>
     static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
@@ -294,6 +324,36 @@ template <> struct WgmmaRs<MmaE4M3, 32> {
     }
 };
 
+template <> struct WgmmaRs<MmaE4M3, 40> {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 20, "an m64n40 tile needs 20 accumulators");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n40k32.f32.e4m3.e4m3 "
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
+                     "{%20,%21,%22,%23}, %24, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                       "+f"(d[18]), "+f"(d[19])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+    }
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
+                                                     mj_u64 desc) {
+        static_assert(R >= 20, "an m64n40 tile needs 20 accumulators");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n40k32.f32.e4m3.e4m3 "
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
+                     "{%20,%21,%22,%23}, %24, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                       "+f"(d[18]), "+f"(d[19])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+    }
+};
+
 template <> struct WgmmaRs<MmaE4M3, 48> {
     template <int R>
     static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
@@ -486,6 +546,36 @@ template <> struct WgmmaRs<MmaE5M2, 32> {
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
                        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
                        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
+    }
+};
+
+template <> struct WgmmaRs<MmaE5M2, 40> {
+    template <int R>
+    static __device__ __forceinline__ void mma(float (&d)[R], const mj_u32 (&a)[4], mj_u64 desc) {
+        static_assert(R >= 20, "an m64n40 tile needs 20 accumulators");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n40k32.f32.e5m2.e4m3 "
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
+                     "{%20,%21,%22,%23}, %24, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                       "+f"(d[18]), "+f"(d[19])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(1));
+    }
+    template <int R>
+    static __device__ __forceinline__ void mma_fresh(float (&d)[R], const mj_u32 (&a)[4],
+                                                     mj_u64 desc) {
+        static_assert(R >= 20, "an m64n40 tile needs 20 accumulators");
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n40k32.f32.e5m2.e4m3 "
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19}, "
+                     "{%20,%21,%22,%23}, %24, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                       "+f"(d[18]), "+f"(d[19])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(0));
     }
 };

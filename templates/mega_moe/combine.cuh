@@ -18,8 +18,9 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
     const int items = L.args->num_tokens * kChunks;
     const int *ids = reinterpret_cast<const int *>(L.own + L.in.topk_idx_offset);
     mj_u32 *claims = L.bank() + L.l.bank.combine_claim;
-    // An item costs two round trips: its token's slot ids (a lane each) with
-    // its arrival count, then the slots; the next item is claimed meanwhile.
+    // An item costs a round trip for its token's slot ids (a lane each) with
+    // its arrival count, then the slots' loads; the next item is claimed
+    // meanwhile.
     mj_u32 next = lane == 0 ? claim(claims) : 0u;
     for (;;) {
         const int item = (int)__shfl_sync(0xffffffffu, next, 0);
@@ -42,10 +43,17 @@ template <class C> __device__ __forceinline__ void combine(const Launch<C> &L, i
         __syncwarp();
         if (h >= C::kHidden) continue;
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        // Predicated loads, no branch around them: behind a branch on the
+        // slot's validity, each load was issued after the sum of the one
+        // before (a round trip a slot); now ptxas issues them ahead of the
+        // sums, four at a time (all nine at once spilled beside Kimi-K2's
+        // shared expert).
+#pragma unroll 4
         for (int k = 0; k < C::kTopk + (C::kShared ? 1 : 0); k++) {
-            if (k < C::kTopk && !((valid >> k) & 1u)) continue;
-            const uint4 v = ld_cg_v4(L.combine_slots() +
-                                     ((mj_u64)k * C::kMaxTokens + (mj_u64)t) * C::kHidden + h);
+            const bool use = k >= C::kTopk || ((valid >> k) & 1u);
+            const uint4 v = ld_cg_v4_if(
+                L.combine_slots() + ((mj_u64)k * C::kMaxTokens + (mj_u64)t) * C::kHidden + h, use);
+            if (!use) continue;
             const mj_u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int i = 0; i < 4; i++) {

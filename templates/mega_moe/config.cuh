@@ -91,7 +91,7 @@ struct MoeConfig {
      * With a shared expert's block pairs on the BF16 kind (kBf16Pairs) the
      * kernels of 64 and fewer tokens spilled in their producers at 56 and at
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
-     * row's 64-token ones 56 / 224; in 64-token tiles they have no 48-column
+     * row's 64-token ones 56 / 224; in 64-token tiles they have no 40-column
      * loop (mainloop). */
     static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
     static constexpr bool kBf16Pairs = kSharedOwnLoop && !kFp8;

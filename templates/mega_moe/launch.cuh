@@ -126,6 +126,16 @@ __device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
     return v;
 }
 
+/* ld_cg_v4 where `use`, else zeros (predicated: no branch between loads). */
+__device__ __forceinline__ uint4 ld_cg_v4_if(const void *p, bool use) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n"
+                 "@p ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+                 : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+                 : "l"(p), "r"((mj_u32)use));
+    return v;
+}
+
 } // namespace mj
 
 #endif // MJ_MEGA_MOE_LAUNCH_CUH

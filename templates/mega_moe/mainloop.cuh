@@ -192,9 +192,11 @@ promote(float (&acc0)[C::kBlockM / 2], float (&acc1)[C::kBlockM / 2], float (&p0
  * of them pays one wgmma latency. A power of two dividing the stage's steps.
  * A loop narrower than its tile keeps the tile's accumulators (kBlockM
  * registers) beside its batch: the two together stay within what the narrower
- * tiles' kernels hold without spilling (tests/test_mega_moe_build.c). */
+ * tiles' kernels hold without spilling (tests/test_mega_moe_build.c). The
+ * 64-token tiles' narrower loops batch two steps (one before: mxfp4-a8 at T =
+ * 1024 on an H100 2508 -> 2448 us; bench/RESULTS.md, twenty-first session). */
 template <int kBlockM, int kN, int kSteps> constexpr int fp8_batch() {
-    int b = kN == kBlockM ? 128 / (kN + 8) : (112 - kBlockM) / (kN + 8);
+    int b = kN == kBlockM ? 128 / (kN + 8) : kBlockM == 64 ? 2 : (112 - kBlockM) / (kN + 8);
     int p = 1;
     while (2 * p <= b && 2 * p <= kSteps && kSteps % (2 * p) == 0)
         p *= 2;
@@ -435,10 +437,12 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
  * full-width step: the half-width one takes half their time (mxfp4-a16
  * T=1024 3104 -> 2894 us; NVFP4 weights need the math warps' larger register
  * budget for it, MoeConfig::kMathRegs; at 32 and 128 tokens the second loop
- * made the kernels spill). The 64-token tiles of both also run a 48-column
- * loop for tiles of 33-48 tokens, the common tile at T = 1024 on DeepSeek-V3
- * (mxfp4-a8 2684 -> 2500 us, mxfp8 3363 -> 3124, nvfp4 3021 -> 2922,
- * mxfp4-a16 2666 -> 2621; bench/RESULTS.md, fourteenth session). The BF16
+ * made the kernels spill). The 64-token tiles of both also run a 40-column
+ * loop for tiles of 33-40 tokens, the common tile at T = 1024 on DeepSeek-V3
+ * (an expert gets 32 pairs on average there). A 48-column one first gained
+ * mxfp4-a8 2684 -> 2500 us, mxfp8 3363 -> 3124, nvfp4 3021 -> 2922,
+ * mxfp4-a16 2666 -> 2621 (bench/RESULTS.md, fourteenth session); 40 columns
+ * then mxfp4-a16 2597 -> 2582 (twenty-first session). The BF16
  * kind's 128-token tiles run a 32-column loop for tiles of at most 32 tokens
  * (T = 4096 on an H100: mxfp4-a16 6770 -> 6042 us, nvfp4 7266 -> 6282,
  * nvfp4-a16 7089 -> 6292, mxfp8 7766 -> 7562; 16 columns gained no more;
@@ -452,15 +456,15 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
                                  : C::kW4 && C::kBlockM == 64;
     constexpr int kHalf = kHalves ? C::kBlockM / 2 : C::kBlockM;
     const bool half = kHalf < C::kBlockM && valid <= kHalf;
-    // The 64-token tiles that have a half-width loop also have a
-    // three-quarter one (48 columns), but for E2M1 weights on the FP8 kind
+    // The 64-token tiles that have a half-width loop also have a narrow
+    // one (40 columns), but for E2M1 weights on the FP8 kind
     // in stages of six K32 steps, where the third loop made gpt-oss's
     // mxfp4-a8 kernel spill, as a second one did at 16 tokens, and beside a
     // shared expert's block pairs on the BF16 kind (MoeConfig::kMathRegs).
     constexpr bool kSixSteps = C::kFp8 && C::kW4 && C::kStageK % 256 != 0;
-    constexpr int kThreeQuarters =
-        kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBf16Pairs ? 48 : C::kBlockM;
-    const bool three_quarters = kThreeQuarters < C::kBlockM && valid <= kThreeQuarters;
+    constexpr int kNarrow =
+        kHalves && C::kBlockM == 64 && !kSixSteps && !C::kBf16Pairs ? 40 : C::kBlockM;
+    const bool narrow = kNarrow < C::kBlockM && valid <= kNarrow;
     // An expert's second 128-token tile holds a few tokens (127 of the 383
     // tiles at T = 4096 on DeepSeek-V3).
     constexpr int kQuarter = !C::kFp8 && C::kBlockM == 128 ? 32 : C::kBlockM;
@@ -468,8 +472,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     if constexpr (C::kFp8) {
         if (half)
             mainloop_fp8<C, kHalf, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
-        else if (three_quarters)
-            mainloop_fp8<C, kThreeQuarters, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
+        else if (narrow)
+            mainloop_fp8<C, kNarrow, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
         else
             mainloop_fp8<C, C::kBlockM, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
     } else {
@@ -477,8 +481,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
             mainloop_bf16<C, kQuarter, C>(ring, it, stages, nblk, m, L, acc0, acc1);
         else if (half)
             mainloop_bf16<C, kHalf, C>(ring, it, stages, nblk, m, L, acc0, acc1);
-        else if (three_quarters)
-            mainloop_bf16<C, kThreeQuarters, C>(ring, it, stages, nblk, m, L, acc0, acc1);
+        else if (narrow)
+            mainloop_bf16<C, kNarrow, C>(ring, it, stages, nblk, m, L, acc0, acc1);
         else
             mainloop_bf16<C, C::kBlockM, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     }

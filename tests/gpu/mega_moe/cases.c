@@ -28,12 +28,14 @@ void test_matrix(ctx *c) {
     }
 }
 
-/* Every BLOCK_M a row allows on the same inputs, twice: random routing (about
- * 16 tokens an expert: the narrow loops), and 44 tokens on one expert (a
- * 64-token tile's 48-column loop, 32-token tiles full and partial). */
+/* Every BLOCK_M a row allows on the same inputs, three times: random routing
+ * (about 16 tokens an expert: the narrow loops), 38 tokens on one expert (a
+ * 64-token tile's 40-column loop) and 44 (its full loop; 32-token tiles full
+ * and partial). */
 void test_block_m(ctx *c) {
-    static const scenario kOneExpert = {1, SWIGLU, 0, {44}, ROUTE_ONE, -1, 0, 0};
-    const scenario *bases[] = {&kControlBase, &kOneExpert};
+    static const scenario kOneExpert38 = {1, SWIGLU, 0, {38}, ROUTE_ONE, -1, 0, 0};
+    static const scenario kOneExpert44 = {1, SWIGLU, 0, {44}, ROUTE_ONE, -1, 0, 0};
+    const scenario *bases[] = {&kControlBase, &kOneExpert38, &kOneExpert44};
     const shape *sh = &c->sh;
     size_t n = (size_t)kControlBase.tokens[0] * (size_t)sh->H;
     uint16_t *first = xmalloc(n * 2), *folded = xmalloc(n * 2);
