@@ -124,6 +124,10 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
         fence_proxy_async_global();
         const unsigned char *src = g2 ? L.tile2(k.tile, k.local) : L.tile1(k.tile);
         const int stages = C::task_stages(k.gemm, k.local);
+        constexpr mj_u32 kKBlockBytes = (mj_u32)C::kBlockM * C::kTokenRowBytes;
+        constexpr int kKBlocks = (int)(C::kBData / kKBlockBytes);
+        static_assert(kKBlocks * kKBlockBytes == C::kBData, "a token stage is whole K blocks");
+        const mj_u32 rows_bytes = (mj_u32)k.valid * C::kTokenRowBytes;
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
@@ -141,9 +145,15 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
                     continue;
                 }
             }
-            mbar_arrive_tx(ring.full + slot, C::kBStage);
+            // Only the tile's token rows: a row past them feeds only
+            // accumulator columns nobody reads. Each K block of the stage
+            // holds all rows one after the other (mj_moe_token_offset).
+            mbar_arrive_tx(ring.full + slot, kKBlocks * rows_bytes + C::kBScales);
             const unsigned char *stage = src + (mj_u64)s * C::kBStage;
-            bulk_copy(ring.tokens(slot), stage, C::kBData, ring.full + slot);
+#pragma unroll
+            for (int b = 0; b < kKBlocks; b++)
+                bulk_copy(ring.tokens(slot) + b * kKBlockBytes, stage + b * kKBlockBytes,
+                          rows_bytes, ring.full + slot);
             if (C::kBScales) // where the ring keeps them: its own array
                 bulk_copy(ring.token_scales(slot), stage + C::kBData, C::kBScales,
                           ring.full + slot);
