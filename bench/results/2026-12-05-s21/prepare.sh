@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The variants of command.sh, from the repository root after `make -j2 all
 # test-gpu`: build/tv/base is templates/ as it stands; PF4 asks L2 for each
-# task's weight stages four ahead of their bulk copy (PF4.patch), PF8 eight;
+# task's weight stages four ahead of their bulk copy (PF4.patch);
 # S4, F2, C40 and CB are the twentieth session's (bench/results/2026-12-05-s20).
 # Calls 3-7 used two more, made by hand: new = the templates of c9c8656
 # (base with F2, CB and C40), TV = new with TV.patch (a7fb11c's templates):
@@ -15,9 +15,6 @@ mkdir -p build/tv
 cp -r templates build/tv/base
 cp -r templates build/tv/PF4
 patch -s -p2 -d build/tv/PF4 < $here/PF4.patch
-cp -r build/tv/PF4 build/tv/PF8
-sed -i 's/kPrefetchStages = 4;/kPrefetchStages = 8;/' build/tv/PF8/mega_moe.cuh
-grep -q 'kPrefetchStages = 8;' build/tv/PF8/mega_moe.cuh
 for v in S4 F2 C40 CB; do
   cp -r templates build/tv/$v
   patch -s -p1 -d build/tv/$v < $s20/$v.patch
