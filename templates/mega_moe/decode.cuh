@@ -40,13 +40,33 @@ MJ_HD void folded_e5m2_table(mj_u32 b, mj_u32 &lo, mj_u32 &hi) {
     hi = b * 0x04040404u + (MJ_E2M1_E5M2_HI - 127u * 0x04040404u);
 }
 
+/* w rotated right by s (0 < s < 32): one funnel shift. */
+MJ_HD mj_u32 rotate_right(mj_u32 w, int s) {
+#if defined(__CUDA_ARCH__)
+    return __funnelshift_r(w, w, (unsigned)s);
+#else
+    return (w >> s) | (w << (32 - s));
+#endif
+}
+
 /* One BF16-kind E2M1 word (weight_image.cuh) into register i of a K16 step,
  * each value E2M1 x 2^-126: the code's 3 magnitude bits are the two low
  * exponent bits and the top mantissa bit, so code 1 (0.5) is the BF16
- * subnormal 2^-127. */
+ * subnormal 2^-127. Register i is the word masked after a shift or rotation
+ * (register 3 two, its m bits from one): 9 instructions a word. No layout
+ * makes every register one move and one mask
+ * (bench/results/2026-12-06-s22/e2m1_layouts.py); the shifts of the one
+ * before took 10 (the 64-token K loop: 381 -> 349 a stage;
+ * mxfp4-a16 at T = 1024 on an H200 2499 -> 2418 us, bench/RESULTS.md,
+ * twenty-second session). Two of the four moves are left shifts, which ptxas
+ * issues as IMAD.SHL on the FMA pipe beside the ALU pipe's LOP3 and funnel
+ * shifts. */
 MJ_HD mj_u32 e2m1x2_to_bf16x2_tiny(mj_u32 w, int i) {
-    if (i < 3) return (w << (3 * i)) & 0x81C081C0u;
-    return ((w >> 6) & 0x01800180u) | ((w >> 4) & 0x00400040u) | ((w << 4) & 0x80008000u);
+    constexpr mj_u32 kPair = 0x81C081C0u; // bits 6..8 and 15 of both halves
+    if (i == 0) return w & kPair;
+    if (i == 1) return rotate_right(w, 4) & kPair;
+    if (i == 2) return (w << 6) & kPair;
+    return (rotate_right(w, 6) & 0x81808180u) | ((w << 2) & 0x00400040u);
 }
 
 /* One BF16-kind E4M3 word (weight_image.cuh) into its two registers of a

@@ -16,10 +16,11 @@
  *   BF16 kind, E2M1 weights: chunk c = K16 steps 4c .. 4c + 3, word j is step
  *     4c + j. Its 32 bits hold the 8 codes of a[0..3] (low and high element
  *     each) placed so that decoding takes few instructions: a[i] for i < 3 is
- *     (word << 3i) & 0x81C081C0, a BF16 pair whose magnitude bits (m, e0, e1)
- *     sit in bits 6..8 / 22..24 and whose signs sit in bits 15 / 31; a[3] is
- *     gathered from the remaining bits 10, 11, 13, 14 / 26, 27, 29, 30
- *     (e2m1_bf16_bits names every position).
+ *     the word, the word rotated right by 4, or the word shifted left by 6,
+ *     masked with 0x81C081C0: a BF16 pair whose magnitude bits (m, e0, e1)
+ *     sit in bits 6..8 / 22..24 and whose signs sit in bits 15 / 31; a[3]
+ *     takes its m bits from the word shifted left by 2 and its other bits
+ *     from the word rotated right by 6 (e2m1_bf16_bit names every position).
  *   BF16 kind, E4M3 weights (a fused shared expert's): chunk c = K16 steps
  *     2c, 2c + 1; word j is step 2c + j / 2 for row g + 8 (j % 2) and holds
  *     a[j % 2] and a[j % 2 + 2]: the first register's magnitude bits (7) sit
@@ -87,17 +88,15 @@ template <int kFmt> MJ_HD mj_u32 ck_element(const CheckpointMatrix &m, int row, 
 }
 
 /* Where bit `bit` (0 m, 1 e0, 2 e1, 3 sign) of the E2M1 code of register i's
- * low (h = 0) or high (h = 1) element sits in a BF16-kind word: registers 0..2
- * are the BF16 layout (magnitude at 6..8, sign at 15, + 16 for the high
- * element) shifted right by 3i; register 3 takes m at 10, the sign at 11 and
- * e0, e1 at 13, 14. */
+ * low (h = 0) or high (h = 1) element sits in a BF16-kind word: the BF16
+ * layout's place (magnitude at 6..8, sign at 15, + 16 for the high element)
+ * moved by register i's shift or rotation (decode.cuh's
+ * e2m1x2_to_bf16x2_tiny), mod 32.
+ * The four registers' places cover the 32 bits once. */
 MJ_HD int e2m1_bf16_bit(int i, int h, int bit) {
-    int p;
-    if (i < 3)
-        p = (bit == 3 ? 15 : 6 + bit) - 3 * i;
-    else
-        p = bit == 0 ? 10 : bit == 3 ? 11 : 12 + bit;
-    return p + 16 * h;
+    const int place = (bit == 3 ? 15 : 6 + bit) + 16 * h;
+    const int rotation = i == 0 ? 0 : i == 1 ? 4 : i == 2 ? -6 : bit == 0 ? -2 : 6;
+    return (place + rotation + 32) % 32;
 }
 
 /* Where bit `bit` (0..6 the magnitude, 7 the sign) of the E4M3 byte of the

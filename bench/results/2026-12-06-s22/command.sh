@@ -14,7 +14,10 @@
 #   and PW (a GEMM 2 task whose token tile is not ready asks L2 for its
 #   stages past the ring).
 # N = 1c: call 1's first half at T = 1024 alone (base, ND, NX, RD; nvfp4
-#   base and RD), for a call of under three minutes.
+#   base and RD), for a call of under three minutes; N = 1d: RD against base
+#   alone (mxfp4-a16 and nvfp4 at T = 1024); N = 1e: what calls 2-4 ran
+#   after it (ND, NX, RD, base; PW, IL, base on mxfp4-a16 at T = 1 and 1024;
+#   RD and base on nvfp4-a16).
 # N = 1b: NM (the decode without the wgmmas) at T = 1 and 1024; S12
 #   (build/vcli/S12: the heuristics' MAX_STAGES 12, 11 stages instead of 8 at
 #   T <= 64) at T = 1; SC (the bulk-read ceiling kernel with each CTA
@@ -44,6 +47,25 @@ case ${1:-1} in
     MEGAJIT_TEMPLATE_DIR=build/tv/$v run phases_$v 40 build/bin/megajit bench mega-moe \
       --format mxfp4-a16 --tokens 1 --max-tokens 4096 --iters 10 --phases
     grep -A9 "^phases" "$OUT/phases_$v.log" | tail -10 | sed "s|^|$v |"
+  done ;;
+1d)
+  ab rd 40 mxfp4-a16 1024 base RD
+  ab rd 40 nvfp4 1024 base RD ;;
+1e) # what calls 2-4 ran on the warm machine after call 1 (1d)
+  for v in ND NX RD base; do
+    MEGAJIT_TEMPLATE_DIR=build/tv/$v run p_$v 30 build/bin/megajit bench mega-moe \
+      --format mxfp4-a16 --tokens 1,1024 --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 +mxfp4-a16 +[0-9]+ " $OUT/p_$v.log | tail -2 | sed "s|^|$v |"
+  done
+  for v in PW IL base; do
+    MEGAJIT_TEMPLATE_DIR=build/tv/$v run q_$v 25 build/bin/megajit bench mega-moe \
+      --format mxfp4-a16 --tokens 1,1024 --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 +mxfp4-a16 +[0-9]+ " $OUT/q_$v.log | tail -2 | sed "s|^|$v |"
+  done
+  for v in RD base; do
+    MEGAJIT_TEMPLATE_DIR=build/tv/$v run r_$v 22 build/bin/megajit bench mega-moe \
+      --format nvfp4-a16 --tokens 1,1024 --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 +nvfp4-a16 +[0-9]+ " $OUT/r_$v.log | tail -2 | sed "s|^|$v |"
   done ;;
 1c)
   ab probe 40 mxfp4-a16 1024 base ND NX RD
