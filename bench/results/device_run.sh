@@ -25,6 +25,14 @@ checks() { # checks BUDGET_S: the whole GPU test, then racecheck and memcheck of
   run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
   grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
 }
+race_variants() { # race_variants VARIANT...: racecheck of --quick with build/tv/VARIANT's templates
+  local v
+  for v in "$@"; do
+    MEGAJIT_TEMPLATE_DIR=build/tv/$v MEGAJIT_MOE_TIMEOUT_MS=60000 run race_$v 120 \
+      compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
+    grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race_$v.log" | tail -4 | sed "s|^|$v |"
+  done
+}
 mxfp8_ab() { # mxfp8_ab CLI...: DeepSeek-V3's mxfp8 row at T = 1 .. 4096 with each CLI
   local cli
   for cli in "$@"; do

@@ -86,9 +86,5 @@ case ${1:-1} in
     ab routed_$f 90 $f 64,1024,4096 base
     EXTRA="--shared 1" ab shared_$f 90 $f 64,1024,4096 base
   done
-  for v in base MB; do
-    MEGAJIT_TEMPLATE_DIR=build/tv/$v MEGAJIT_MOE_TIMEOUT_MS=60000 run race_$v 120 \
-      compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
-    grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race_$v.log" | tail -4 | sed "s|^|$v |"
-  done ;;
+  race_variants base MB ;;
 esac

@@ -28,11 +28,7 @@ case ${1:-1} in
 1)
   card
   ab probe 80 mxfp4-a16 1,1024,4096 base ND NM base ND NM
-  for v in base MB; do
-    MEGAJIT_TEMPLATE_DIR=build/tv/$v MEGAJIT_MOE_TIMEOUT_MS=60000 run race_$v 120 \
-      compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
-    grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race_$v.log" | tail -4 | sed "s|^|$v |"
-  done ;;
+  race_variants base MB ;;
 2)
   card
   for f in mxfp4-a8 mxfp4-a16 nvfp4 bf16; do
