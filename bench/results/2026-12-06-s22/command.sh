@@ -27,6 +27,9 @@
 # N = 3: issue 14's shared expert at large T: mxfp4-a8, mxfp4-a16, nvfp4
 #   and bf16 at T = 64, 1024, 4096, without and with --shared 1; racecheck
 #   of --quick with base and MB.
+# N = 4 (the next session's first call, on the committed tree, which has RD):
+#   the whole GPU test, racecheck and memcheck of --quick, then issue 10's
+#   DeepSeek-V3 table on the H200.
 set -u
 . bench/results/device_run.sh
 ab() { # ab NAME LIMIT ROW TOKENS VARIANT... (extra CLI arguments in $EXTRA, CLI in $CLI)
@@ -87,4 +90,8 @@ case ${1:-1} in
     EXTRA="--shared 1" ab shared_$f 90 $f 64,1024,4096 base
   done
   race_variants base MB ;;
+4)
+  card
+  checks 100
+  table ;;
 esac
