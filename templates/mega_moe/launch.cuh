@@ -118,15 +118,9 @@ __device__ __forceinline__ mj_u32 ld_cg(const mj_u32 *p) {
     asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
-__device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
-    uint4 v;
-    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
 
-/* ld_cg_v4 where `use`, else zeros (predicated: no branch between loads). */
+/* 16 bytes around L1 where `use`, else zeros (predicated: no branch between
+ * loads). */
 __device__ __forceinline__ uint4 ld_cg_v4_if(const void *p, bool use) {
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %5, 0;\n"

@@ -5,17 +5,8 @@
 # ["build/lib","build/bin","build/tests/gpu","build/bench","build/tv",
 # "build/vcli"]:
 #   bash bench/results/2026-12-06-s22/command.sh N
-# N = 1: what bounds the K loop, on mxfp4-a16 at T = 1 and 1024: base against
-#   ND (no decode) and NX (neither decode nor wgmma: the ring alone; both fail
-#   their check by design: only their times count), RD (the BF16 kind's E2M1
-#   words decoded with shifts and rotations: 9 instructions a word instead of
-#   10) and IL (the weight image stage-major: every task's stage s side by
-#   side); RD against base on nvfp4 at T = 1024; the phases at T = 1 of base
-#   and PW (a GEMM 2 task whose token tile is not ready asks L2 for its
-#   stages past the ring).
-# N = 1c: call 1's first half at T = 1024 alone (base, ND, NX, RD; nvfp4
-#   base and RD), for a call of under three minutes; N = 1d: RD against base
-#   alone (mxfp4-a16 and nvfp4 at T = 1024); N = 1e: what calls 2-4 ran
+# N = 1d: RD (the BF16 kind's E2M1 words decoded in 9 instructions instead of
+#   10) against base (mxfp4-a16 and nvfp4 at T = 1024); N = 1e: what calls 2-4 ran
 #   after it (ND, NX, RD, base; PW, IL, base on mxfp4-a16 at T = 1 and 1024;
 #   RD and base on nvfp4-a16).
 # N = 1b: NM (the decode without the wgmmas) at T = 1 and 1024; S12
@@ -41,38 +32,14 @@ ab() { # ab NAME LIMIT ROW TOKENS VARIANT... (extra CLI arguments in $EXTRA, CLI
     grep -E "^deepseek-v3 +$f +[0-9]+ " "$OUT/${name}_$v.log" | tail -$(echo $tokens | tr ',' '\n' | wc -l) | sed "s|^|$v |"
   done
 }
-case ${1:-1} in
-1)
-  card
-  ab probe 60 mxfp4-a16 1,1024 base ND NX RD IL
-  ab rd 60 nvfp4 1024 base RD
-  for v in base PW; do
-    MEGAJIT_TEMPLATE_DIR=build/tv/$v run phases_$v 40 build/bin/megajit bench mega-moe \
-      --format mxfp4-a16 --tokens 1 --max-tokens 4096 --iters 10 --phases
-    grep -A9 "^phases" "$OUT/phases_$v.log" | tail -10 | sed "s|^|$v |"
-  done ;;
+case ${1:-1d} in
 1d)
   ab rd 40 mxfp4-a16 1024 base RD
   ab rd 40 nvfp4 1024 base RD ;;
 1e) # what calls 2-4 ran on the warm machine after call 1 (1d)
-  for v in ND NX RD base; do
-    MEGAJIT_TEMPLATE_DIR=build/tv/$v run p_$v 30 build/bin/megajit bench mega-moe \
-      --format mxfp4-a16 --tokens 1,1024 --max-tokens 4096 --iters 10
-    grep -E "^deepseek-v3 +mxfp4-a16 +[0-9]+ " $OUT/p_$v.log | tail -2 | sed "s|^|$v |"
-  done
-  for v in PW IL base; do
-    MEGAJIT_TEMPLATE_DIR=build/tv/$v run q_$v 25 build/bin/megajit bench mega-moe \
-      --format mxfp4-a16 --tokens 1,1024 --max-tokens 4096 --iters 10
-    grep -E "^deepseek-v3 +mxfp4-a16 +[0-9]+ " $OUT/q_$v.log | tail -2 | sed "s|^|$v |"
-  done
-  for v in RD base; do
-    MEGAJIT_TEMPLATE_DIR=build/tv/$v run r_$v 22 build/bin/megajit bench mega-moe \
-      --format nvfp4-a16 --tokens 1,1024 --max-tokens 4096 --iters 10
-    grep -E "^deepseek-v3 +nvfp4-a16 +[0-9]+ " $OUT/r_$v.log | tail -2 | sed "s|^|$v |"
-  done ;;
-1c)
-  ab probe 40 mxfp4-a16 1024 base ND NX RD
-  ab rd 40 nvfp4 1024 base RD ;;
+  ab p 30 mxfp4-a16 1,1024 ND NX RD base
+  ab q 25 mxfp4-a16 1,1024 PW IL base
+  ab r 22 nvfp4-a16 1,1024 RD base ;;
 1b)
   card
   ab probe 80 mxfp4-a16 1,1024 NM base
