@@ -253,13 +253,15 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     const float ag = e.alpha[0], au = e.alpha[1], as = e.alpha[2];
     const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
     // Each accumulator pair leaves as its step 2 BF16 gate and up values (one
-    // word), and a rolled loop over the tile's valid elements activates them
-    // in place: unrolled over all kBlockM / 2 registers, the activation was
-    // most of a wide tile's code, and it ran for empty columns too. Columns
-    // past k.valid are stored too (nothing reads them): a branch per
-    // register cost a sixth of the kernel's compile time.
+    // word); a rolled loop over the tile's valid (token, group) items then
+    // activates a group's words and quantizes them: unrolled over all
+    // kBlockM / 2 registers, the activation was most of a wide tile's code,
+    // and it ran for empty columns too. Columns past k.valid are stored too
+    // (nothing reads them): a branch per register cost a sixth of the
+    // kernel's compile time. A group's activations are independent: apart,
+    // in a loop of one element an iteration with a barrier before the
+    // quantization, they took most of the epilogue.
     mj_u32 *words = reinterpret_cast<mj_u32 *>(scratch_bytes);
-    float *scratch = reinterpret_cast<float *>(scratch_bytes);
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
@@ -273,31 +275,28 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         words[col * C::kEpiStride + row] = bf16x2_rn(g, u);
     }
     warpgroup_sync(1 + m.wg);
-#pragma unroll 1
-    for (int el = m.t; el < k.valid * MJ_MOE_BLOCK_ROWS; el += 128) {
-        const int col = el / MJ_MOE_BLOCK_ROWS, at = col * C::kEpiStride + el % MJ_MOE_BLOCK_ROWS;
-        const mj_u32 gu = words[at];
-        const float w = f32_from_bits(table[4 * col + 1]);
-        scratch[at] = moe::activate<C>(f32_from_bf16((bf16_bits)(gu & 0xffffu)),
-                                       f32_from_bf16((bf16_bits)(gu >> 16))) *
-                      (w * as);
-    }
-    warpgroup_sync(1 + m.wg);
 
     unsigned char *tile = L.tile2(k.tile, k.local);
     constexpr bool kNvfp4 = !C::kFp8 && C::kL2Fmt == MJ_FMT_NVFP4;
     constexpr bool kMxfp8 = !C::kFp8 && C::kL2Fmt == MJ_FMT_MXFP8;
     constexpr int kGroup = C::kFp8 || kMxfp8 ? 32 : kNvfp4 ? 16 : 8;
     constexpr int kPerCol = MJ_MOE_BLOCK_ROWS / kGroup;
+#pragma unroll 1
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {
         const int col = item / kPerCol, grp = item % kPerCol;
+        const float w = f32_from_bits(table[4 * col + 1]) * as;
         float v[kGroup];
-        const float4 *src =
-            reinterpret_cast<const float4 *>(scratch + col * C::kEpiStride + grp * kGroup);
+        const uint4 *src =
+            reinterpret_cast<const uint4 *>(words + col * C::kEpiStride + grp * kGroup);
 #pragma unroll
         for (int i = 0; i < kGroup / 4; i++) {
-            const float4 f = src[i];
-            v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
+            const uint4 q = src[i];
+            const mj_u32 gu[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int h = 0; h < 4; h++)
+                v[4 * i + h] = moe::activate<C>(f32_from_bf16((bf16_bits)(gu[h] & 0xffffu)),
+                                                f32_from_bf16((bf16_bits)(gu[h] >> 16))) *
+                               w;
         }
         const int kq = MJ_MOE_BLOCK_ROWS * task_l1_unit<C>(k, m) + grp * kGroup; // K of GEMM 2
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
