@@ -2,10 +2,10 @@
  * Task epilogues of one math warpgroup.
  *
  * GEMM 1: the warpgroup holds gate and up of 64 intermediates for the tile's
- * tokens in matching registers, so NUMERICS.md steps 2-5 run in registers;
- * the activations go through shared memory (a token column per 68 floats) so
- * that each thread quantizes whole groups of one token (step 6) into the GEMM
- * 2 tile image; the task is then posted for the release of the tile's GEMM 1
+ * tokens in matching registers; their step 2 BF16 pairs go through shared
+ * memory (a token column per 68 words) so that each thread activates (steps
+ * 3-5) and quantizes (step 6) whole groups of one token into the GEMM 2 tile
+ * image; the task is then posted for the release of the tile's GEMM 1
  * count (release.cuh).
  *
  * With expert biases (C::kBiases) the gate and up bias of each row is added
