@@ -29,7 +29,12 @@
 #   SC (build/tv/SC: this tree's templates with
 #   bench/results/2026-12-06-s22/SC.patch, the read-ceiling kernel with each
 #   CTA streaming one contiguous range, as the MoE tasks do) against the
-#   committed ceiling: the read ceiling and STREAM US at T = 1.
+#   committed ceiling: the read ceiling and STREAM US at T = 1; racecheck of
+#   --quick with build/tv/RC (RC.patch: every math thread arrives on the task
+#   mailbox's empty barrier after reading the task, instead of lane 0 for its
+#   warp after __syncwarp; the 14 hazards racecheck reports pair those reads
+#   with the producer's next write of the slot), and with build/tv/MB (the
+#   twentieth session's MB.patch: lane 0 reads the task and shuffles it).
 set -u
 . bench/results/device_run.sh
 abc() { # abc NAME LIMIT ROW TOKENS CLI... (new: build/bin; else build/vcli/CLI)
@@ -97,5 +102,6 @@ case ${1:-6} in
     MEGAJIT_TEMPLATE_DIR=$dir run sc_$v 60 build/bin/megajit bench mega-moe \
       --format mxfp4-a16 --tokens 1 --max-tokens 4096 --iters 10
     grep -E "ceilings|^deepseek-v3 +mxfp4-a16 +1 " "$OUT/sc_$v.log" | tail -2 | sed "s|^|$v |"
-  done ;;
+  done
+  race_variants RC MB ;;
 esac
