@@ -34,7 +34,10 @@
 #   mailbox's empty barrier after reading the task, instead of lane 0 for its
 #   warp after __syncwarp; the 14 hazards racecheck reports pair those reads
 #   with the producer's next write of the slot), and with build/tv/MB (the
-#   twentieth session's MB.patch: lane 0 reads the task and shuffles it).
+#   twentieth session's MB.patch: lane 0 reads the task and shuffles it);
+#   NS (NS.patch: no 40-column loop beside a shared expert's own loop on the
+#   FP8 kind, which brings Kimi-K2's slowest first compile under 3 s): its
+#   cost on mxfp4-a8 with an MXFP8 shared expert at T = 1024.
 set -u
 . bench/results/device_run.sh
 abc() { # abc NAME LIMIT ROW TOKENS CLI... (new: build/bin; else build/vcli/CLI)
@@ -103,5 +106,10 @@ case ${1:-6} in
       --format mxfp4-a16 --tokens 1 --max-tokens 4096 --iters 10
     grep -E "ceilings|^deepseek-v3 +mxfp4-a16 +1 " "$OUT/sc_$v.log" | tail -2 | sed "s|^|$v |"
   done
-  race_variants RC MB ;;
+  race_variants RC MB
+  for v in templates build/tv/NS; do
+    MEGAJIT_TEMPLATE_DIR=$v run ns 60 build/bin/megajit bench mega-moe --format mxfp4-a8 \
+      --tokens 1024 --max-tokens 4096 --iters 10 --shared 1
+    grep -E "^deepseek-v3 +mxfp4-a8 +1024 " "$OUT/ns.log" | tail -1 | sed "s|^|$v |"
+  done ;;
 esac

@@ -2,7 +2,7 @@
 # The twenty-third session's baseline CLIs, each built in a worktree into
 # build/vcli/NAME, after `make -j2 all test-gpu`: base = 04a1bc5 (the
 # twenty-second session's tree), ef = 1333922 (the fused GEMM 1 epilogue);
-# then the template variants SC, RC and MB in build/tv.
+# then the template variants SC, RC, MB and NS in build/tv.
 set -eu
 cli() { # cli NAME COMMIT
   rm -rf /tmp/wt-$1 build/vcli/$1
@@ -26,3 +26,6 @@ variant SC bench/results/2026-12-06-s22/SC.patch:1
 # twentieth session's): lane 0 reads the task and shuffles it to its warp.
 variant RC bench/results/2026-12-06-s23/RC.patch:2
 variant MB bench/results/2026-12-05-s20/MB.patch:1
+# NS: no 40-column loop beside a shared expert's own loop on the FP8 kind
+# either (Kimi-K2's slowest first compile 3.14-3.20 -> 2.81-2.90 s here).
+variant NS bench/results/2026-12-06-s23/NS.patch:1
