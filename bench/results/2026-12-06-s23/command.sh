@@ -38,6 +38,8 @@
 #   NS (NS.patch: no 40-column loop beside a shared expert's own loop on the
 #   FP8 kind, which brings Kimi-K2's slowest first compile under 3 s): its
 #   cost on mxfp4-a8 with an MXFP8 shared expert at T = 1024.
+# N = 7 (not run): on an H200, issue 10's DeepSeek-V3 table and --phases of
+#   mxfp4-a16 at T = 1, 1024 and 4096 (none since the thirteenth session).
 set -u
 . bench/results/device_run.sh
 abc() { # abc NAME LIMIT ROW TOKENS CLI... (new: build/bin; else build/vcli/CLI)
@@ -112,4 +114,10 @@ case ${1:-6} in
       --tokens 1024 --max-tokens 4096 --iters 10 --shared 1
     grep -E "^deepseek-v3 +mxfp4-a8 +1024 " "$OUT/ns.log" | tail -1 | sed "s|^|$v |"
   done ;;
+7)
+  card
+  OUT=$OUT/table SHAPE=deepseek-v3 UNIFORM_S=300 TORCH_S=120 STEPS="uniform torch merge" \
+    bash bench/run_mega_moe.sh
+  head -40 "$OUT/table/table.txt"
+  phases 1,1024,4096 ;;
 esac
