@@ -38,6 +38,12 @@
 #   NS (NS.patch: no 40-column loop beside a shared expert's own loop on the
 #   FP8 kind, which brings Kimi-K2's slowest first compile under 3 s): its
 #   cost on mxfp4-a8 with an MXFP8 shared expert at T = 1024.
+# N = 8 (not run): the tree with bm160.patch applied (160-token tiles for
+#   the BF16-kind rows but mxfp8 and nvfp4, a 128-column loop beside, their
+#   epilogue inputs loaded after the K loop) against build/vcli/ef: the whole
+#   GPU test (its block_m case forces 160 with 160 tokens on one expert),
+#   then A/B at T = 4096 (bf16, mxfp4-a16, nvfp4-a16) and gpt-oss-120b at T =
+#   4096 and 8192 (mxfp4-a16).
 # N = 7 (not run): on an H200, issue 10's DeepSeek-V3 table and --phases of
 #   mxfp4-a16 at T = 1, 1024 and 4096 (none since the thirteenth session).
 set -u
@@ -113,6 +119,19 @@ case ${1:-6} in
     MEGAJIT_TEMPLATE_DIR=$v run ns 60 build/bin/megajit bench mega-moe --format mxfp4-a8 \
       --tokens 1024 --max-tokens 4096 --iters 10 --shared 1
     grep -E "^deepseek-v3 +mxfp4-a8 +1024 " "$OUT/ns.log" | tail -1 | sed "s|^|$v |"
+  done ;;
+8)
+  card
+  checks 100
+  abc a 60 mxfp4-a16 4096 ef new ef new
+  abc b 60 bf16 4096 ef new
+  abc c 60 nvfp4-a16 4096 ef new
+  for v in ef new; do
+    cli=build/bin/megajit
+    [ $v = ef ] && cli=build/vcli/ef/bin/megajit
+    run oss_$v 90 $cli bench mega-moe --shape gpt-oss-120b --format mxfp4-a16 \
+      --tokens 4096,8192 --iters 10
+    grep -E "^gpt-oss-120b +mxfp4-a16 " "$OUT/oss_$v.log" | tail -2 | sed "s|^|$v |"
   done ;;
 7)
   card
