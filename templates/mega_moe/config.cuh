@@ -140,9 +140,10 @@ struct MoeConfig {
     static constexpr int kTokenRowBytes = mj_moe_token_row_bytes(kKind, kStageK);
     static_assert(kBData % 1024 == 0 || (kTokenRowBytes == 64 && kBData % 512 == 0),
                   "a stage's token data is whole swizzle atoms");
-    static constexpr int kEpiStride = 68; // fp32 per token column of a 64-row unit (bank spread)
-    // Staged results (64 fp32 or 128 bf16 per token column), then 4 words per column.
-    static constexpr mj_u32 kEpiStage = (mj_u32)kBlockM * 272u;
+    static constexpr int kEpiStride = 68; // words per token column of a 64-row unit (bank spread)
+    // Staged results (64 gate/up words or 128 bf16 per token column), then 4
+    // words per column.
+    static constexpr mj_u32 kEpiStage = (mj_u32)kBlockM * kEpiStride * 4u;
     static constexpr mj_u32 kEpiBytes = kEpiStage + (mj_u32)kBlockM * 16u;
     static constexpr mj_u32 kSmemRing = 0,
                             kSmemEpi = mj_moe_ring_bytes(kWStage, kBStage, (mj_u32)kStages);
