@@ -4,7 +4,7 @@
 
 #include "templates/layout/moe_layout.h"
 
-static const int block_m_candidates[] = {8, 16, 32, 64, 128};
+static const int block_m_candidates[] = {8, 16, 32, 64, 128, 160};
 #define NUM_CANDIDATES ((int)(sizeof block_m_candidates / sizeof block_m_candidates[0]))
 
 /* Hopper's largest dynamic shared memory per block (227 KiB). */
@@ -36,11 +36,20 @@ static int valid_routing(int num_tokens, int num_ranks, int num_experts, int top
 
 int mj_moe_max_block_m(const mj_moe_format_row *fmt) {
     /* The FP8 kind keeps a chunk product next to each accumulator: 128-token
-     * tiles do not fit its registers. The BF16 kind's fit with one K loop,
-     * E2M1 decodes included (tests/test_mega_moe_build.c checks every preset
-     * variant builds without spills). */
+     * tiles do not fit its registers. The BF16 kind's 160-token tiles fit
+     * beside a 128-column loop with their epilogue inputs loaded after the K
+     * loop (mega_moe.cuh), so an expert of up to 160 pairs decodes its
+     * weights once: E2M1 weights with BF16 tokens take them (DeepSeek-V3 at
+     * T = 4096 on an H100: mxfp4-a16 8%, nvfp4-a16 11% faster). Not BF16
+     * weights, which need no decode and lost 2% to the two-stage ring of
+     * 160-token tiles, nor NVFP4 tokens (8 bytes spilled) nor MXFP8 weights
+     * (two stages and the epilogue scratch exceed shared memory): 128 there
+     * (bench/RESULTS.md, twenty-fourth session). tests/test_mega_moe_build.c
+     * checks every preset variant builds without spills. */
     if (!fmt) return MJ_MOE_MAX_BLOCK_M;
-    return fmt->kind == MJ_MOE_KIND_FP8 ? 64 : MJ_MOE_MAX_BLOCK_M;
+    if (fmt->kind == MJ_MOE_KIND_FP8) return 64;
+    const int e2m1 = fmt->weight_fmt == MJ_FMT_MXFP4 || fmt->weight_fmt == MJ_FMT_NVFP4;
+    return e2m1 && fmt->dispatch_fmt == MJ_FMT_BF16 ? MJ_MOE_MAX_BLOCK_M : 128;
 }
 
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk) {
@@ -66,10 +75,11 @@ int mj_moe_stage_k(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
     if (!p || !fmt || p->num_ranks < 1 || p->num_experts < p->num_ranks ||
         p->num_experts % p->num_ranks)
         return 0;
-    /* BF16-kind stages are sized for 128-token tiles whatever the row's cap:
+    /* BF16-kind stages are sized for 128-token tiles whatever the row's cap
+     * (160-token tiles take the same stage K, in fewer stages):
      * 16 K16 steps of E2M1 decode unrolled in one stage do not fit the
      * registers (tests/test_mega_moe_build.c). */
-    const int tile = fmt->kind == MJ_MOE_KIND_BF16 ? MJ_MOE_MAX_BLOCK_M : mj_moe_max_block_m(fmt);
+    const int tile = fmt->kind == MJ_MOE_KIND_BF16 ? 128 : mj_moe_max_block_m(fmt);
     const int token_bytes = mj_moe_token_bytes(fmt->kind);
     /* Each part within MAX_STAGE_BYTES, the whole stage unbounded (at most
      * three such parts). */

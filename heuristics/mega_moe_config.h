@@ -40,7 +40,7 @@ int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
 int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk,
                         const mj_moe_format_row *fmt);
 
-/* The token tiles the kernel is built for: 8, 16, 32, 64 and 128, at most
+/* The token tiles the kernel is built for: 8, 16, 32, 64, 128 and 160, at most
  * mj_moe_max_block_m(fmt). */
 int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt);
 

@@ -207,9 +207,14 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
     if ((st = mj_moe_shared_check(c, r, "")) != MJ_OK) return st;
     if (c->block_m != 0 && !mj_moe_block_m_supported(c->block_m, r))
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64 (or 128 "
-                       "for the bf16 row; the %s row takes at most %d)",
+                       "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64, 128 "
+                       "or 160 (the %s row takes at most %d)",
                        c->block_m, r->name, mj_moe_max_block_m(r));
+    if (c->block_m == 160 && c->shared_intermediate > 0)
+        return mj_fail(MJ_ERR_INVALID_ARG,
+                       "block_m 160 takes no fused shared expert (shared_intermediate %d): "
+                       "use 128 or less",
+                       c->shared_intermediate);
     if (mj_moe_config_stage_k(c, r) == 0)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "hidden %d and intermediate %d share no multiple of 64 that divides both "

@@ -123,7 +123,7 @@ static void test_block_m_values(void **state) {
     /* mean = T*R*K/E; pick the first candidate >= mean + sqrt(mean) */
     assert_int_equal(mj_moe_block_m(1, 8, 256, 8), 8);      /* 0.25 + 0.5 */
     assert_int_equal(mj_moe_block_m(0, 8, 256, 8), 8);      /* no tokens */
-    assert_int_equal(mj_moe_block_m(4096, 8, 256, 8), 128); /* 1024 + 32 > 128: capped */
+    assert_int_equal(mj_moe_block_m(4096, 8, 256, 8), 160); /* 1024 + 32 > 160: capped */
     assert_int_equal(mj_moe_block_m(16, 8, 256, 8), 8);     /* 4 + 2 = 6 */
     assert_int_equal(mj_moe_block_m(20, 8, 256, 8), 8);     /* 5 + 2.236 = 7.24 */
     assert_int_equal(mj_moe_block_m(24, 8, 256, 8), 16);    /* 6 + 2.449 = 8.45 */
@@ -132,7 +132,9 @@ static void test_block_m_values(void **state) {
     assert_int_equal(mj_moe_block_m(128, 8, 256, 8), 64);   /* 32 + 5.66 = 37.7 */
     assert_int_equal(mj_moe_block_m(256, 8, 256, 8), 128);  /* 64 + 8 = 72 */
     assert_int_equal(mj_moe_block_m(448, 8, 256, 8), 128);  /* 112 + 10.58 = 122.6 */
-    assert_int_equal(mj_moe_block_m(480, 8, 256, 8), 128);  /* 120 + 10.95 = 130.95: capped */
+    assert_int_equal(mj_moe_block_m(480, 8, 256, 8), 160);  /* 120 + 10.95 = 130.95 */
+    assert_int_equal(mj_moe_block_m(572, 8, 256, 8), 160);  /* 143 + 11.96 = 154.96 */
+    assert_int_equal(mj_moe_block_m(600, 8, 256, 8), 160);  /* 150 + 12.25 > 160: capped */
     assert_int_equal(mj_moe_block_m(2, 1, 2, 1), 8);        /* mean 1: 1 + 1 = 2 */
     assert_int_equal(mj_moe_block_m(64, 1, 1, 1), 128);     /* 64 + 8 = 72 */
     assert_int_equal(mj_moe_block_m(49, 1, 1, 1), 64);      /* 49 + 7 = 56 */
@@ -149,10 +151,10 @@ static void test_block_m_monotone(void **state) {
         for (int t = 0; t <= 20000; t++) {
             int bm = mj_moe_block_m(t, shapes[s][0], shapes[s][1], shapes[s][2]);
             assert_true(bm >= prev);
-            assert_true(bm == 8 || bm == 16 || bm == 32 || bm == 64 || bm == 128);
+            assert_true(bm == 8 || bm == 16 || bm == 32 || bm == 64 || bm == 128 || bm == 160);
             prev = bm;
         }
-        assert_int_equal(prev, 128);
+        assert_int_equal(prev, 160);
     }
 }
 
@@ -173,12 +175,12 @@ static void test_block_m_invalid(void **state) {
  * at the largest tile, and the tiles any tile size can need fit in it. */
 static void test_pool_capacity(void **state) {
     (void)state;
-    /* 8 ranks * 128 tokens * 8 slots = 8192, + 32 local experts * 128 */
-    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128, 0), 8192 + 32 * 128);
+    /* 8 ranks * 128 tokens * 8 slots = 8192, + 32 local experts * 160 */
+    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128, 0), 8192 + 32 * 160);
     /* a shared expert adds every own token and one partial tile */
-    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128, 1), 8192 + 32 * 128 + 128 + 128);
-    static const int bms[] = {8, 16, 32, 64, 128};
-    for (int i = 0; i < 5; i++) {
+    assert_int_equal(mj_moe_pool_rows(256, 8, 8, 128, 1), 8192 + 32 * 160 + 128 + 160);
+    static const int bms[] = {8, 16, 32, 64, 128, 160};
+    for (int i = 0; i < 6; i++) {
         /* worst case: every expert holds one pair more than whole tiles */
         mj_u64 rows = 8192, tiles = (rows - 32) / (mj_u64)bms[i] + 32;
         assert_true(tiles <= mj_moe_pool_tiles(256, 8, 8, 128, 0, bms[i]));
@@ -244,17 +246,22 @@ static void test_config_values(void **state) {
     assert_int_equal(c.stage_k, 256);
     assert_int_equal(c.stages, 6);
     assert_true(c.smem_bytes <= 232448);
-    /* prefill: BF16 128-token tiles: 32 KB weights + 16 KB tokens a stage, 69 KB epilogue */
+    /* prefill: BF16 weights in 128-token tiles: 32 KB weights + 16 KB tokens a stage */
     p = problem(4096);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 0, &c), 0);
     assert_int_equal(c.block_m, 128);
     assert_int_equal(c.stage_k, 64);
     assert_int_equal(c.stages, 3);
-    /* so do E2M1 decodes on the BF16 kind */
+    /* E2M1 decodes with BF16 tokens in 160-token tiles: 20 KB tokens a stage, two stages */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a16"), 0, &c), 0);
-    assert_int_equal(c.block_m, 128);
-    /* and MXFP8 ones */
+    assert_int_equal(c.block_m, 160);
+    assert_int_equal(c.stages, 2);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("nvfp4-a16"), 0, &c), 0);
+    assert_int_equal(c.block_m, 160);
+    /* MXFP8 weights and NVFP4 tokens stop at 128 */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("nvfp4"), 0, &c), 0);
     assert_int_equal(c.block_m, 128);
     /* the FP8 kind stops at 64 tokens */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);

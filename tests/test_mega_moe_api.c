@@ -355,7 +355,9 @@ static void test_manifest_presets(void **state) {
     static const struct {
         const char *preset;
         const char *first;
-        size_t mega; /* BLOCK_M 8 .. 64 for the FP8 kind (mxfp4-a8), .. 128 for the BF16 kind */
+        size_t mega; /* BLOCK_M 8 .. 64 for the FP8 kind (mxfp4-a8), .. 128 for the BF16 kind
+                      * with BF16 or MXFP8 weights or NVFP4 tokens, .. 160 for E2M1 weights with
+                      * BF16 tokens */
     } want[] = {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
@@ -376,7 +378,7 @@ static void test_manifest_presets(void **state) {
          "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
          "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
-         5},
+         6},
         {"glm-4.5-ep8",
          "mega_moe.main<H=5120,I=1536,E=160,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
          "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,fold=0,"
@@ -391,7 +393,7 @@ static void test_manifest_presets(void **state) {
          "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
          "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,fold="
          "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
-         5},
+         6},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;
@@ -936,6 +938,18 @@ static void test_shared_expert(void **state) {
     assert_int_equal(mj_moe_config_check(&c, NULL), MJ_OK);
     g = mj_moe_shared_geometry_for(&c);
     assert_true(g.task_blocks == 2 && g.stage_k == 128);
+    /* 160-token tiles take no shared expert: the heuristic stops at 128 */
+    int bm = 0;
+    assert_int_equal(mj_mega_moe_block_m(&c, 4096, &bm), MJ_OK);
+    assert_int_equal(bm, 128);
+    mj_moe_config no_shared = good();
+    no_shared.dispatch_format = MJ_FORMAT_BF16;
+    assert_int_equal(mj_mega_moe_block_m(&no_shared, 4096, &bm), MJ_OK);
+    assert_int_equal(bm, 160);
+    c.block_m = 160;
+    expect_error(mj_moe_config_check(&c, NULL), MJ_ERR_INVALID_ARG,
+                 "block_m 160 takes no fused shared expert (shared_intermediate 2048)");
+    c.block_m = 0;
     c.weight_format = MJ_FORMAT_NVFP4;
     c.dispatch_format = MJ_FORMAT_NVFP4;
     c.shared_format = MJ_FORMAT_MXFP4;

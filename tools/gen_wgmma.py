@@ -14,7 +14,7 @@ TYPES = {  # name: (ptx shape and types suffix, trailing operands: scale-d, imm-
     "e4m3": ("k32.f32.e4m3.e4m3", "p, 1, 1"),
     "e5m2": ("k32.f32.e5m2.e4m3", "p, 1, 1"),  # E5M2 weights (folded MXFP4 scales), E4M3 tokens
 }
-NS = (8, 16, 32, 40, 48, 64, 128)
+NS = (8, 16, 32, 40, 48, 64, 128, 160)
 
 
 def body(tname, n, accumulate):

@@ -43,8 +43,9 @@ class MoEConfig:
     megajit.Format). activation: "swiglu", "swigluoai" or "situ". clamp: > 0
     clamps the swiglu family (NUMERICS.md step 3). num_ranks, rank: expert
     parallelism; this rank holds experts rank*E/R .. (rank+1)*E/R - 1.
-    block_m: 0 = the heuristics choose per token count; 8/16/32/64 forced, or 128
-      for the bf16 row (include/megajit.h, mj_moe_config.block_m).
+    block_m: 0 = the heuristics choose per token count; 8/16/32/64/128/160 forced,
+      at most 64 for mxfp4-a8, 160 for mxfp4-a16 and nvfp4-a16 without a shared
+      expert, 128 otherwise (include/megajit.h, mj_moe_config.block_m).
     unfold_mx_scales: mxfp4-a8 only. False (the default): the kernels fold each
       weight row's MXFP4 scales into the decode (same bits inside fp32's normal range, fewer instructions),
       which takes rows whose scale bytes lie within 26 of each other; True: they

@@ -30,9 +30,20 @@ static const mj_moe_format_row *row_of(const mj_moe_config *cfg) {
 }
 
 int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
-    return cfg->block_m ? cfg->block_m
-                        : mj_moe_pick_block_m(num_tokens, cfg->num_ranks, cfg->num_experts,
-                                              cfg->num_topk, row_of(cfg));
+    if (cfg->block_m) return cfg->block_m;
+    const mj_moe_format_row *row = row_of(cfg);
+    int block_m =
+        mj_moe_pick_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk, row);
+    /* 160-token tiles beside a fused shared expert (whose own loop spilled
+     * beside them: tests/test_mega_moe_build.c), or that do not fit beside
+     * the layer's routing tables in shared memory: 128-token ones. */
+    if (block_m == 160 && cfg->shared_intermediate > 0) return 128;
+    if (block_m == 160) {
+        const mj_moe_problem prob = mj_moe_problem_of(cfg, 1);
+        mj_moe_kernel_config kc;
+        if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0) block_m = 128;
+    }
+    return block_m;
 }
 
 mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg) {
@@ -88,7 +99,7 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     if (!row) return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: not a MegaMoE format pair");
     if (!mj_moe_block_m_supported(block_m, row))
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "block_m %d must be 8, 16, 32, 64 or 128 (at most %d for the %s row)",
+                       "block_m %d must be 8, 16, 32, 64, 128 or 160 (at most %d for the %s row)",
                        block_m, mj_moe_max_block_m(row), row->name);
     if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
     mj_status st = check_arch(arch);

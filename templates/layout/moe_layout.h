@@ -36,7 +36,7 @@
 #define MJ_MOE_THREADS 384
 #define MJ_MOE_BLOCK_ROWS 64
 #define MJ_MOE_TASK_BLOCKS 4
-#define MJ_MOE_MAX_BLOCK_M 128
+#define MJ_MOE_MAX_BLOCK_M 160
 #define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
 /* MXFP4 weights with MXFP8 tokens run E4M3 wgmma. MXFP8 weights with MXFP8

@@ -92,8 +92,9 @@ struct MoeConfig {
      * kernels of 64 and fewer tokens spilled in their producers at 56 and at
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
      * row's 64-token ones 56 / 224; in 64-token tiles they have no 40-column
-     * loop (mainloop). */
-    static constexpr bool kMathWide = !kFp8 && kW4 && kWGroup == 16 && kBlockM == 64;
+     * loop (mainloop). 160-token tiles take 40 / 232 too. */
+    static constexpr bool kMathWide =
+        (!kFp8 && kW4 && kWGroup == 16 && kBlockM == 64) || kBlockM == 160;
     static constexpr bool kBf16Pairs = kSharedOwnLoop && !kFp8;
     static constexpr bool kPairRegs = kBf16Pairs && kBlockM <= 64;
     static constexpr bool kPairMath = kPairRegs && kMathWide && kDispatchFmt == MJ_FMT_NVFP4;
@@ -199,7 +200,8 @@ struct MoeConfig {
     static_assert(kExperts % kRanks == 0, "experts must divide among ranks");
     static_assert(kStageK % 64 == 0 && kHidden % kStageK == 0 && kInter % kStageK == 0, "stage K");
     static_assert(kInter % 64 == 0 && kHidden % 64 == 0, "shapes are multiples of 64");
-    static_assert(kBlockM == 8 || kBlockM == 16 || kBlockM == 32 || kBlockM == 64 || kBlockM == 128,
+    static_assert(kBlockM == 8 || kBlockM == 16 || kBlockM == 32 || kBlockM == 64 ||
+                      kBlockM == 128 || kBlockM == 160,
                   "BLOCK_M");
     static_assert(!kFp8 || kBlockM <= 64, "the FP8 kind keeps two chunk products in registers");
     static_assert(kBlkData % 2048 == 0, "a block's stage is whole 16-byte chunks of 128 threads");

@@ -134,23 +134,24 @@ __device__ __forceinline__ float2 row_biases(const float *b, mj_u64 first, bool 
     return make_float2(r[0], r[8]);
 }
 
-/* Token column m.t's words of the tile's meta (zero past its valid rows):
- * GEMM 1 (l1) its x scale and routing weight; GEMM 2 its home rank, token,
- * slot, and with biases its routing weight. */
+/* Token column col's words of the tile's meta (col < k.valid): GEMM 1 its x
+ * scale and routing weight; GEMM 2 its home rank, token, slot, and with
+ * biases its routing weight. */
+template <class C>
+__device__ __forceinline__ uint4 column_meta(const Launch<C> &L, const Task &k, int col) {
+    const mj_u32 *meta = L.meta_row(k.tile, col);
+    if (k.gemm == 1) return make_uint4(ld_cg(meta + 3), ld_cg(meta + 4), 0u, 0u);
+    return make_uint4(ld_cg(meta), ld_cg(meta + 1), ld_cg(meta + 2),
+                      C::kBiases ? ld_cg(meta + 4) : 0u);
+}
+
+/* Token column m.t's meta words (zero past the tile's valid rows). */
 template <class C>
 __device__ __forceinline__ void load_meta(const Launch<C> &L, const Task &k, const MathThread &m,
-                                          bool l1, EpiInputs &e) {
+                                          EpiInputs &e) {
     if (m.t >= k.valid) return;
-    const mj_u32 *meta = L.meta_row(k.tile, m.t);
-    if (l1) {
-        e.meta[0] = ld_cg(meta + 3);
-        e.meta[1] = ld_cg(meta + 4);
-        return;
-    }
-    e.meta[0] = ld_cg(meta);
-    e.meta[1] = ld_cg(meta + 1);
-    e.meta[2] = ld_cg(meta + 2);
-    if (C::kBiases) e.meta[3] = ld_cg(meta + 4); // the routing weight
+    const uint4 w = column_meta(L, k, m.t);
+    e.meta[0] = w.x, e.meta[1] = w.y, e.meta[2] = w.z, e.meta[3] = w.w;
 }
 
 template <class C>
@@ -163,7 +164,7 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
     const mj_moe_args &a = *L.args;
     if constexpr (C::kShared) {
         if (k.local == C::kLocal) {
-            load_meta(L, k, m, k.gemm == 1, e);
+            load_meta(L, k, m, e);
             e.alpha[0] = e.alpha[1] = e.alpha[2] = 1.0f;
             e.rs[0] = e.rs[1] = one;
             // Its image's row scales: in GEMM 1 the gate and up rows of the
@@ -189,7 +190,7 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
         }
     }
     if (k.gemm == 1) {
-        load_meta(L, k, m, true, e);
+        load_meta(L, k, m, e);
         e.alpha[0] = a.l1_alpha_gate[k.local];
         e.alpha[1] = a.l1_alpha_up[k.local];
         e.alpha[2] = a.l2_act_scale[k.local];
@@ -203,7 +204,7 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
             e.bias[1] = row_biases(a.l1_bias, gate + C::kInter, unit, m);
         }
     } else {
-        load_meta(L, k, m, false, e);
+        load_meta(L, k, m, e);
         e.alpha[0] = a.l2_alpha[k.local];
         e.alpha[1] = e.alpha[2] = 1.0f;
         const int first = row_scale_index(2, C::kInter, l2_first_row(k, m));
@@ -224,14 +225,20 @@ template <class C> __device__ __forceinline__ mj_u32 *epi_table(unsigned char *s
     return reinterpret_cast<mj_u32 *>(scratch + C::kEpiStage);
 }
 
-/* Each thread's token column into the table, for every thread to read. */
+/* Each thread's token column into the table, for every thread to read. A
+ * 160-token tile's columns past the warpgroup's 128 threads are loaded here,
+ * after the K loop, as its inputs are (mega_moe.cuh). */
 template <class C>
-__device__ __forceinline__ const mj_u32 *share_inputs(const EpiInputs &e, const Task &k,
-                                                      const MathThread &m, unsigned char *scratch) {
+__device__ __forceinline__ const mj_u32 *share_inputs(const Launch<C> &L, const EpiInputs &e,
+                                                      const Task &k, const MathThread &m,
+                                                      unsigned char *scratch) {
     mj_u32 *table = epi_table<C>(scratch);
     if (m.t < k.valid)
         *reinterpret_cast<uint4 *>(table + 4 * m.t) =
             make_uint4(e.meta[0], e.meta[1], e.meta[2], e.meta[3]);
+    if constexpr (C::kBlockM > 128)
+        if (m.t + 128 < k.valid)
+            *reinterpret_cast<uint4 *>(table + 4 * (m.t + 128)) = column_meta(L, k, m.t + 128);
     warpgroup_sync(1 + m.wg);
     return table;
 }
@@ -251,7 +258,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     scale_rows(gate, e.rs[0]);
     scale_rows(up, e.rs[1]);
     const float ag = e.alpha[0], au = e.alpha[1], as = e.alpha[2];
-    const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
+    const mj_u32 *table = share_inputs<C>(L, e, k, m, scratch_bytes);
     // Each accumulator pair leaves as its step 2 BF16 gate and up values (one
     // word); a rolled loop over the tile's valid (token, group) items then
     // activates a group's words and quantizes them: unrolled over all
@@ -378,7 +385,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
     scale_rows(acc1, e.rs[1]);
     const float alpha = e.alpha[0];
     // The down bias needs each column's routing weight: the table comes first.
-    const mj_u32 *table = C::kBiases ? share_inputs<C>(e, k, m, scratch_bytes) : nullptr;
+    const mj_u32 *table = C::kBiases ? share_inputs<C>(L, e, k, m, scratch_bytes) : nullptr;
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
@@ -396,7 +403,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
     if (C::kBiases)
         warpgroup_sync(1 + m.wg);
     else
-        table = share_inputs<C>(e, k, m, scratch_bytes);
+        table = share_inputs<C>(L, e, k, m, scratch_bytes);
     const int chunks = 8 * task_own_blocks<C>(k, m);
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;

@@ -468,6 +468,9 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // An expert's second 128-token tile holds a few tokens (127 of the 383
     // tiles at T = 4096 on DeepSeek-V3).
     constexpr int kQuarter = !C::kFp8 && C::kBlockM == 128 ? 32 : C::kBlockM;
+    // 160-token tiles: those of at most 128 tokens run the 128-column loop.
+    constexpr int kLoop128 = C::kBlockM == 160 ? 128 : C::kBlockM;
+    const bool loop128 = kLoop128 < C::kBlockM && valid <= kLoop128;
     const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
     if constexpr (C::kFp8) {
         if (half)
@@ -477,7 +480,9 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
         else
             mainloop_fp8<C, C::kBlockM, C>(ring, it, stages, nblk, valid, m, L, acc0, acc1);
     } else {
-        if (quarter)
+        if (loop128)
+            mainloop_bf16<C, kLoop128, C>(ring, it, stages, nblk, m, L, acc0, acc1);
+        else if (quarter)
             mainloop_bf16<C, kQuarter, C>(ring, it, stages, nblk, m, L, acc0, acc1);
         else if (half)
             mainloop_bf16<C, kHalf, C>(ring, it, stages, nblk, m, L, acc0, acc1);

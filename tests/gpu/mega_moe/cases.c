@@ -28,14 +28,15 @@ void test_matrix(ctx *c) {
     }
 }
 
-/* Every BLOCK_M a row allows on the same inputs, three times: random routing
+/* Every BLOCK_M a row allows on the same inputs, four times: random routing
  * (about 16 tokens an expert: the narrow loops), 38 tokens on one expert (a
- * 64-token tile's 40-column loop) and 44 (its full loop; 32-token tiles full
- * and partial). */
+ * 64-token tile's 40-column loop), 44 (its full loop; 32-token tiles full
+ * and partial) and 4 ranks of 40 on one expert (a full 160-token tile). */
 void test_block_m(ctx *c) {
     static const scenario kOneExpert38 = {1, SWIGLU, 0, {38}, ROUTE_ONE, -1, 0, 0};
     static const scenario kOneExpert44 = {1, SWIGLU, 0, {44}, ROUTE_ONE, -1, 0, 0};
-    const scenario *bases[] = {&kControlBase, &kOneExpert38, &kOneExpert44};
+    static const scenario kOneExpert160 = {4, SWIGLU, 0, {40, 40, 40, 40}, ROUTE_ONE, -1, 0, 0};
+    const scenario *bases[] = {&kControlBase, &kOneExpert38, &kOneExpert44, &kOneExpert160};
     const shape *sh = &c->sh;
     size_t n = (size_t)kControlBase.tokens[0] * (size_t)sh->H;
     uint16_t *first = xmalloc(n * 2), *folded = xmalloc(n * 2);
@@ -48,8 +49,8 @@ void test_block_m(ctx *c) {
                 if (kBlockMs[b] > mj_moe_max_block_m(mj_moe_format_at(i))) continue;
                 scenario sc = *bases[s];
                 sc.block_m = kBlockMs[b];
-                set_case("block_m %s forced %d (T=%d R=1 swiglu, %s routing)",
-                         mj_moe_format_at(i)->name, sc.block_m, sc.tokens[0],
+                set_case("block_m %s forced %d (T=%d R=%d swiglu, %s routing)",
+                         mj_moe_format_at(i)->name, sc.block_m, sc.tokens[0], sc.ranks,
                          s ? "one-expert" : "random");
                 if (out_of_time()) continue;
                 mj_moe_config mc = moe_cfg(sh, mj_moe_format_at(i), &sc, 0);

@@ -131,7 +131,7 @@ static const scenario kPeers2 = {2, SWIGLU, 0, {64, 64}, ROUTE_RANDOM, -1, 0, 0}
 static const scenario kPeers4 = {4, SWIGLU, 0, {64, 64, 64, 64}, ROUTE_RANDOM, -1, 0, 0};
 static const scenario kInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0};
 /* Each row runs the sizes up to its own cap, mj_moe_max_block_m. */
-static const int kBlockMs[] = {8, 16, 32, 64, 128};
+static const int kBlockMs[] = {8, 16, 32, 64, 128, 160};
 
 typedef struct shape {
     int H, I, E, K, TMAX;
