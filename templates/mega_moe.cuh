@@ -173,8 +173,10 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 6u);
         const Task k = mailbox[ti & 1];
-        __syncwarp();
-        if (m.lane == 0) mbar_arrive(task_empty + (ti & 1));
+        // Each reader's own arrival orders its read before the producer's
+        // next write of the slot (racecheck paired lanes 1-31's reads with
+        // that write when one lane arrived for its warp after __syncwarp).
+        mbar_arrive(task_empty + (ti & 1));
         if (k.gemm == 0) {
             if (tracer) L.trace()[MJ_MOE_TR_TASKS] = ti;
             if (m.t == 0) rel.post(m.wg, posts, k, L);
@@ -276,7 +278,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         }
         for (int i = 0; i < 2; i++) {
             mbar_init(task_full + i, 1);
-            mbar_init(task_empty + i, 9); // token producer + math warps
+            mbar_init(task_empty + i, 257); // token producer + math threads
         }
         mbar_init(ring.sink, 256);
         rel.init();
