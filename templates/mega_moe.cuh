@@ -12,7 +12,8 @@
  *   warps 4-11    two math warpgroups: decode the weights in registers and run
  *                 swap-AB wgmma (weights on M, tokens on N), then the epilogues
  *   every warp    first pulls this CTA's share of the routed token rows into
- *                 the GEMM 1 tiles; after its role, combines tokens
+ *                 the GEMM 1 tiles; the math warps, after their tasks,
+ *                 combine tokens
  *
  * Path per format row (mj_moe_kind): mxfp4-a8 (MXFP4 weights, MXFP8 tokens)
  * runs E4M3 wgmma, one K32 chunk per block-scale pair promoted into fp32 by
@@ -372,8 +373,8 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         m.q = lane % 4;
         compute(L, ring, task_full, task_empty, mailbox, rel, m);
         if (tid == 128) L.stamp(MJ_MOE_TR_COMPUTED);
+        combine(L, lane);
     }
-    combine(L, lane);
 
     __syncthreads();
     if (tid == 0) {
