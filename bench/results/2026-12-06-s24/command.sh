@@ -103,13 +103,7 @@ case ${1:-1} in
   phases 4096 ;;
 6)
   card
-  run full 160 $T --budget 150
-  grep -E "passed, |^FAIL|not run|skipped" "$OUT/full.log" | tail -8
-  MEGAJIT_MOE_TIMEOUT_MS=60000 run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 \
-    $T --quick
-  grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -3
-  run memcheck 100 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
-  grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -2
+  checks 150 # ran with a 100 s memcheck limit and shorter greps (calls 7, 9)
   for f in mxfp4-a16 nvfp4; do
     for v in templates build/tv/CB2 build/tv/CB3 templates build/tv/CB2 build/tv/CB3; do
       MEGAJIT_TEMPLATE_DIR=$v run cb 40 build/bin/megajit bench mega-moe --format $f \
@@ -123,13 +117,7 @@ case ${1:-1} in
   table ;;
 8)
   card
-  run full 160 $T --budget 150
-  grep -E "passed, |^FAIL|not run|skipped" "$OUT/full.log" | tail -8
-  MEGAJIT_MOE_TIMEOUT_MS=60000 run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 \
-    $T --quick
-  grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -3
-  run memcheck 100 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
-  grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -2
+  checks 150 # ran with a 100 s memcheck limit and shorter greps (calls 7, 9)
   for f in mxfp4-a16 nvfp4; do
     for v in head new head new; do
       cli=build/bin/megajit
