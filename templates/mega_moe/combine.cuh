@@ -9,7 +9,7 @@
  * do not combine: all of an item's loads in flight need the math warps'
  * registers, and with them the combine runs at a copy's pace (H100,
  * DeepSeek-V3 mxfp4-a16 at T = 4096: the combine after the last task 336
- * -> 200 us a CTA, with 256-element items and four slots' loads in flight
+ * -> 189 us a CTA, with 256-element items and four slots' loads in flight
  * in every warp before; bench/RESULTS.md, twenty-fourth session).
  */
 #ifndef MJ_MEGA_MOE_COMBINE_CUH
