@@ -47,6 +47,14 @@
 # N = 9 (d6f847d): issue 14's shared expert (--shared 1, the row's default
 # shared format) at T = 64, 1024, 4096 for four rows; every row at T = 1024
 # with skewed routing.
+# N = 10 (not run; the next session's): the tree with nv160.patch applied
+# (`git apply bench/results/2026-12-06-s24/nv160.patch`, then `make -j2 all
+# test-gpu`, and build/vcli/head = the CLI of the tree before it): 160-token
+# tiles for the nvfp4 row too, its 160-token kernels pulling four NVFP4 loads
+# a round (8, 7 and 5 spilled in the pull; CPU: bench/ptxas_report.py
+# --bench-shapes 125 kernels, 0 spills; test_heuristics and
+# test_mega_moe_api pass). The whole GPU test, A/B at T = 1024 (unchanged
+# kernel) and 4096, qwen3-235b at 4096, --phases at 4096 (the pull's cost).
 set -u
 . bench/results/device_run.sh
 abc() { # abc NAME LIMIT ROW TOKENS CLI...
@@ -142,4 +150,22 @@ case ${1:-1} in
   run skew 90 build/bin/megajit bench mega-moe --routing skewed --tokens 1024 --max-tokens 4096 \
     --iters 5
   grep -E "^deepseek-v3 " "$OUT/skew.log" | tail -6 ;;
+10)
+  card
+  checks 150
+  for v in head new head new; do
+    cli=build/bin/megajit
+    [ $v = head ] && cli=build/vcli/head/bin/megajit
+    run nv_$v 40 $cli bench mega-moe --format nvfp4 --tokens 1024,4096 --max-tokens 4096 --iters 10
+    grep -E "^deepseek-v3 +nvfp4 +[0-9]+ " "$OUT/nv_$v.log" | tail -2 | sed "s|^|$v |"
+  done
+  for v in head new; do
+    cli=build/bin/megajit
+    [ $v = head ] && cli=build/vcli/head/bin/megajit
+    run qw_$v 60 $cli bench mega-moe --shape qwen3-235b --format nvfp4 --tokens 4096 --iters 10
+    grep -E "^qwen3-235b +nvfp4 " "$OUT/qw_$v.log" | tail -1 | sed "s|^|$v |"
+  done
+  run phases 90 build/bin/megajit bench mega-moe --format nvfp4 --tokens 4096 --max-tokens 4096 \
+    --iters 5 --phases
+  sed -n '/^phases/,$p' "$OUT/phases.log" | head -20 ;;
 esac
