@@ -106,20 +106,17 @@ int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk
     return bm > cap ? cap : bm;
 }
 
-int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
-                             mj_moe_kernel_config *out) {
-    if (!p || !fmt || !out) return -1;
-    if ((fmt->kind != MJ_MOE_KIND_BF16 && fmt->kind != MJ_MOE_KIND_FP8) ||
-        !valid_routing(p->num_tokens, p->num_ranks, p->num_experts, p->topk))
-        return -1;
-    int bm = block_m
-                 ? block_m
-                 : mj_moe_pick_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk, fmt);
-    if (bm < 0 || (block_m && !mj_moe_block_m_supported(block_m, fmt)) || p->hidden < 64 ||
-        p->hidden % 64 || p->intermediate < 64 || p->intermediate % 64 || p->num_sms < 1)
-        return -1;
-    int stage_k = mj_moe_stage_k(p, fmt);
-    if (stage_k == 0) return -1;
+int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
+    /* A fused shared expert's own loop spilled beside 160-token tiles
+     * (tests/test_mega_moe_build.c). */
+    const int cap = mj_moe_max_block_m(fmt);
+    return p && p->shared_expert && cap > 128 ? 128 : cap;
+}
+
+/* The deepest ring of bm-token tiles that fits shared memory: 0 and *out
+ * filled, or -1. */
+static int deepest_ring(const mj_moe_problem *p, const mj_moe_format_row *fmt, int bm, int stage_k,
+                        mj_moe_kernel_config *out) {
     for (int stages = MAX_STAGES; stages >= MIN_STAGES; stages--) {
         unsigned smem = mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt,
                                           stage_k, bm, stages, routes_of(p), p->num_ranks);
@@ -127,6 +124,31 @@ int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *f
             *out = (mj_moe_kernel_config){bm, stage_k, stages, smem};
             return 0;
         }
+    }
+    return -1;
+}
+
+int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
+                             mj_moe_kernel_config *out) {
+    if (!p || !fmt || !out) return -1;
+    if ((fmt->kind != MJ_MOE_KIND_BF16 && fmt->kind != MJ_MOE_KIND_FP8) ||
+        !valid_routing(p->num_tokens, p->num_ranks, p->num_experts, p->topk))
+        return -1;
+    if ((block_m && (!mj_moe_block_m_supported(block_m, fmt) ||
+                     block_m > mj_moe_problem_max_block_m(p, fmt))) ||
+        p->hidden < 64 || p->hidden % 64 || p->intermediate < 64 || p->intermediate % 64 ||
+        p->num_sms < 1)
+        return -1;
+    int stage_k = mj_moe_stage_k(p, fmt);
+    if (stage_k == 0) return -1;
+    if (block_m) return deepest_ring(p, fmt, block_m, stage_k, out);
+    /* The heuristic's tile, or the largest smaller one whose ring fits
+     * beside the layer's routing tables (160-token tiles of many experts). */
+    const int want = mj_moe_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk);
+    const int cap = mj_moe_problem_max_block_m(p, fmt);
+    for (int i = NUM_CANDIDATES - 1; i >= 0; i--) {
+        const int bm = block_m_candidates[i];
+        if (bm <= want && bm <= cap && deepest_ring(p, fmt, bm, stage_k, out) == 0) return 0;
     }
     return -1;
 }

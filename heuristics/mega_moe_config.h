@@ -40,6 +40,10 @@ int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
 int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk,
                         const mj_moe_format_row *fmt);
 
+/* The largest tile of a layer: the row's, and 128 beside a fused shared
+ * expert. */
+int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt);
+
 /* The token tiles the kernel is built for: 8, 16, 32, 64, 128 and 160, at most
  * mj_moe_max_block_m(fmt). */
 int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt);
@@ -50,7 +54,9 @@ int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt);
 int mj_moe_stage_k(const mj_moe_problem *p, const mj_moe_format_row *fmt);
 
 /* 0 and *out filled, or -1 (nothing written) for invalid arguments. block_m 0
- * means the heuristic's, else that tile size (a candidate the row takes). */
+ * means the heuristic's (capped by mj_moe_problem_max_block_m, and smaller
+ * where its ring does not fit shared memory), else that tile size (a
+ * candidate the layer takes). */
 int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
                              mj_moe_kernel_config *out);
 

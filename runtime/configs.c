@@ -210,11 +210,12 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
                        "block_m %d must be 0 (chosen per token count) or 8, 16, 32, 64, 128 "
                        "or 160 (the %s row takes at most %d)",
                        c->block_m, r->name, mj_moe_max_block_m(r));
-    if (c->block_m == 160 && c->shared_intermediate > 0)
+    const mj_moe_problem layer = mj_moe_problem_of(c, 1);
+    if (c->block_m > mj_moe_problem_max_block_m(&layer, r))
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "block_m 160 takes no fused shared expert (shared_intermediate %d): "
-                       "use 128 or less",
-                       c->shared_intermediate);
+                       "block_m %d takes no fused shared expert (shared_intermediate %d): "
+                       "use %d or less",
+                       c->block_m, c->shared_intermediate, mj_moe_problem_max_block_m(&layer, r));
     if (mj_moe_config_stage_k(c, r) == 0)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "hidden %d and intermediate %d share no multiple of 64 that divides both "

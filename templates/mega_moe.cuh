@@ -196,11 +196,11 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         if (!mbar_wait(ring.full + it % C::kStages, (it / C::kStages) & 1u, L.args->timeout_ns))
             L.fail(MJ_MOE_ERR_PIPE, 7u);
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
-        // Loaded here, the epilogue's inputs complete under the K loop; 160-token
+        // Loaded here, the epilogue's inputs complete under the K loop; wide
         // tiles load them after it, as their 2 x 80 accumulators and a
         // 128-column loop beside them leave no registers for them.
         EpiInputs e;
-        if constexpr (C::kBlockM != 160) e = epi_inputs(L, k, m);
+        if constexpr (!C::kWideTile) e = epi_inputs(L, k, m);
         const int stages = C::task_stages(k.gemm, k.local);
         if constexpr (C::kSharedOwnLoop) {
             if (block_pair<C>(k)) {
@@ -224,7 +224,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
         }
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-        if constexpr (C::kBlockM == 160) e = epi_inputs(L, k, m);
+        if constexpr (C::kWideTile) e = epi_inputs(L, k, m);
         // One call site per epilogue: inlined twice, they made the kernels
         // with block pairs spill.
         if constexpr (C::kSharedOwnLoop)

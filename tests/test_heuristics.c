@@ -272,6 +272,21 @@ static void test_config_values(void **state) {
     assert_int_equal(c.block_m, 16);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 128, &c), -1);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 12, &c), -1);
+    /* beside a fused shared expert the heuristic stops at 128, and 160 is refused */
+    const mj_moe_format_row *a16 = mj_moe_format_by_name("mxfp4-a16");
+    mj_moe_problem shared = p;
+    shared.shared_expert = 1;
+    assert_int_equal(mj_moe_problem_max_block_m(&shared, a16), 128);
+    assert_int_equal(mj_moe_kernel_config_for(&shared, a16, 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    assert_int_equal(mj_moe_kernel_config_for(&shared, a16, 160, &c), -1);
+    /* 4096 experts on one rank: 160-token tiles' ring does not fit beside the
+     * routing tables, so the heuristic takes the largest smaller tile */
+    mj_moe_problem many = {65536, 1, 4096, 8, 7168, 2048, 132};
+    assert_int_equal(mj_moe_block_m(65536, 1, 4096, 8), 160);
+    assert_int_equal(mj_moe_kernel_config_for(&many, a16, 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    assert_int_equal(mj_moe_kernel_config_for(&many, a16, 160, &c), -1);
     /* gpt-oss shape runs natively */
     mj_moe_problem odd = {64, 1, 128, 4, 2880, 2880, 132};
     assert_int_equal(mj_moe_kernel_config_for(&odd, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);

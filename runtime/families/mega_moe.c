@@ -32,18 +32,12 @@ static const mj_moe_format_row *row_of(const mj_moe_config *cfg) {
 int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
     if (cfg->block_m) return cfg->block_m;
     const mj_moe_format_row *row = row_of(cfg);
-    int block_m =
-        mj_moe_pick_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk, row);
-    /* 160-token tiles beside a fused shared expert (whose own loop spilled
-     * beside them: tests/test_mega_moe_build.c), or that do not fit beside
-     * the layer's routing tables in shared memory: 128-token ones. */
-    if (block_m == 160 && cfg->shared_intermediate > 0) return 128;
-    if (block_m == 160) {
-        const mj_moe_problem prob = mj_moe_problem_of(cfg, 1);
-        mj_moe_kernel_config kc;
-        if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0) block_m = 128;
-    }
-    return block_m;
+    mj_moe_problem prob = mj_moe_problem_of(cfg, 1);
+    prob.num_tokens = num_tokens;
+    mj_moe_kernel_config kc;
+    if (mj_moe_kernel_config_for(&prob, row, 0, &kc) == 0) return kc.block_m;
+    /* A layer no kernel fits: the spec built from this reports why. */
+    return mj_moe_pick_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk, row);
 }
 
 mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg) {
@@ -93,24 +87,30 @@ static mj_status check_arch(mj_arch arch) {
     return mj_family_require_sm90a("mega_moe", arch, "Hopper's wgmma");
 }
 
-mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
-                           mj_arch arch, mj_kernel_spec *out) {
+/* The main kernel's spec at block_m, or (block_m 0) at the heuristic's tile
+ * for num_tokens per rank: one configuration lookup either way, as a launch
+ * builds its spec this way every call. */
+static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens, int num_sms,
+                           int sys_scope, mj_arch arch, mj_kernel_spec *out) {
     const mj_moe_format_row *row = row_of(cfg);
     if (!row) return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: not a MegaMoE format pair");
-    if (!mj_moe_block_m_supported(block_m, row))
+    if (block_m && !mj_moe_block_m_supported(block_m, row))
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "block_m %d must be 8, 16, 32, 64, 128 or 160 (at most %d for the %s row)",
                        block_m, mj_moe_max_block_m(row), row->name);
     if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
     mj_status st = check_arch(arch);
     if (st != MJ_OK) return st;
-    const mj_moe_problem prob = mj_moe_problem_of(cfg, num_sms);
+    mj_moe_problem prob = mj_moe_problem_of(cfg, num_sms);
+    prob.num_tokens = num_tokens;
     mj_moe_kernel_config kc;
     if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "mega_moe: no kernel configuration fits hidden %d, intermediate %d, %d "
-                       "experts over %d ranks at block_m %d in shared memory",
-                       cfg->hidden, cfg->intermediate, cfg->num_experts, cfg->num_ranks, block_m);
+                       "experts over %d ranks%s at block_m %d in shared memory",
+                       cfg->hidden, cfg->intermediate, cfg->num_experts, cfg->num_ranks,
+                       cfg->shared_intermediate ? " with a fused shared expert" : "",
+                       block_m ? block_m : mj_mega_moe_pick_block_m(cfg, num_tokens));
     /* -0 must give the same spec (and cache key) as 0: both mean no clamp. */
     const uint32_t clamp_bits = bits_of(cfg->clamp);
     int32_t act_code;
@@ -142,6 +142,12 @@ mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, i
     p[MJ_MOE_PARAM_SHARED_INTER] = cfg->shared_intermediate;
     p[MJ_MOE_PARAM_SHARED_FMT] = cfg->shared_intermediate ? (int32_t)cfg->shared_format : 0;
     return MJ_OK;
+}
+
+mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
+                           mj_arch arch, mj_kernel_spec *out) {
+    if (!block_m) return mj_fail(MJ_ERR_INVALID_ARG, "block_m 0: a spec needs a tile size");
+    return main_spec(cfg, block_m, 0, num_sms, sys_scope, arch, out);
 }
 
 mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj_arch arch,
@@ -184,8 +190,8 @@ static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch ar
         return mj_mega_moe_image_spec(req->layer, req->shared_expert, arch, out);
     if (kernel != MJ_MOE_KERNEL_MAIN)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown MegaMoE kernel %d", kernel);
-    return mj_mega_moe_spec(req->layer, mj_mega_moe_pick_block_m(req->layer, req->num_tokens),
-                            req->num_sms, req->sys_scope, arch, out);
+    return main_spec(req->layer, req->layer->block_m, req->num_tokens, req->num_sms, req->sys_scope,
+                     arch, out);
 }
 
 /* The main kernel: one producer and two math warpgroups per CTA, one

@@ -80,11 +80,12 @@ enum {
 extern const mj_family_desc mj_mega_moe_family;
 
 /* The BLOCK_M a launch of cfg (a valid config) with num_tokens per rank uses:
- * cfg->block_m when forced, else the heuristic's, capped for cfg's row. */
+ * cfg->block_m when forced, else the heuristic's, capped for cfg's layer
+ * (mj_moe_kernel_config_for: its row, a fused shared expert, shared memory). */
 int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens);
 
 /* The main kernel's spec for cfg (a valid config; its rank and block_m do not
- * enter the spec), a supported BLOCK_M and num_sms >= 1; sys_scope: the peers
+ * enter the spec), a supported BLOCK_M (not 0) and num_sms >= 1; sys_scope: the peers
  * are other GPUs (ignored for one rank). MJ_ERR_UNSUPPORTED for an arch
  * without a MegaMoE kernel (all but sm_90a) and for a shape whose pipeline
  * does not fit in shared memory. */

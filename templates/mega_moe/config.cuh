@@ -28,6 +28,11 @@ struct MoeConfig {
     static constexpr unsigned kActParam0Bits = kActParam0Bits_, kActParam1Bits = kActParam1Bits_;
     static constexpr int kBlockM = kBlockM_, kStageK = kStageK_, kStages = kStages_,
                          kNumSMs = kNumSMs_;
+    /* More token columns than a warpgroup has threads (160): the epilogue's
+     * per-column inputs load after the K loop, those past 128 by the
+     * epilogue itself (epilogue.cuh), and tiles of at most 128 tokens run a
+     * 128-column loop (mainloop). */
+    static constexpr bool kWideTile = kBlockM > 128;
     static constexpr bool kSys = kSysScope_ != 0;
     /* MXFP4 weights on the FP8 kind: block scales folded into the decode
      * (weight_image.cuh); 0 in every other row. */
@@ -92,9 +97,8 @@ struct MoeConfig {
      * kernels of 64 and fewer tokens spilled in their producers at 56 and at
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
      * row's 64-token ones 56 / 224; in 64-token tiles they have no 40-column
-     * loop (mainloop). 160-token tiles take 40 / 232 too. */
-    static constexpr bool kMathWide =
-        (!kFp8 && kW4 && kWGroup == 16 && kBlockM == 64) || kBlockM == 160;
+     * loop (mainloop). Tiles wider than a warpgroup take 40 / 232 too. */
+    static constexpr bool kMathWide = (!kFp8 && kW4 && kWGroup == 16 && kBlockM == 64) || kWideTile;
     static constexpr bool kBf16Pairs = kSharedOwnLoop && !kFp8;
     static constexpr bool kPairRegs = kBf16Pairs && kBlockM <= 64;
     static constexpr bool kPairMath = kPairRegs && kMathWide && kDispatchFmt == MJ_FMT_NVFP4;

@@ -225,9 +225,9 @@ template <class C> __device__ __forceinline__ mj_u32 *epi_table(unsigned char *s
     return reinterpret_cast<mj_u32 *>(scratch + C::kEpiStage);
 }
 
-/* Each thread's token column into the table, for every thread to read. A
- * 160-token tile's columns past the warpgroup's 128 threads are loaded here,
- * after the K loop, as its inputs are (mega_moe.cuh). */
+/* Each thread's token column into the table, for every thread to read; a
+ * wide tile's columns past the warpgroup's 128 threads are loaded here, after
+ * the K loop, as its inputs are (mega_moe.cuh). */
 template <class C>
 __device__ __forceinline__ const mj_u32 *share_inputs(const Launch<C> &L, const EpiInputs &e,
                                                       const Task &k, const MathThread &m,
@@ -236,9 +236,9 @@ __device__ __forceinline__ const mj_u32 *share_inputs(const Launch<C> &L, const 
     if (m.t < k.valid)
         *reinterpret_cast<uint4 *>(table + 4 * m.t) =
             make_uint4(e.meta[0], e.meta[1], e.meta[2], e.meta[3]);
-    if constexpr (C::kBlockM > 128)
-        if (m.t + 128 < k.valid)
-            *reinterpret_cast<uint4 *>(table + 4 * (m.t + 128)) = column_meta(L, k, m.t + 128);
+    static_assert(C::kBlockM <= 256, "a thread loads at most one column past 128");
+    if (C::kWideTile && m.t + 128 < k.valid)
+        *reinterpret_cast<uint4 *>(table + 4 * (m.t + 128)) = column_meta(L, k, m.t + 128);
     warpgroup_sync(1 + m.wg);
     return table;
 }

@@ -468,8 +468,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // An expert's second 128-token tile holds a few tokens (127 of the 383
     // tiles at T = 4096 on DeepSeek-V3).
     constexpr int kQuarter = !C::kFp8 && C::kBlockM == 128 ? 32 : C::kBlockM;
-    // 160-token tiles: those of at most 128 tokens run the 128-column loop.
-    constexpr int kLoop128 = C::kBlockM == 160 ? 128 : C::kBlockM;
+    // Wide tiles: those of at most 128 tokens run the 128-column loop.
+    constexpr int kLoop128 = C::kWideTile ? 128 : C::kBlockM;
     const bool loop128 = kLoop128 < C::kBlockM && valid <= kLoop128;
     const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
     if constexpr (C::kFp8) {
