@@ -39,17 +39,17 @@ int mj_moe_max_block_m(const mj_moe_format_row *fmt) {
      * tiles do not fit its registers. The BF16 kind's 160-token tiles fit
      * beside a 128-column loop with their epilogue inputs loaded after the K
      * loop (mega_moe.cuh), so an expert of up to 160 pairs decodes its
-     * weights once: E2M1 weights with BF16 tokens take them (DeepSeek-V3 at
-     * T = 4096 on an H100: mxfp4-a16 8%, nvfp4-a16 11% faster). Not BF16
+     * weights once: the E2M1 rows of the BF16 kind take them (DeepSeek-V3
+     * at T = 4096 on an H100: mxfp4-a16 8%, nvfp4-a16 11% faster). Not BF16
      * weights, which need no decode and lost 2% to the two-stage ring of
-     * 160-token tiles, nor NVFP4 tokens (8 bytes spilled) nor MXFP8 weights
-     * (two stages and the epilogue scratch exceed shared memory): 128 there
-     * (bench/RESULTS.md, twenty-fourth session). tests/test_mega_moe_build.c
-     * checks every preset variant builds without spills. */
+     * 160-token tiles, nor MXFP8 weights (two stages and the epilogue scratch
+     * exceed shared memory): 128 there (bench/RESULTS.md, twenty-fourth
+     * session). tests/test_mega_moe_build.c checks every preset variant
+     * builds without spills. */
     if (!fmt) return MJ_MOE_MAX_BLOCK_M;
     if (fmt->kind == MJ_MOE_KIND_FP8) return 64;
     const int e2m1 = fmt->weight_fmt == MJ_FMT_MXFP4 || fmt->weight_fmt == MJ_FMT_NVFP4;
-    return e2m1 && fmt->dispatch_fmt == MJ_FMT_BF16 ? MJ_MOE_MAX_BLOCK_M : 128;
+    return e2m1 ? MJ_MOE_MAX_BLOCK_M : 128;
 }
 
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk) {

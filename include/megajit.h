@@ -359,8 +359,8 @@ typedef struct mj_moe_config {
     mj_activation activation;
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
     int block_m; /* 0: the heuristics choose per token count; 8/16/32/64/128/160 forced,
-                  * at most 64 for mxfp4-a8, 160 for mxfp4-a16 and nvfp4-a16 without a
-                  * shared expert, 128 otherwise */
+                  * at most 64 for mxfp4-a8, 160 for mxfp4-a16, nvfp4 and nvfp4-a16
+                  * without a shared expert, 128 otherwise */
     /* The mxfp4/mxfp8 row only. 0 (the default): its kernels fold each weight
      * row's MXFP4 block scales into the decode of the row's E2M1 codes, which
      * saves an fp32 multiply per accumulator and K32 step (a third of the K

@@ -44,8 +44,8 @@ class MoEConfig:
     clamps the swiglu family (NUMERICS.md step 3). num_ranks, rank: expert
     parallelism; this rank holds experts rank*E/R .. (rank+1)*E/R - 1.
     block_m: 0 = the heuristics choose per token count; 8/16/32/64/128/160 forced,
-      at most 64 for mxfp4-a8, 160 for mxfp4-a16 and nvfp4-a16 without a shared
-      expert, 128 otherwise (include/megajit.h, mj_moe_config.block_m).
+      at most 64 for mxfp4-a8, 160 for mxfp4-a16, nvfp4 and nvfp4-a16 without a
+      shared expert, 128 otherwise (include/megajit.h, mj_moe_config.block_m).
     unfold_mx_scales: mxfp4-a8 only. False (the default): the kernels fold each
       weight row's MXFP4 scales into the decode (same bits inside fp32's normal range, fewer instructions),
       which takes rows whose scale bytes lie within 26 of each other; True: they

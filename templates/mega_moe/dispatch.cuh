@@ -114,11 +114,14 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
         // A lane step: 32 elements, one 16-byte load of codes and one 2-byte
         // load of their two scales (rows hold a multiple of 64 elements).
         constexpr int kStep = 32 * 32;
-        for (int k0 = 32 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
-            uint4 q[kBatch];
-            mj_u32 sf[kBatch];
+        // Wide-tile kernels pull four loads a round: at 5, 7 and 8 their pull
+        // spilled (DeepSeek-V3's nvfp4 row; not at 4 or 6).
+        constexpr int kNvBatch = C::kWideTile ? 4 : kBatch;
+        for (int k0 = 32 * lane; k0 < C::kHidden; k0 += kNvBatch * kStep) {
+            uint4 q[kNvBatch];
+            mj_u32 sf[kNvBatch];
 #pragma unroll
-            for (int j = 0; j < kBatch; j++) {
+            for (int j = 0; j < kNvBatch; j++) {
                 const int k = k0 + j * kStep;
                 if (k < C::kHidden) {
                     q[j] = *reinterpret_cast<const uint4 *>(x_row + k / 2);
@@ -126,7 +129,7 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 }
             }
 #pragma unroll
-            for (int j = 0; j < kBatch; j++) {
+            for (int j = 0; j < kNvBatch; j++) {
                 const int k = k0 + j * kStep;
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
