@@ -45,8 +45,9 @@
  * loops from 32 tokens a tile (bench/RESULTS.md, seventeenth session), and
  * BF16 tiles take 128 tokens. */
 MJ_LAYOUT_FN int mj_moe_kind(int weight_fmt, int dispatch_fmt) {
-    return dispatch_fmt == MJ_FMT_MXFP8 && weight_fmt != MJ_FMT_MXFP8 ? MJ_MOE_KIND_FP8
-                                                                      : MJ_MOE_KIND_BF16;
+    (void)weight_fmt;
+    (void)dispatch_fmt;
+    return MJ_MOE_KIND_BF16;
 }
 
 /* Bytes of one token element in the pools (E4M3 or BF16). */

@@ -77,11 +77,12 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
         // BF16 kind (MXFP8 weights) stores the elements times the scale as
         // BF16, exact for scale bytes from 3 (NUMERICS.md).
         constexpr int kStep = 16 * 32;
-        for (int k0 = 16 * lane; k0 < C::kHidden; k0 += kBatch * kStep) {
-            uint4 v[kBatch];
-            unsigned char e[kBatch];
+        constexpr int kMxBatch = C::kWideTile ? 4 : kBatch;
+        for (int k0 = 16 * lane; k0 < C::kHidden; k0 += kMxBatch * kStep) {
+            uint4 v[kMxBatch];
+            unsigned char e[kMxBatch];
 #pragma unroll
-            for (int j = 0; j < kBatch; j++) {
+            for (int j = 0; j < kMxBatch; j++) {
                 const int k = k0 + j * kStep;
                 if (k < C::kHidden) {
                     v[j] = *reinterpret_cast<const uint4 *>(x_row + k);
@@ -89,7 +90,7 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 }
             }
 #pragma unroll
-            for (int j = 0; j < kBatch; j++) {
+            for (int j = 0; j < kMxBatch; j++) {
                 const int k = k0 + j * kStep;
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
