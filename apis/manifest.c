@@ -25,8 +25,8 @@
  *         "swiglu_beta": 0.0,                    parameters (mj_moe_config; 0 =
  *         "situ_gate_beta": 4.0,                 standard; nonzero only with its
  *         "situ_up_beta": 25.0,                  own activation)
- *         "unfold_mx_scales": false,             optional boolean (mxfp4/mxfp8 layers:
- *                                                mj_moe_config.unfold_mx_scales)
+ *         "unfold_mx_scales": false,             optional boolean, no effect
+ *                                                (mj_moe_config.unfold_mx_scales)
  *         "expert_biases": false,                optional boolean
  *                                                (mj_moe_config.expert_biases)
  *         "num_sms": 0                           optional, 0..MJ_LIMIT_NUM_SMS_MAX (0 = all

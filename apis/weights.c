@@ -122,11 +122,11 @@ mj_status mj_weights_create(mj_runtime *rt, const mj_moe_config *config, mj_weig
     w->local_experts = local;
     const int stage_k = mj_moe_config_stage_k(cfg, row);
     w->layout = mj_layout_moe_weights(cfg->hidden, cfg->intermediate, stage_k,
-                                      (int)cfg->weight_format, MJ_MOE_TASK_BLOCKS, row->kind);
+                                      (int)cfg->weight_format, MJ_MOE_TASK_BLOCKS);
     if (cfg->shared_intermediate) {
         const mj_moe_shared_geometry g = mj_moe_shared_geometry_for(cfg);
         w->shared_layout = mj_layout_moe_weights(cfg->hidden, cfg->shared_intermediate, g.stage_k,
-                                                 (int)cfg->shared_format, g.task_blocks, row->kind);
+                                                 (int)cfg->shared_format, g.task_blocks);
     }
     w->loaded = loaded;
     w->projections_missing = entries * MJ_MOE_NUM_PROJECTIONS;
@@ -151,27 +151,21 @@ void mj_weights_destroy(mj_weights *w) {
     free(w);
 }
 
-/* The BF16 path divides each MX row's scales by a power of two near their
+/* The kernels divide each MX row's scales by a power of two near their
  * largest (templates/mega_moe/weight_image.cuh): a row whose scale exponents
  * spread by more than this would decode its smallest weights to BF16
  * subnormals. E2M1's smallest nonzero magnitude is 2^-1, E4M3's 2^-9 (the
- * mxfp8 row's weights, and a shared expert's MXFP8 ones beside BF16-kind
- * experts). */
+ * mxfp8 row's weights, and a shared expert's MXFP8 ones). */
 #define MX_ROW_SPAN_MAX 126
 #define MX_ROW_SPAN_MAX_E4M3 118
-/* The FP8 path folds each MXFP4 row's scales into E5M2 decode tables of
- * E2M1 x 2^d, d in -13..13 (templates/mega_moe/weight_image.cuh). */
-#define MX_FOLD_SPAN_MAX 26
 
 /* e: the local expert, or -1 for the shared expert (fn: the loader). */
 static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                               const unsigned char *sf, int rows, int groups) {
     const int shared = e < 0;
     int fmt = (int)(shared ? w->cfg.shared_format : w->cfg.weight_format);
-    int rebased =
-        (fmt == MJ_FORMAT_MXFP4 || fmt == MJ_FORMAT_MXFP8) && w->format->kind == MJ_MOE_KIND_BF16;
+    int rebased = fmt == MJ_FORMAT_MXFP4 || fmt == MJ_FORMAT_MXFP8;
     unsigned span_max = fmt == MJ_FORMAT_MXFP8 ? MX_ROW_SPAN_MAX_E4M3 : MX_ROW_SPAN_MAX;
-    int folded = !shared && mj_mega_moe_folds_scales(&w->cfg);
     char who[64];
     if (shared)
         snprintf(who, sizeof who, "mj_weights_load_shared: the shared expert's");
@@ -203,13 +197,6 @@ static mj_status check_scales(const mj_weights *w, int e, mj_projection proj,
                            "other (its smallest weights would leave BF16's normal range)",
                            who, mj_moe_projection_names[proj], r, lo, hi,
                            mj_format_name((mj_format)fmt), span_max);
-        if (folded && hi - lo > MX_FOLD_SPAN_MAX)
-            return mj_fail(MJ_ERR_INVALID_ARG,
-                           "%s %s: row %d's scale bytes span %u..%u; "
-                           "the mxfp4-a8 kernels fold a row's MX scales into its decode when they "
-                           "lie within %d of each other (create the weights with "
-                           "mj_moe_config.unfold_mx_scales = 1 to apply them in fp32 instead)",
-                           who, mj_moe_projection_names[proj], r, lo, hi, MX_FOLD_SPAN_MAX);
     }
     return MJ_OK;
 }

@@ -7,8 +7,8 @@ precompile` (NVRTC, sm_90a), disassembles each main kernel with nvdisasm
 K loops: one iteration = one pipeline stage) and counts their instructions by
 opcode. A math thread handles stage_k weights a stage (two 64-row blocks x
 stage_k / 128 threads), so instructions / stage_k is the loop's issue cost per
-weight, which bounds the loop where it is issue-bound (the FP8 kind's ablations,
-bench/RESULTS.md, eleventh session).
+weight, which bounds the loop where it is issue-bound (the E2M1 decode's
+ablations, bench/RESULTS.md, twenty-second session).
 
     python3 bench/kloop_sass.py [--templates DIR] [--manifest FILE] [--json]
 

@@ -16,9 +16,8 @@ static const int block_m_candidates[] = {8, 16, 32, 64, 128, 160};
 #define MAX_STAGE_BYTES 32768
 /* The most a whole stage of a full tile takes (weights, their scales, the
  * tokens) where MIN_STAGES of the widest one do not fit beside the layer's
- * routing tables: the BF16 kind's 128-token stages of BF16, MXFP4 and NVFP4
- * weights and the FP8 kind's 64-token ones of MXFP4 weights take 48-50 KB
- * and stay as they are. MXFP8 weights on the BF16 kind take 65 KB at K 128,
+ * routing tables: the 128-token stages of BF16, MXFP4 and NVFP4 weights take
+ * 48-50 KB and stay as they are. MXFP8 weights take 65 KB at K 128,
  * which fits beside a few hundred local experts but not beside the routing
  * tables of MJ_LIMIT_EXPERTS_MAX (tests/test_mega_moe_api.c): those layers
  * stream stages of K 64. K 128 was faster at every T (DeepSeek-V3 on one
@@ -35,19 +34,17 @@ static int valid_routing(int num_tokens, int num_ranks, int num_experts, int top
 }
 
 int mj_moe_max_block_m(const mj_moe_format_row *fmt) {
-    /* The FP8 kind keeps a chunk product next to each accumulator: 128-token
-     * tiles do not fit its registers. The BF16 kind's 160-token tiles fit
-     * beside a 128-column loop with their epilogue inputs loaded after the K
-     * loop (mega_moe.cuh), so an expert of up to 160 pairs decodes its
-     * weights once: the E2M1 rows of the BF16 kind take them (DeepSeek-V3
-     * at T = 4096 on an H100: mxfp4-a16 8%, nvfp4-a16 11% faster). Not BF16
+    /* 160-token tiles fit beside a 128-column loop with their epilogue inputs
+     * loaded after the K loop (mega_moe.cuh), so an expert of up to 160 pairs
+     * decodes its weights once: the E2M1 rows take them (DeepSeek-V3 at T =
+     * 4096 on an H100: mxfp4-a16 8%, nvfp4-a16 11%, nvfp4 15%, mxfp4-a8 33%
+     * faster; bench/RESULTS.md, twenty-fourth and twenty-fifth sessions). Not BF16
      * weights, which need no decode and lost 2% to the two-stage ring of
      * 160-token tiles, nor MXFP8 weights (two stages and the epilogue scratch
      * exceed shared memory): 128 there (bench/RESULTS.md, twenty-fourth
      * session). tests/test_mega_moe_build.c checks every preset variant
      * builds without spills. */
     if (!fmt) return MJ_MOE_MAX_BLOCK_M;
-    if (fmt->kind == MJ_MOE_KIND_FP8) return 64;
     const int e2m1 = fmt->weight_fmt == MJ_FMT_MXFP4 || fmt->weight_fmt == MJ_FMT_NVFP4;
     return e2m1 ? MJ_MOE_MAX_BLOCK_M : 128;
 }
@@ -75,22 +72,20 @@ int mj_moe_stage_k(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
     if (!p || !fmt || p->num_ranks < 1 || p->num_experts < p->num_ranks ||
         p->num_experts % p->num_ranks)
         return 0;
-    /* BF16-kind stages are sized for 128-token tiles whatever the row's cap
-     * (160-token tiles take the same stage K, in fewer stages):
-     * 16 K16 steps of E2M1 decode unrolled in one stage do not fit the
-     * registers (tests/test_mega_moe_build.c). */
-    const int tile = fmt->kind == MJ_MOE_KIND_BF16 ? 128 : mj_moe_max_block_m(fmt);
-    const int token_bytes = mj_moe_token_bytes(fmt->kind);
+    /* Stages are sized for 128-token tiles whatever the row's cap (160-token
+     * tiles take the same stage K, in fewer stages): 16 K16 steps of E2M1
+     * decode unrolled in one stage do not fit the registers
+     * (tests/test_mega_moe_build.c). */
+    const int tile = 128;
     /* Each part within MAX_STAGE_BYTES, the whole stage unbounded (at most
      * three such parts). */
     const int widest = mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile,
-                                         token_bytes, MAX_STAGE_BYTES, 3 * MAX_STAGE_BYTES);
-    if (widest == 0 ||
-        mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt, widest, tile,
-                          MIN_STAGES, routes_of(p), p->num_ranks) <= SMEM_BYTES)
+                                         MAX_STAGE_BYTES, 3 * MAX_STAGE_BYTES);
+    if (widest == 0 || mj_moe_smem_bytes(p->hidden, p->intermediate, fmt->weight_fmt, widest, tile,
+                                         MIN_STAGES, routes_of(p), p->num_ranks) <= SMEM_BYTES)
         return widest;
-    return mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile, token_bytes,
-                             MAX_STAGE_BYTES, MAX_TILE_STAGE_BYTES);
+    return mj_moe_stage_k_of(p->hidden, p->intermediate, fmt->weight_fmt, tile, MAX_STAGE_BYTES,
+                             MAX_TILE_STAGE_BYTES);
 }
 
 int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt) {
@@ -107,10 +102,12 @@ int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk
 }
 
 int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
-    /* A fused shared expert's own loop spilled beside 160-token tiles
-     * (tests/test_mega_moe_build.c). */
+    /* A fused shared expert's own loop spilled beside 160-token tiles, and
+     * so did gpt-oss's mxfp4-a8 kernel with its expert biases, whose GEMM 1
+     * epilogue quantizes MXFP8 groups of 32 (tests/test_mega_moe_build.c). */
     const int cap = mj_moe_max_block_m(fmt);
-    return p && p->shared_expert && cap > 128 ? 128 : cap;
+    const int biased_mxfp8 = p && fmt && p->expert_biases && fmt->l2_input_fmt == MJ_FMT_MXFP8;
+    return p && (p->shared_expert || biased_mxfp8) && cap > 128 ? 128 : cap;
 }
 
 /* The deepest ring of bm-token tiles that fits shared memory: 0 and *out
@@ -118,8 +115,8 @@ int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row 
 static int deepest_ring(const mj_moe_problem *p, const mj_moe_format_row *fmt, int bm, int stage_k,
                         mj_moe_kernel_config *out) {
     for (int stages = MAX_STAGES; stages >= MIN_STAGES; stages--) {
-        unsigned smem = mj_moe_smem_bytes(fmt->kind, p->hidden, p->intermediate, fmt->weight_fmt,
-                                          stage_k, bm, stages, routes_of(p), p->num_ranks);
+        unsigned smem = mj_moe_smem_bytes(p->hidden, p->intermediate, fmt->weight_fmt, stage_k, bm,
+                                          stages, routes_of(p), p->num_ranks);
         if (smem <= SMEM_BYTES) {
             *out = (mj_moe_kernel_config){bm, stage_k, stages, smem};
             return 0;
@@ -131,9 +128,7 @@ static int deepest_ring(const mj_moe_problem *p, const mj_moe_format_row *fmt, i
 int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,
                              mj_moe_kernel_config *out) {
     if (!p || !fmt || !out) return -1;
-    if ((fmt->kind != MJ_MOE_KIND_BF16 && fmt->kind != MJ_MOE_KIND_FP8) ||
-        !valid_routing(p->num_tokens, p->num_ranks, p->num_experts, p->topk))
-        return -1;
+    if (!valid_routing(p->num_tokens, p->num_ranks, p->num_experts, p->topk)) return -1;
     if ((block_m && (!mj_moe_block_m_supported(block_m, fmt) ||
                      block_m > mj_moe_problem_max_block_m(p, fmt))) ||
         p->hidden < 64 || p->hidden % 64 || p->intermediate < 64 || p->intermediate % 64 ||

@@ -21,6 +21,7 @@ typedef struct mj_moe_problem {
     int intermediate; /* multiple of 64 */
     int num_sms;
     int shared_expert; /* 1: a fused shared expert (one more routing entry in shared memory) */
+    int expert_biases; /* 1: the experts have biases (both epilogues add them) */
 } mj_moe_problem;
 
 typedef struct mj_moe_kernel_config {
@@ -41,7 +42,7 @@ int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk
                         const mj_moe_format_row *fmt);
 
 /* The largest tile of a layer: the row's, and 128 beside a fused shared
- * expert. */
+ * expert or where expert biases meet an MXFP8 GEMM 2 input (mxfp4-a8). */
 int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt);
 
 /* The token tiles the kernel is built for: 8, 16, 32, 64, 128 and 160, at most

@@ -4,20 +4,15 @@
 
 /* Every row allows every activation: the activation runs on BF16 values in the
  * L1 epilogue, after dequantization, so it is independent of the formats.
- * MXFP4 weights with MXFP8 tokens run E4M3 wgmma (both are exact in E4M3);
- * the other rows decode into BF16 (mj_moe_kind says why MXFP8 weights do). */
+ * Every row decodes weights and tokens into BF16 (moe_layout.h says why). */
 static const mj_moe_format_row rows[] = {
-    {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "bf16",
-     MJ_FMT_BIT(MJ_FMT_BF16)},
-    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp8",
-     MJ_FMT_BIT(MJ_FMT_MXFP8)},
-    {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp4-a8",
-     MJ_FMT_BIT(MJ_FMT_MXFP8)},
-    {MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "mxfp4-a16",
-     MJ_FMT_BIT(MJ_FMT_MXFP8)},
-    {MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_ACT_ALL, 1, MJ_MOE_KIND_BF16, "nvfp4",
+    {MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, "bf16", MJ_FMT_BIT(MJ_FMT_BF16)},
+    {MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, "mxfp8", MJ_FMT_BIT(MJ_FMT_MXFP8)},
+    {MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_ACT_ALL, 0, "mxfp4-a8", MJ_FMT_BIT(MJ_FMT_MXFP8)},
+    {MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, "mxfp4-a16", MJ_FMT_BIT(MJ_FMT_MXFP8)},
+    {MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_ACT_ALL, 1, "nvfp4",
      MJ_FMT_BIT(MJ_FMT_MXFP8) | MJ_FMT_BIT(MJ_FMT_BF16)},
-    {MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, MJ_MOE_KIND_BF16, "nvfp4-a16",
+    {MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, MJ_ACT_ALL, 0, "nvfp4-a16",
      MJ_FMT_BIT(MJ_FMT_MXFP8) | MJ_FMT_BIT(MJ_FMT_BF16)},
 };
 

@@ -1,7 +1,7 @@
 /*
  * The MegaMoE format matrix: one row per supported precision combination.
  * Kernels, heuristics, the API and the tests all read this table, so adding a
- * precision is adding a row here (and the kernel path its kind names).
+ * precision is adding a row here (and its decode in the kernel).
  * Format and activation codes are MJ_FMT_* and MJ_ACT_* (templates/layout/codes.h).
  */
 #ifndef MJ_HEURISTICS_MOE_FORMATS_H
@@ -20,7 +20,6 @@ typedef struct mj_moe_format_row {
     int l2_input_fmt;         /* the L1 epilogue quantizes GEMM 2's input into this */
     unsigned activation_mask; /* MJ_ACT_BIT of each allowed activation */
     int uses_x_scales;        /* GEMM 1 accumulator is multiplied by the per-token scale */
-    int kind;                 /* MJ_MOE_KIND_*: how the tensor cores see the row */
     const char *name;         /* "mxfp4-a8" */
     unsigned shared_formats;  /* MJ_FMT_BIT of each format a fused shared expert may have */
 } mj_moe_format_row;

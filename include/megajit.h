@@ -359,17 +359,13 @@ typedef struct mj_moe_config {
     mj_activation activation;
     float clamp; /* > 0: clamp C of the swiglu family (NUMERICS.md step 3); 0: none */
     int block_m; /* 0: the heuristics choose per token count; 8/16/32/64/128/160 forced,
-                  * at most 64 for mxfp4-a8, 160 for mxfp4-a16, nvfp4 and nvfp4-a16
-                  * without a shared expert, 128 otherwise */
-    /* The mxfp4/mxfp8 row only. 0 (the default): its kernels fold each weight
-     * row's MXFP4 block scales into the decode of the row's E2M1 codes, which
-     * saves an fp32 multiply per accumulator and K32 step (a third of the K
-     * loop's instructions in 64-token tiles) and gives the unfolded bits
-     * unless a partial sum is below 2^-126 or overflows once scaled by
-     * 2^(140 - the row's largest scale byte) (docs/mega-moe.md); it needs each row's scale bytes
-     * within 26 of each other, and mj_weights_load rejects a row that spreads wider. 1: the scales
-     * are applied in fp32 at every step, for any spread. A struct that ends before this field (an
-     * older megajit.h) means 0. */
+                  * at most 160 for the MXFP4 and NVFP4 weight rows without a shared
+                  * expert (nor, for mxfp4-a8, expert biases), 128 otherwise */
+    /* No effect; 0 or 1 (anything else is MJ_ERR_INVALID_ARG). It chose how the
+     * mxfp4-a8 row's E4M3 kernels applied MXFP4 block scales; that row now
+     * decodes its weights into BF16 like every other row, which applies any
+     * scale exactly. Kept so callers that set it still build and run. A struct
+     * that ends before this field (an older megajit.h) means 0. */
     int unfold_mx_scales;
     /* Parameters of the activation (NUMERICS.md step 4; mj_activation), compiled
      * into the kernels as constants (part of their cache keys); 0 in a field
@@ -434,11 +430,9 @@ typedef enum mj_projection {
  * kernel's layout by the MegaMoE weight-image kernel, on a stream of the
  * weights' own; like the main kernels it comes from the cache or a compile
  * (a manifest lists it). MX weight scales must keep every decoded weight
- * exact in BF16: bytes 3..246; mxfp4-a16 weights (decoded into BF16) keep
- * each row's bytes within 126 of each other, mxfp8 weights (decoded into
- * BF16 too) within 118; mxfp4-a8 weights whose scales fold (the default,
- * mj_moe_config.unfold_mx_scales) keep each row's within 26. A row that
- * spreads wider is MJ_ERR_INVALID_ARG naming it.
+ * exact in BF16: bytes 3..246; MXFP4 weights keep each row's bytes within
+ * 126 of each other, MXFP8 weights within 118. A row that spreads wider is
+ * MJ_ERR_INVALID_ARG naming it.
  * What "synchronous" means: the call returns when the image is written (the
  * image kernel runs on a non-blocking stream of the weights' own, which the
  * call synchronizes); it is ordered against none of the caller's streams. For
@@ -457,8 +451,8 @@ MJ_API mj_status mj_weights_load(mj_weights *w, int local_expert, mj_projection 
  * mj_moe_config.shared_intermediate > 0, as mj_weights_load loads a routed
  * expert's (same layouts, checks and synchronization) in
  * mj_moe_config.shared_format: gate and up [I_s][H], down [H][I_s], I_s =
- * shared_intermediate. MXFP8 weights beside every row but mxfp4-a8 decode
- * into BF16: each row's MX scale bytes must lie within 118 of each other
+ * shared_intermediate. MXFP8 weights decode into BF16: each row's MX scale
+ * bytes must lie within 118 of each other
  * (MJ_ERR_INVALID_ARG names the row). The shared expert has no alphas, biases or
  * l2_act_scale (all 1 or 0, NUMERICS.md step 8). mj_mega_moe and
  * mj_mega_moe_warmup refuse weights whose shared projections are not all

@@ -155,7 +155,7 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
                        "intermediate %d, %d experts over %d ranks)",
                        where, c->shared_intermediate, c->hidden, c->intermediate, c->num_experts,
                        c->num_ranks);
-    if (mj_moe_shared_geometry_of(r->kind, r->weight_fmt, fmt, stage_k).task_blocks == 0)
+    if (mj_moe_shared_geometry_of(r->weight_fmt, fmt, stage_k).task_blocks == 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "%sshared_format %s: no stage of the shared expert fits the ring slot of a "
                        "routed %s task at this layer's stage K of %d (hidden %d, intermediate %d); "
@@ -165,8 +165,15 @@ mj_status mj_moe_shared_check(const mj_moe_config *c, const mj_moe_format_row *r
 }
 
 mj_moe_problem mj_moe_problem_of(const mj_moe_config *c, int num_sms) {
-    return (mj_moe_problem){0,         c->num_ranks,    c->num_experts, c->num_topk,
-                            c->hidden, c->intermediate, num_sms,        c->shared_intermediate > 0};
+    return (mj_moe_problem){0,
+                            c->num_ranks,
+                            c->num_experts,
+                            c->num_topk,
+                            c->hidden,
+                            c->intermediate,
+                            num_sms,
+                            c->shared_intermediate > 0,
+                            c->expert_biases != 0};
 }
 
 int mj_moe_config_stage_k(const mj_moe_config *c, const mj_moe_format_row *row) {
@@ -213,9 +220,10 @@ mj_status mj_moe_config_check(const mj_moe_config *c, const mj_moe_format_row **
     const mj_moe_problem layer = mj_moe_problem_of(c, 1);
     if (c->block_m > mj_moe_problem_max_block_m(&layer, r))
         return mj_fail(MJ_ERR_INVALID_ARG,
-                       "block_m %d takes no fused shared expert (shared_intermediate %d): "
-                       "use %d or less",
-                       c->block_m, c->shared_intermediate, mj_moe_problem_max_block_m(&layer, r));
+                       "block_m %d takes no fused shared expert (shared_intermediate %d) and, "
+                       "in the %s row, no expert biases (expert_biases %d): use %d or less",
+                       c->block_m, c->shared_intermediate, r->name, c->expert_biases,
+                       mj_moe_problem_max_block_m(&layer, r));
     if (mj_moe_config_stage_k(c, r) == 0)
         return mj_fail(MJ_ERR_INVALID_ARG,
                        "hidden %d and intermediate %d share no multiple of 64 that divides both "

@@ -15,12 +15,9 @@
  *                 the GEMM 1 tiles; the math warps, after their tasks,
  *                 combine tokens
  *
- * Path per format row (mj_moe_kind): mxfp4-a8 (MXFP4 weights, MXFP8 tokens)
- * runs E4M3 wgmma, one K32 chunk per block-scale pair promoted into fp32 by
- * its scales (E2M1 weights decode exactly into E4M3); the others, mxfp8
- * included, decode weights and tokens exactly into BF16 and run BF16 wgmma
- * over the whole K into one fp32 accumulator (NUMERICS.md step 1's plain
- * path).
+ * Every format row decodes weights and tokens exactly into BF16 and runs
+ * BF16 wgmma over the whole K into one fp32 accumulator (NUMERICS.md step
+ * 1's plain path; moe_layout.h says why no row runs E4M3 wgmma).
  *
  * A fused shared expert (kSharedInter) is one more routing entry whose rows
  * are this rank's tokens (scheduler.cuh); in another format than the routed
@@ -126,18 +123,18 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
         const unsigned char *src = g2 ? L.tile2(k.tile, k.local) : L.tile1(k.tile);
         const int stages = C::task_stages(k.gemm, k.local);
         constexpr mj_u32 kKBlockBytes = (mj_u32)C::kBlockM * C::kTokenRowBytes;
-        constexpr int kKBlocks = (int)(C::kBData / kKBlockBytes);
-        static_assert(kKBlocks * kKBlockBytes == C::kBData, "a token stage is whole K blocks");
+        constexpr int kKBlocks = (int)(C::kBStage / kKBlockBytes);
+        static_assert(kKBlocks * kKBlockBytes == C::kBStage, "a token stage is whole K blocks");
         const mj_u32 rows_bytes = (mj_u32)k.valid * C::kTokenRowBytes;
         for (int s = 0; s < stages; s++, it++) {
             const int slot = (int)(it % C::kStages);
             if (!mbar_wait(ring.empty + slot, ((it / C::kStages) & 1) ^ 1, L.args->timeout_ns))
                 L.fail(MJ_MOE_ERR_PIPE, 5u);
             // A shared expert's half stages (C::kSharedSplit) each take half of
-            // a token stage: data only (the BF16 kind), whole 64-element pieces.
+            // a token stage: whole 64-element pieces.
             if constexpr (C::kSharedSplit > 1) {
                 if (k.local == C::kLocal) {
-                    const mj_u32 part = C::kBData / C::kSharedSplit;
+                    const mj_u32 part = C::kBStage / C::kSharedSplit;
                     mbar_arrive_tx(ring.full + slot, part);
                     bulk_copy(ring.tokens(slot),
                               src + (mj_u64)(s / C::kSharedSplit) * C::kBStage +
@@ -149,15 +146,12 @@ __device__ __forceinline__ void produce_tokens(const Launch<C> &L, const Ring<C>
             // Only the tile's token rows: a row past them feeds only
             // accumulator columns nobody reads. Each K block of the stage
             // holds all rows one after the other (mj_moe_token_offset).
-            mbar_arrive_tx(ring.full + slot, kKBlocks * rows_bytes + C::kBScales);
+            mbar_arrive_tx(ring.full + slot, kKBlocks * rows_bytes);
             const unsigned char *stage = src + (mj_u64)s * C::kBStage;
 #pragma unroll
             for (int b = 0; b < kKBlocks; b++)
                 bulk_copy(ring.tokens(slot) + b * kKBlockBytes, stage + b * kKBlockBytes,
                           rows_bytes, ring.full + slot);
-            if (C::kBScales) // where the ring keeps them: its own array
-                bulk_copy(ring.token_scales(slot), stage + C::kBData, C::kBScales,
-                          ring.full + slot);
         }
     }
 }
@@ -168,7 +162,12 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
                                         const ReleaseRing &rel, const MathThread &m) {
     float acc0[C::kBlockM / 2], acc1[C::kBlockM / 2];
     unsigned char *scratch = L.smem + C::kSmemEpi + (mj_u32)m.wg * C::kEpiBytes;
-    const bool tracer = L.trace() && m.wg == 0 && m.t == 0;
+    // Whether this thread records the tasks' phases: decided each task in
+    // kernels with a shared expert's block pairs (held across the loop, the
+    // predicate spilled in gpt-oss's mxfp4-a8 kernel beside a shared expert),
+    // once in the others (decided each task, DeepSeek-V3's 8-rank mxfp4-a8
+    // 160-token kernel spilled).
+    const bool tracer_once = L.trace() && m.wg == 0 && m.t == 0;
     mj_u32 it = 0, ti = 0, posts = 0;
     for (;; ti++) {
         if (!mbar_wait(task_full + (ti & 1), (ti >> 1) & 1, L.args->timeout_ns))
@@ -178,6 +177,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         // next write of the slot (racecheck paired lanes 1-31's reads with
         // that write when one lane arrived for its warp after __syncwarp).
         mbar_arrive(task_empty + (ti & 1));
+        const bool tracer = C::kSharedOwnLoop ? L.trace() && m.wg == 0 && m.t == 0 : tracer_once;
         if (k.gemm == 0) {
             if (tracer) L.trace()[MJ_MOE_TR_TASKS] = ti;
             if (m.t == 0) rel.post(m.wg, posts, k, L);
@@ -205,18 +205,10 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
         if constexpr (C::kSharedOwnLoop) {
             if (block_pair<C>(k)) {
                 // Tasks of two blocks, one a warpgroup; its tiles are full but
-                // the last: the full-width loop only. Beside the routed loops,
-                // FP8 batches of fp8_batch's size made the 16- and 32-token
-                // kernels spill (tests/test_mega_moe_build.c): at most two and
-                // one steps a batch there.
-                constexpr int kCap = C::kBlockM == 32 ? 1 : C::kBlockM == 16 ? 2 : 64;
+                // the last: the full-width loop only.
                 static_assert(C::kSharedTaskBlocks == 2, "a block per math warpgroup");
-                if constexpr (C::kFp8)
-                    mainloop_fp8<SharedLoopConfig<C>, C::kBlockM, C, kCap, 1>(
-                        ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
-                else
-                    mainloop_bf16<SharedLoopConfig<C>, C::kBlockM, C, 1>(ring, it, stages, k.nblk,
-                                                                         m, L, acc0, acc1);
+                mainloop_bf16<SharedLoopConfig<C>, C::kBlockM, C, 1>(ring, it, stages, k.nblk, m, L,
+                                                                     acc0, acc1);
             } else {
                 mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
             }
@@ -247,14 +239,13 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
 template <int kHidden, int kInter, int kExperts, int kTopk, int kRanks, int kMaxTokens,
           int kWeightFmt, int kDispatchFmt, int kL2Fmt, int kActivation, unsigned kClampBits,
           unsigned kActParam0Bits, unsigned kActParam1Bits, int kBlockM, int kStageK, int kStages,
-          int kNumSMs, int kSysScope, int kFoldScales, int kBiases, int kSharedInter,
-          int kSharedFmt>
+          int kNumSMs, int kSysScope, int kBiases, int kSharedInter, int kSharedFmt>
 __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     mega_moe_kernel(const __grid_constant__ mj_moe_args args) {
     typedef MoeConfig<kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kWeightFmt,
                       kDispatchFmt, kL2Fmt, kActivation, kClampBits, kActParam0Bits, kActParam1Bits,
-                      kBlockM, kStageK, kStages, kNumSMs, kSysScope, kFoldScales, kBiases,
-                      kSharedInter, kSharedFmt>
+                      kBlockM, kStageK, kStages, kNumSMs, kSysScope, kBiases, kSharedInter,
+                      kSharedFmt>
         C;
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid & 31;

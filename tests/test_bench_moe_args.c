@@ -52,7 +52,6 @@ static void test_defaults(void **state) {
     assert_int_equal(a.iters, 0);
     assert_int_equal(a.ranks, 0);
     assert_int_equal(a.json, 0);
-    assert_int_equal(a.variant.unfold_mx_scales, 0);
     assert_int_equal(a.variant.activation, MJ_ACT_SWIGLU);
     assert_true(a.variant.clamp == 0.0f);
     assert_int_equal(a.variant.biases, 0);
@@ -65,7 +64,7 @@ static void test_flags(void **state) {
     mj_moe_bench_args a;
     assert_int_equal(PARSE(&a, "--shape", "all", "--format", "nvfp4-a16", "--tokens", "64,8",
                            "--routing", "skewed", "--iters", "7", "--ranks", "8", "--json",
-                           "--dump-routing", "/tmp/r", "--cache", "/tmp/c", "--unfold-mx-scales"),
+                           "--dump-routing", "/tmp/r", "--cache", "/tmp/c"),
                      MJ_MOE_ARGS_OK);
     assert_int_equal(a.num_shapes, 4);
     const char *names[] = {"deepseek-v3", "kimi-k2", "qwen3-235b", "gpt-oss-120b"};
@@ -85,7 +84,6 @@ static void test_flags(void **state) {
     assert_int_equal(a.json, 1);
     assert_string_equal(a.dump_dir, "/tmp/r");
     assert_string_equal(a.cache_dir, "/tmp/c");
-    assert_int_equal(a.variant.unfold_mx_scales, 1);
 
     assert_int_equal(PARSE(&a, "--activation", "swigluoai", "--clamp", "7", "--biases"),
                      MJ_MOE_ARGS_OK);

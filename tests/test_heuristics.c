@@ -18,14 +18,14 @@ static void test_format_table_rows(void **state) {
     (void)state;
     static const struct {
         const char *name;
-        int weight, dispatch, l2, x_scales, kind;
+        int weight, dispatch, l2, x_scales;
     } want[] = {
-        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
-        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_BF16},
-        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0, MJ_MOE_KIND_FP8},
-        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
-        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1, MJ_MOE_KIND_BF16},
-        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0, MJ_MOE_KIND_BF16},
+        {"bf16", MJ_FMT_BF16, MJ_FMT_BF16, MJ_FMT_BF16, 0},
+        {"mxfp8", MJ_FMT_MXFP8, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0},
+        {"mxfp4-a8", MJ_FMT_MXFP4, MJ_FMT_MXFP8, MJ_FMT_MXFP8, 0},
+        {"mxfp4-a16", MJ_FMT_MXFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0},
+        {"nvfp4", MJ_FMT_NVFP4, MJ_FMT_NVFP4, MJ_FMT_NVFP4, 1},
+        {"nvfp4-a16", MJ_FMT_NVFP4, MJ_FMT_BF16, MJ_FMT_BF16, 0},
     };
     int n = (int)(sizeof want / sizeof want[0]);
     assert_int_equal(mj_moe_format_count(), n);
@@ -40,8 +40,6 @@ static void test_format_table_rows(void **state) {
         assert_int_equal(byname->dispatch_fmt, want[i].dispatch);
         assert_int_equal(byname->l2_input_fmt, want[i].l2);
         assert_int_equal(byname->uses_x_scales, want[i].x_scales);
-        assert_int_equal(byname->kind, want[i].kind);
-        assert_int_equal(byname->kind, mj_moe_kind(want[i].weight, want[i].dispatch));
     }
 }
 
@@ -203,11 +201,10 @@ static int stage_k_of(int hidden, int inter, int local, int shared, const char *
 
 static void test_stage_k(void **state) {
     (void)state;
-    /* four 64-row weight blocks and a token tile (<= 64 E4M3 tokens, 128 BF16
-     * ones) each within 32 KB: FP4 weights with E4M3 tokens 256, with BF16
-     * tokens 128; BF16 64; MXFP8 (on the BF16 kind) 128, a 65 KB stage of a
+    /* four 64-row weight blocks and a token tile (128 BF16 tokens) each
+     * within 32 KB: FP4 weights 128; BF16 64; MXFP8 128, a 65 KB stage of a
      * full tile, while two such stages fit beside the routing tables */
-    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp4-a8"), 256);
+    assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp4-a8"), 128);
     assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp4-a16"), 128);
     assert_int_equal(stage_k_of(7168, 2048, 32, 0, "nvfp4"), 128);
     assert_int_equal(stage_k_of(7168, 2048, 32, 0, "mxfp8"), 128);
@@ -223,10 +220,11 @@ static void test_stage_k(void **state) {
     assert_int_equal(stage_k_of(7168, 2048, 4096, 0, "mxfp8"), 64);
     assert_int_equal(stage_k_of(7168, 2048, 4096, 1, "mxfp8"), 64);
     assert_int_equal(stage_k_of(7168, 2048, 4096, 0, "nvfp4"), 128);
-    /* gpt-oss: 2880 = 64 * 45; the largest multiple of 64 dividing it within 32 KB */
-    assert_int_equal(stage_k_of(2880, 2880, 128, 0, "mxfp4-a8"), 192);
+    /* gpt-oss: 2880 = 64 * 45; the largest multiple of 64 dividing it within
+     * 32 KB (128 does not divide it) */
+    assert_int_equal(stage_k_of(2880, 2880, 128, 0, "mxfp4-a8"), 64);
     assert_int_equal(stage_k_of(2880, 2880, 128, 0, "mxfp8"), 64);
-    assert_int_equal(stage_k_of(4096, 1536, 16, 0, "mxfp4-a8"), 256);
+    assert_int_equal(stage_k_of(4096, 1536, 16, 0, "mxfp4-a8"), 128);
     assert_int_equal(stage_k_of(64, 128, 1, 0, "bf16"), 64);
     assert_int_equal(stage_k_of(32, 128, 1, 0, "bf16"), 0);
     assert_int_equal(stage_k_of(7168, 2048, 32, 0, NULL), 0);
@@ -239,12 +237,12 @@ static void test_config_values(void **state) {
     (void)state;
     mj_moe_kernel_config c;
     mj_moe_problem p = problem(1);
-    /* decode, mxfp4-a8: 8 tokens a tile; stage = 4 * (8 KB + 512) + 8 * 256 + 8 * 32 = 37120;
-     * 6 stages + epilogue 2 * 8 * 288 + tables fit, 7 do not */
+    /* decode, mxfp4-a8: 8 tokens a tile; stage = 4 * (4 KB + 256) + 8 * 128 * 2 = 19456;
+     * the deepest ring, 8 stages, + epilogue 2 * 8 * 288 + tables fit */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
     assert_int_equal(c.block_m, 8);
-    assert_int_equal(c.stage_k, 256);
-    assert_int_equal(c.stages, 6);
+    assert_int_equal(c.stage_k, 128);
+    assert_int_equal(c.stages, 8);
     assert_true(c.smem_bytes <= 232448);
     /* prefill: BF16 weights in 128-token tiles: 32 KB weights + 16 KB tokens a stage */
     p = problem(4096);
@@ -252,10 +250,12 @@ static void test_config_values(void **state) {
     assert_int_equal(c.block_m, 128);
     assert_int_equal(c.stage_k, 64);
     assert_int_equal(c.stages, 3);
-    /* E2M1 decodes with BF16 tokens in 160-token tiles: 20 KB tokens a stage, two stages */
+    /* E2M1 weights in 160-token tiles: 40 KB tokens a stage, two stages */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a16"), 0, &c), 0);
     assert_int_equal(c.block_m, 160);
     assert_int_equal(c.stages, 2);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
+    assert_int_equal(c.block_m, 160);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("nvfp4-a16"), 0, &c), 0);
     assert_int_equal(c.block_m, 160);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("nvfp4"), 0, &c), 0);
@@ -263,14 +263,10 @@ static void test_config_values(void **state) {
     /* MXFP8 weights stop at 128 */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 0, &c), 0);
     assert_int_equal(c.block_m, 128);
-    /* the FP8 kind stops at 64 tokens */
-    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
-    assert_int_equal(c.block_m, 64);
-    assert_int_equal(c.stage_k, 256);
     /* a forced tile size */
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 16, &c), 0);
     assert_int_equal(c.block_m, 16);
-    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp4-a8"), 128, &c), -1);
+    assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 160, &c), -1);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 12, &c), -1);
     /* beside a fused shared expert the heuristic stops at 128, and 160 is refused */
     const mj_moe_format_row *a16 = mj_moe_format_by_name("mxfp4-a16");
@@ -280,6 +276,16 @@ static void test_config_values(void **state) {
     assert_int_equal(mj_moe_kernel_config_for(&shared, a16, 0, &c), 0);
     assert_int_equal(c.block_m, 128);
     assert_int_equal(mj_moe_kernel_config_for(&shared, a16, 160, &c), -1);
+    /* so does mxfp4-a8 with expert biases (an MXFP8 GEMM 2 input); mxfp4-a16's
+     * biases keep 160 */
+    const mj_moe_format_row *a8 = mj_moe_format_by_name("mxfp4-a8");
+    mj_moe_problem biased = p;
+    biased.expert_biases = 1;
+    assert_int_equal(mj_moe_problem_max_block_m(&biased, a8), 128);
+    assert_int_equal(mj_moe_kernel_config_for(&biased, a8, 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    assert_int_equal(mj_moe_kernel_config_for(&biased, a8, 160, &c), -1);
+    assert_int_equal(mj_moe_problem_max_block_m(&biased, a16), 160);
     /* 4096 experts on one rank: 160-token tiles' ring does not fit beside the
      * routing tables, so the heuristic takes the largest smaller tile */
     mj_moe_problem many = {65536, 1, 4096, 8, 7168, 2048, 132};
@@ -290,7 +296,7 @@ static void test_config_values(void **state) {
     /* gpt-oss shape runs natively */
     mj_moe_problem odd = {64, 1, 128, 4, 2880, 2880, 132};
     assert_int_equal(mj_moe_kernel_config_for(&odd, mj_moe_format_by_name("mxfp4-a8"), 0, &c), 0);
-    assert_int_equal(c.stage_k, 192);
+    assert_int_equal(c.stage_k, 64);
 }
 
 /* Every row, every token count: a sane, deterministic config. */
@@ -312,8 +318,8 @@ static void test_config_all_rows(void **state) {
             assert_true(a.smem_bytes <= 232448);
             /* the deepest ring that fits */
             if (a.stages < 8)
-                assert_true(mj_moe_smem_bytes(r->kind, 7168, 2048, r->weight_fmt, a.stage_k,
-                                              a.block_m, a.stages + 1, 256 / 8, 8) > 232448);
+                assert_true(mj_moe_smem_bytes(7168, 2048, r->weight_fmt, a.stage_k, a.block_m,
+                                              a.stages + 1, 256 / 8, 8) > 232448);
         }
     }
 }
@@ -341,10 +347,6 @@ static void test_config_invalid(void **state) {
         assert_int_equal(mj_moe_kernel_config_for(&bad[i], bf16, 16, &c), -1);
         assert_memory_equal(&c, &poison, sizeof c);
     }
-    mj_moe_format_row wrong = *bf16;
-    wrong.kind = 7;
-    assert_int_equal(mj_moe_kernel_config_for(&p, &wrong, 0, &c), -1);
-    assert_memory_equal(&c, &poison, sizeof c);
 }
 
 int main(void) {

@@ -18,29 +18,28 @@ extern "C" {
 
 namespace {
 
-const int kBlockMs[] = {8, 16, 32, 64, 128};
+const int kBlockMs[] = {8, 16, 32, 64, 128, 160};
 const int kStageKs[] = {64, 128, 192, 256};
 const uint32_t kTile = 3u * 1024u; // a stage's token part: on 1024 bytes
 
 void test_token_descriptors(void **) {
-    for (int kind = MJ_MOE_KIND_BF16; kind <= MJ_MOE_KIND_FP8; kind++)
-        for (int bm : kBlockMs)
-            for (int sk : kStageKs) {
-                const int tb = mj_moe_token_bytes(kind), rb = mj_moe_token_row_bytes(kind, sk);
-                const uint64_t desc0 = mj::swizzled_kmajor_desc(kTile, 0, bm, rb);
-                for (int step = 0; step < sk * tb / 32; step++) {
-                    const uint64_t d = mj::swizzled_kmajor_desc(kTile, step, bm, rb);
-                    assert_int_equal(mj::swizzled_desc_step(desc0, step, bm, rb), d);
-                    const int kb = 32 * step;
-                    // Row 0 is not swizzled: its bytes sit where the canonical layout has them.
-                    const uint32_t first = mj_moe_token_offset(kind, bm, sk, 0, kb / tb);
-                    assert_int_equal((d & 0x3fffu) << 4, kTile + first);
-                    assert_int_equal((d >> 16) & 0x3fffu, 1u);
-                    assert_int_equal(((d >> 32) & 0x3fffu) << 4, 8u * (uint32_t)rb);
-                    assert_int_equal((d >> 49) & 7u, 0u);
-                    assert_int_equal(d >> 62, rb == 128 ? 1u : 2u);
-                }
+    for (int bm : kBlockMs)
+        for (int sk : kStageKs) {
+            const int tb = MJ_MOE_TOKEN_BYTES, rb = mj_moe_token_row_bytes(sk);
+            const uint64_t desc0 = mj::swizzled_kmajor_desc(kTile, 0, bm, rb);
+            for (int step = 0; step < sk * tb / 32; step++) {
+                const uint64_t d = mj::swizzled_kmajor_desc(kTile, step, bm, rb);
+                assert_int_equal(mj::swizzled_desc_step(desc0, step, bm, rb), d);
+                const int kb = 32 * step;
+                // Row 0 is not swizzled: its bytes sit where the canonical layout has them.
+                const uint32_t first = mj_moe_token_offset(bm, sk, 0, kb / tb);
+                assert_int_equal((d & 0x3fffu) << 4, kTile + first);
+                assert_int_equal((d >> 16) & 0x3fffu, 1u);
+                assert_int_equal(((d >> 32) & 0x3fffu) << 4, 8u * (uint32_t)rb);
+                assert_int_equal((d >> 49) & 7u, 0u);
+                assert_int_equal(d >> 62, rb == 128 ? 1u : 2u);
             }
+        }
 }
 
 } // namespace

@@ -5,7 +5,7 @@
  * position of every byte is the canonical K-major layout passed through the
  * 128B or 64B swizzle as the hardware defines it (address bits [4, 4 + b)
  * XOR bits [7, 7 + b), b = 3 or 2, inside 1024-byte aligned tiles). Also
- * that every ring stage's token data stays on such an alignment.
+ * that every ring stage's token tile stays on such an alignment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +18,7 @@
 
 #include "templates/layout/moe_layout.h"
 
-static const int kBlockMs[] = {8, 16, 32, 64, 128};
+static const int kBlockMs[] = {8, 16, 32, 64, 128, 160};
 static const int kStageKs[] = {64, 128, 192, 256};
 
 /* The byte of (row n, byte kb of the row) in the canonical K-major tile of
@@ -30,16 +30,16 @@ static uint32_t swizzled(int block_m, int rb, int n, int kb) {
 }
 
 /* Every element of a stage has its own bytes, at the swizzled address. */
-static void check_offsets(int kind, int bm, int sk) {
-    const int tb = mj_moe_token_bytes(kind), rb = mj_moe_token_row_bytes(kind, sk);
+static void check_offsets(int bm, int sk) {
+    const int tb = MJ_MOE_TOKEN_BYTES, rb = mj_moe_token_row_bytes(sk);
     assert_true(rb == 128 || rb == 64);  /* the two swizzles swizzled() models */
     assert_int_equal((sk * tb) % rb, 0); /* a stage's row is whole K blocks */
-    const uint32_t bytes = mj_moe_token_data_bytes(kind, bm, sk);
+    const uint32_t bytes = mj_moe_token_stage_bytes(bm, sk);
     unsigned char *seen = calloc(bytes, 1);
     assert_non_null(seen);
     for (int n = 0; n < bm; n++)
         for (int k = 0; k < sk; k++) {
-            const uint32_t at = mj_moe_token_offset(kind, bm, sk, n, k);
+            const uint32_t at = mj_moe_token_offset(bm, sk, n, k);
             assert_true(at + (uint32_t)tb <= bytes);
             assert_int_equal(at, swizzled(bm, rb, n, k * tb));
             for (int i = 0; i < tb; i++) {
@@ -52,25 +52,24 @@ static void check_offsets(int kind, int bm, int sk) {
 
 /* A token's bytes of one K block: exactly [piece, piece + rb), so writing a
  * row fills whole lines. */
-static void check_pieces(int kind, int bm, int sk) {
-    const int tb = mj_moe_token_bytes(kind), rb = mj_moe_token_row_bytes(kind, sk);
+static void check_pieces(int bm, int sk) {
+    const int tb = MJ_MOE_TOKEN_BYTES, rb = mj_moe_token_row_bytes(sk);
     const int per_block = rb / tb;
     for (int n = 0; n < bm; n++)
         for (int kb0 = 0; kb0 < sk; kb0 += per_block) {
             const uint32_t piece = (uint32_t)((kb0 / per_block) * bm * rb + n * rb);
             assert_int_equal(piece % (uint32_t)rb, 0);
             for (int k = kb0; k < kb0 + per_block; k++) {
-                const uint32_t at = mj_moe_token_offset(kind, bm, sk, n, k);
+                const uint32_t at = mj_moe_token_offset(bm, sk, n, k);
                 assert_true(at >= piece && at < piece + (uint32_t)rb);
             }
         }
 }
 
-static void for_each_tile(void (*check)(int kind, int bm, int sk)) {
-    for (int kind = MJ_MOE_KIND_BF16; kind <= MJ_MOE_KIND_FP8; kind++)
-        for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
-            for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++)
-                check(kind, kBlockMs[b], kStageKs[s]);
+static void for_each_tile(void (*check)(int bm, int sk)) {
+    for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
+        for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++)
+            check(kBlockMs[b], kStageKs[s]);
 }
 
 static void test_offsets_are_the_swizzled_layout(void **state) {
@@ -83,22 +82,17 @@ static void test_a_token_block_is_one_piece(void **state) {
     for_each_tile(check_pieces);
 }
 
-/* Every stage's token data in the ring (whose arrays start 1024-aligned, one
+/* Every stage's token tile in the ring (whose arrays start 1024-aligned, one
  * entry a stage) is whole swizzle atoms (8 rows: 1024 or 512 bytes), so each
  * stage's atoms keep their alignment; the ring adds no padding. */
 static void test_ring_keeps_every_stage_aligned(void **state) {
     (void)state;
-    static const int kinds[] = {MJ_MOE_KIND_BF16, MJ_MOE_KIND_FP8};
-    for (size_t i = 0; i < 2; i++)
-        for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
-            for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++) {
-                const int kind = kinds[i], bm = kBlockMs[b], sk = kStageKs[s];
-                const uint32_t atom = mj_moe_token_row_bytes(kind, sk) == 128 ? 1024u : 512u;
-                const uint32_t data = mj_moe_token_data_bytes(kind, bm, sk);
-                const uint32_t stage = mj_moe_token_stage_bytes(kind, bm, sk);
-                assert_int_equal(data % atom, 0);
-                assert_int_equal((stage - data) % 16u, 0); /* the scales' bulk copy */
-            }
+    for (size_t b = 0; b < sizeof kBlockMs / sizeof *kBlockMs; b++)
+        for (size_t s = 0; s < sizeof kStageKs / sizeof *kStageKs; s++) {
+            const int bm = kBlockMs[b], sk = kStageKs[s];
+            const uint32_t atom = mj_moe_token_row_bytes(sk) == 128 ? 1024u : 512u;
+            assert_int_equal(mj_moe_token_stage_bytes(bm, sk) % atom, 0);
+        }
 }
 
 int main(void) {

@@ -8,18 +8,14 @@
  * fragment layout puts in that register (read from the raw bytes and decoded
  * by the host reference, tests/reference/quant.h):
  *   BF16 m64 x k16 A: register j = (row 16w + g + 8 (j & 1), k 2q + 8 (j >> 1) + half)
- *   E4M3 m64 x k32 A: register j = (row 16w + g + 8 (j & 1), k 4q + 16 (j >> 1) + byte)
- * for every format row's weights, and a shared expert's MXFP8 weights on the
- * BF16 kind, at several stage sizes and shapes with partial last tasks. MXFP4 weights on the FP8
- * kind with folded scales are read back both ways the kernels read them: through the folded E5M2
- * tables and through the E4M3 table times the image byte as UE8M0, each times the row scale; a
- * table one exponent off must fail.
+ * for every weight format, and a shared expert's MXFP8 weights in tasks of
+ * two blocks, at several stage sizes and shapes with partial last tasks; a
+ * reading whose rebased scales are one exponent off must fail.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
@@ -88,14 +84,7 @@ float element(int fmt, const Projection &p, int row, int k) {
     return mjr_f32_from_e2m1((uint8_t)(p.data[i / 2] >> (4 * (i & 1)) & 0xf));
 }
 
-/* An E5M2 byte's value (sign, 5 exponent bits of bias 15, 2 mantissa bits). */
-float f32_from_e5m2(unsigned char b) {
-    const int e = (b >> 2) & 31, m = b & 3;
-    const float v = e ? ldexpf(1.0f + m / 4.0f, e - 15) : ldexpf((float)m, -16);
-    return b & 0x80 ? -v : v;
-}
-
-template <int kKind, int kFmt, bool kFold>
+template <int kFmt>
 void write_projection(const Projection &p, const mj_moe_weight_layout &l, int proj,
                       unsigned char *expert) {
     const bool down = proj == 2;
@@ -103,7 +92,7 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
     const int inter = l.w1.rows / 2;
     for (int pb = 0; pb < p.rows / MJ_MOE_BLOCK_ROWS; pb++) {
         int ref[MJ_MOE_BLOCK_ROWS] = {0};
-        const bool rebased = mj::rebased_scales<kKind, kFmt, kFold>();
+        const bool rebased = mj::rebased_scales<kFmt>();
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS && rebased; r++)
             ref[r] = mj::rebase_reference<kFmt>(m, MJ_MOE_BLOCK_ROWS * pb + r);
         for (int s = 0; s < p.k / l.w1.stage_k; s++) {
@@ -112,13 +101,12 @@ void write_projection(const Projection &p, const mj_moe_weight_layout &l, int pr
             unsigned char *stage =
                 mj::image_stage(expert, l, down, l.w1.task_blocks, b, s, j, nblk);
             for (int t = 0; t < 128; t++)
-                mj::image_block_stage<kKind, kFmt, kFold>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                                          MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s,
-                                                          t, ref);
+                mj::image_block_stage<kFmt>(m, down ? l.w2 : l.w1, nblk, stage, j,
+                                            MJ_MOE_BLOCK_ROWS * pb, l.w1.stage_k * s, t, ref);
         }
-        if (!mj_moe_has_row_scales(kKind, kFmt)) continue;
+        if (!mj_moe_has_row_scales(kFmt)) continue;
         for (int r = 0; r < MJ_MOE_BLOCK_ROWS; r++) {
-            const float rs = rebased ? mj::rebased_row_scale<kKind, kFmt>(ref[r]) : 1.0f;
+            const float rs = rebased ? mj::rebased_row_scale<kFmt>(ref[r]) : 1.0f;
             memcpy(expert + l.row_scale_offset +
                        4 * mj::row_scale_index(proj, inter, MJ_MOE_BLOCK_ROWS * pb + r),
                    &rs, 4);
@@ -141,14 +129,12 @@ float row_scale_of(const unsigned char *expert, const mj_moe_weight_layout &l, b
     return rs;
 }
 
-/* How check_gemm reads FP8-kind E2M1 words. */
-enum Reading { kUnfolded, kFolded, kFoldedOneOff };
-
 /* Reads one GEMM of the image back as the math warpgroups do; returns the
- * number of mismatching values (printing the first few, unless quiet). */
-template <int kKind, int kFmt, bool kFold>
+ * number of mismatching values (printing the first few, unless quiet).
+ * scale_off: added to every image scale byte (a negative control). */
+template <int kFmt>
 int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool down,
-               const Projection *gate, const Projection *up, const Projection *dn, Reading reading,
+               const Projection *gate, const Projection *up, const Projection *dn, int scale_off,
                bool quiet) {
     const mj_moe_wimage &wi = down ? l.w2 : l.w1;
     const int group = mj_format_group(kFmt), ngroups = group ? wi.stage_k / group : 0;
@@ -164,80 +150,44 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
             const int prow0 = MJ_MOE_BLOCK_ROWS * (down ? b : b / 2);
             for (int t = 0; t < 128; t++) {
                 const int w = t >> 5, g = (t & 31) >> 2, q = t & 3;
-                const int steps = kKind == MJ_MOE_KIND_FP8 ? wi.stage_k / 32 : wi.stage_k / 16;
-                for (int c = 0; c < steps; c++) {
-                    float got[4][4];
-                    int nval = kKind == MJ_MOE_KIND_FP8 ? 4 : 2;
+                for (int c = 0; c < wi.stage_k / 16; c++) {
+                    float got[4][2];
                     const unsigned char *sfe = sf + (w * 8 + g) * ngroups * 2;
-                    if (kKind == MJ_MOE_KIND_FP8) {
-                        uint32_t a[4];
-                        const bool folded = reading != kUnfolded;
-                        if (kFmt == MJ_FMT_MXFP8) {
-                            for (int r = 0; r < 4; r++)
-                                a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
-                        } else {
-                            const unsigned char *ch = data + (c / 2) * 2048 + t * 16;
-                            for (int h = 0; h < 2; h++) {
-                                uint32_t lo = MJ_E2M1_E4M3_LO, hi = MJ_E2M1_E4M3_HI;
-                                if (folded)
-                                    mj::folded_e5m2_table(
-                                        sfe[2 * c + h] + (reading == kFoldedOneOff), lo, hi);
-                                mj::e2m1x8_to_fp8x8(word_at(ch + 4 * (2 * (c & 1) + h)), lo, hi,
-                                                    a[h], a[h + 2]);
-                            }
-                        }
-                        for (int r = 0; r < 4; r++) {
-                            const float rs = kFmt == MJ_FMT_MXFP4
-                                                 ? row_scale_of(expert, l, down, b,
-                                                                prow0 + 16 * w + g + 8 * (r & 1))
-                                                 : 1.0f;
-                            for (int e = 0; e < 4; e++) {
-                                const unsigned char v = (unsigned char)(a[r] >> (8 * e));
-                                got[r][e] = folded
-                                                ? f32_from_e5m2(v) * rs
-                                                : mj::f32_from_e4m3(v) *
-                                                      scale_value(kFmt, sfe[2 * c + (r & 1)]) * rs;
-                            }
-                        }
+                    uint32_t a[4];
+                    if (kFmt == MJ_FMT_BF16) {
+                        for (int r = 0; r < 4; r++)
+                            a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
+                    } else if (kFmt == MJ_FMT_MXFP8) {
+                        uint32_t tiny[4];
+                        for (int h = 0; h < 2; h++)
+                            mj::e4m3x4_to_bf16x2_tiny(
+                                word_at(data + (c / 2) * 2048 + t * 16 + 4 * (2 * (c % 2) + h)),
+                                tiny[h], tiny[h + 2]);
+                        for (int r = 0; r < 4; r++)
+                            a[r] = mj::bf16x2_mul(
+                                tiny[r], mj::rebased_multiplier<kFmt>(
+                                             (uint32_t)(sfe[2 * (c / 2) + (r & 1)] + scale_off)));
                     } else {
-                        uint32_t a[4];
-                        if (kFmt == MJ_FMT_BF16) {
-                            for (int r = 0; r < 4; r++)
-                                a[r] = word_at(data + c * 2048 + t * 16 + 4 * r);
-                        } else if (kFmt == MJ_FMT_MXFP8) {
-                            uint32_t tiny[4];
-                            for (int h = 0; h < 2; h++)
-                                mj::e4m3x4_to_bf16x2_tiny(
-                                    word_at(data + (c / 2) * 2048 + t * 16 + 4 * (2 * (c % 2) + h)),
-                                    tiny[h], tiny[h + 2]);
-                            for (int r = 0; r < 4; r++)
-                                a[r] = mj::bf16x2_mul(tiny[r], mj::rebased_multiplier<kFmt>(
-                                                                   sfe[2 * (c / 2) + (r & 1)]));
-                        } else {
-                            const uint32_t word =
-                                word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
-                            const int gi = group == 16 ? c : c / 2;
-                            for (int r = 0; r < 4; r++)
-                                a[r] = mj::bf16x2_mul(
-                                    mj::e2m1x2_to_bf16x2_tiny(word, r),
-                                    mj::rebased_multiplier<kFmt>(sfe[2 * gi + (r & 1)]));
-                        }
-                        for (int r = 0; r < 4; r++) {
-                            const float rs = kFmt != MJ_FMT_BF16
-                                                 ? row_scale_of(expert, l, down, b,
-                                                                prow0 + 16 * w + g + 8 * (r & 1))
-                                                 : 1.0f;
-                            for (int e = 0; e < 2; e++)
-                                got[r][e] =
-                                    mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
-                        }
+                        const uint32_t word = word_at(data + (c / 4) * 2048 + t * 16 + 4 * (c % 4));
+                        const int gi = group == 16 ? c : c / 2;
+                        for (int r = 0; r < 4; r++)
+                            a[r] =
+                                mj::bf16x2_mul(mj::e2m1x2_to_bf16x2_tiny(word, r),
+                                               mj::rebased_multiplier<kFmt>(
+                                                   (uint32_t)(sfe[2 * gi + (r & 1)] + scale_off)));
+                    }
+                    for (int r = 0; r < 4; r++) {
+                        const float rs =
+                            kFmt != MJ_FMT_BF16
+                                ? row_scale_of(expert, l, down, b, prow0 + 16 * w + g + 8 * (r & 1))
+                                : 1.0f;
+                        for (int e = 0; e < 2; e++)
+                            got[r][e] = mj::f32_from_bf16((mj::bf16_bits)(a[r] >> (16 * e))) * rs;
                     }
                     for (int r = 0; r < 4; r++)
-                        for (int e = 0; e < nval; e++) {
+                        for (int e = 0; e < 2; e++) {
                             const int row = 16 * w + g + 8 * (r & 1);
-                            const int k = kKind == MJ_MOE_KIND_FP8
-                                              ? 32 * c + 4 * q + 16 * (r >> 1) + e
-                                              : 16 * c + 2 * q + 8 * (r >> 1) + e;
+                            const int k = 16 * c + 2 * q + 8 * (r >> 1) + e;
                             const int kg = wi.stage_k * s + k;
                             float want = element(kFmt, p, prow0 + row, kg);
                             if (group)
@@ -258,61 +208,48 @@ int check_gemm(const unsigned char *expert, const mj_moe_weight_layout &l, bool 
     return bad;
 }
 
-template <int kKind, int kFmt, bool kFold = false>
+template <int kFmt>
 void check_shape(int hidden, int inter, int stage_k, int mx_low = 100,
-                 int task_blocks = MJ_MOE_TASK_BLOCKS, int span_override = 0) {
-    const mj_moe_weight_layout l =
-        mj_layout_moe_weights(hidden, inter, stage_k, kFmt, task_blocks, kKind);
+                 int task_blocks = MJ_MOE_TASK_BLOCKS, int span = 40) {
+    const mj_moe_weight_layout l = mj_layout_moe_weights(hidden, inter, stage_k, kFmt, task_blocks);
     std::vector<unsigned char> expert(l.expert_bytes, 0xA5);
-    // Folded rows keep their scale bytes within 26 of each other, E4M3 rows
-    // on the BF16 kind within 118 (the loader's checks).
-    const int span = kFold ? (mx_low < 14 ? 10 : 26) : span_override ? span_override : 40;
     Projection gate = make_projection(kFmt, inter, hidden, mx_low, span),
                up = make_projection(kFmt, inter, hidden, mx_low, span);
     Projection dn = make_projection(kFmt, hidden, inter, mx_low, span);
-    write_projection<kKind, kFmt, kFold>(gate, l, 0, expert.data());
-    write_projection<kKind, kFmt, kFold>(up, l, 1, expert.data());
-    write_projection<kKind, kFmt, kFold>(dn, l, 2, expert.data());
+    write_projection<kFmt>(gate, l, 0, expert.data());
+    write_projection<kFmt>(up, l, 1, expert.data());
+    write_projection<kFmt>(dn, l, 2, expert.data());
     for (int down = 0; down < 2; down++) {
-        assert_int_equal((check_gemm<kKind, kFmt, kFold>(expert.data(), l, down, &gate, &up, &dn,
-                                                         kUnfolded, false)),
-                         0);
-        if (!kFold) continue;
-        assert_int_equal((check_gemm<kKind, kFmt, kFold>(expert.data(), l, down, &gate, &up, &dn,
-                                                         kFolded, false)),
-                         0);
-        assert_true((check_gemm<kKind, kFmt, kFold>(expert.data(), l, down, &gate, &up, &dn,
-                                                    kFoldedOneOff, true)) > 0);
+        assert_int_equal((check_gemm<kFmt>(expert.data(), l, down, &gate, &up, &dn, 0, false)), 0);
+        if (mj_format_group(kFmt))
+            assert_true((check_gemm<kFmt>(expert.data(), l, down, &gate, &up, &dn, 1, true)) > 0);
     }
 }
 
-template <int kKind, int kFmt, bool kFold = false> void check_all_shapes() {
-    check_shape<kKind, kFmt, kFold>(256, 128, 64);
-    check_shape<kKind, kFmt, kFold>(256, 128, 128);
-    check_shape<kKind, kFmt, kFold>(320, 192, 64); /* partial tasks in both GEMMs */
-    check_shape<kKind, kFmt, kFold>(512, 256, 256);
-    // The smallest scale bytes the loader takes (3): folded rows' row scales
-    // are then fp32 subnormals.
-    if (kFmt == MJ_FMT_MXFP4) check_shape<kKind, kFmt, kFold>(256, 128, 128, 3);
+template <int kFmt> void check_all_shapes() {
+    check_shape<kFmt>(256, 128, 64);
+    check_shape<kFmt>(256, 128, 128);
+    check_shape<kFmt>(320, 192, 64); /* partial tasks in both GEMMs */
+    check_shape<kFmt>(512, 256, 256);
+    // The smallest scale bytes the loader takes (3), and the widest span of a
+    // row's bytes it takes (126 for E2M1: every product a normal BF16 number).
+    if (kFmt == MJ_FMT_MXFP4) {
+        check_shape<kFmt>(256, 128, 128, 3);
+        check_shape<kFmt>(256, 128, 128, 100, MJ_MOE_TASK_BLOCKS, 126);
+    }
 }
 
 void test_bf16(void **) {
-    check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_BF16>();
+    check_all_shapes<MJ_FMT_BF16>();
 }
 void test_mxfp8(void **) {
-    check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>();
+    check_all_shapes<MJ_FMT_MXFP8>();
 }
-void test_mxfp4_fp8(void **) {
-    check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4>();
+void test_mxfp4(void **) {
+    check_all_shapes<MJ_FMT_MXFP4>();
 }
-void test_mxfp4_fp8_folded(void **) {
-    check_all_shapes<MJ_MOE_KIND_FP8, MJ_FMT_MXFP4, true>();
-}
-void test_mxfp4_bf16(void **) {
-    check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_MXFP4>();
-}
-void test_nvfp4_bf16(void **) {
-    check_all_shapes<MJ_MOE_KIND_BF16, MJ_FMT_NVFP4>();
+void test_nvfp4(void **) {
+    check_all_shapes<MJ_FMT_NVFP4>();
 }
 
 /* A shared expert's MXFP8 image beside MXFP4 experts: tasks of two blocks
@@ -320,9 +257,9 @@ void test_nvfp4_bf16(void **) {
  * GEMM 2 rows) and gpt-oss's stage K of 192; and its stage within a routed
  * MXFP4 task's of four blocks. */
 void test_mxfp8_two_block_tasks(void **) {
-    check_shape<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(256, 256, 128, 100, 2);
-    check_shape<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(320, 192, 64, 100, 2);
-    check_shape<MJ_MOE_KIND_FP8, MJ_FMT_MXFP8>(576, 384, 192, 100, 2);
+    check_shape<MJ_FMT_MXFP8>(256, 256, 128, 100, 2);
+    check_shape<MJ_FMT_MXFP8>(320, 192, 64, 100, 2);
+    check_shape<MJ_FMT_MXFP8>(576, 384, 192, 100, 2);
     for (int sk = 64; sk <= 256; sk += 64) {
         const mj_moe_wimage s = mj_moe_wimage_of(128, 256 * 3, sk, MJ_FMT_MXFP8, 2),
                             r = mj_moe_wimage_of(128, 256 * 3, sk, MJ_FMT_MXFP4, 4);
@@ -332,15 +269,12 @@ void test_mxfp8_two_block_tasks(void **) {
     }
 }
 
-/* A shared expert's MXFP8 image beside BF16-kind experts: E4M3 bytes decoded
- * into BF16 times rebased scales, in tasks of two blocks, at stage K 128 and
- * 64, with the widest span of a row's scale bytes the loader takes (118:
- * every product a normal BF16 number) and the smallest bytes (3). */
-void test_mxfp8_bf16_kind(void **) {
-    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(256, 256, 128, 100, 2);
-    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(320, 192, 64, 100, 2);
-    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(256, 128, 128, 3, 2, 118);
-    check_shape<MJ_MOE_KIND_BF16, MJ_FMT_MXFP8>(256, 128, 64, 128, 2, 118);
+/* MXFP8 images at the widest span of a row's scale bytes the loader takes
+ * (118: every product a normal BF16 number) and the smallest bytes (3). */
+void test_mxfp8_spans(void **) {
+    check_shape<MJ_FMT_MXFP8>(256, 128, 128, 3, 2, 118);
+    check_shape<MJ_FMT_MXFP8>(256, 128, 64, 128, 2, 118);
+    check_shape<MJ_FMT_MXFP8>(256, 128, 128, 100, MJ_MOE_TASK_BLOCKS, 118);
 }
 
 /* Where a shared expert's stage fits the routed ring slot: MXFP8 beside
@@ -348,41 +282,35 @@ void test_mxfp8_bf16_kind(void **) {
  * stage K 128 and nowhere at 64, and the routed format's own geometry. */
 void test_shared_geometry(void **) {
     for (int sk = 64; sk <= 256; sk += 64) {
-        for (int kind : {MJ_MOE_KIND_BF16, MJ_MOE_KIND_FP8})
-            for (int routed : {MJ_FMT_MXFP4, MJ_FMT_NVFP4}) {
-                const mj_moe_shared_geometry g =
-                    mj_moe_shared_geometry_of(kind, routed, MJ_FMT_MXFP8, sk);
-                assert_int_equal(g.task_blocks, 2);
-                assert_int_equal(g.stage_k, sk);
-            }
-        const mj_moe_shared_geometry same =
-            mj_moe_shared_geometry_of(MJ_MOE_KIND_BF16, MJ_FMT_BF16, MJ_FMT_BF16, sk);
+        for (int routed : {MJ_FMT_MXFP4, MJ_FMT_NVFP4}) {
+            const mj_moe_shared_geometry g = mj_moe_shared_geometry_of(routed, MJ_FMT_MXFP8, sk);
+            assert_int_equal(g.task_blocks, 2);
+            assert_int_equal(g.stage_k, sk);
+        }
+        const mj_moe_shared_geometry same = mj_moe_shared_geometry_of(MJ_FMT_BF16, MJ_FMT_BF16, sk);
         assert_int_equal(same.task_blocks, MJ_MOE_TASK_BLOCKS);
         assert_int_equal(same.stage_k, sk);
     }
-    const mj_moe_shared_geometry half =
-        mj_moe_shared_geometry_of(MJ_MOE_KIND_BF16, MJ_FMT_NVFP4, MJ_FMT_BF16, 128);
+    const mj_moe_shared_geometry half = mj_moe_shared_geometry_of(MJ_FMT_NVFP4, MJ_FMT_BF16, 128);
     assert_int_equal(half.task_blocks, 2);
     assert_int_equal(half.stage_k, 64);
-    assert_int_equal(
-        mj_moe_shared_geometry_of(MJ_MOE_KIND_BF16, MJ_FMT_NVFP4, MJ_FMT_BF16, 64).task_blocks, 0);
+    assert_int_equal(mj_moe_shared_geometry_of(MJ_FMT_NVFP4, MJ_FMT_BF16, 64).task_blocks, 0);
     // A half stage of a BF16 token tile is whole 64-element pieces: the
     // first half's bytes are exactly the pieces of its K.
     for (int bm : {8, 64, 128})
         for (int n = 0; n < bm; n++)
             for (int k = 0; k < 64; k++)
-                assert_true(mj_moe_token_offset(MJ_MOE_KIND_BF16, bm, 128, n, k) <
-                            mj_moe_token_data_bytes(MJ_MOE_KIND_BF16, bm, 128) / 2);
+                assert_true(mj_moe_token_offset(bm, 128, n, k) <
+                            mj_moe_token_stage_bytes(bm, 128) / 2);
 }
 
 /* The image holds exactly the checkpoint's bytes: no padding streamed. */
 void test_no_padding(void **) {
     const int fmts[] = {MJ_FMT_BF16, MJ_FMT_MXFP8, MJ_FMT_MXFP4, MJ_FMT_NVFP4};
     for (int f : fmts) {
-        const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 64, 1, 32768, 53248);
+        const int h = 2880, i = 2880, sk = mj_moe_stage_k_of(h, i, f, 128, 32768, 53248);
         assert_true(sk > 0);
-        const mj_moe_weight_layout l =
-            mj_layout_moe_weights(h, i, sk, f, MJ_MOE_TASK_BLOCKS, mj_moe_kind(f, f));
+        const mj_moe_weight_layout l = mj_layout_moe_weights(h, i, sk, f, MJ_MOE_TASK_BLOCKS);
         const int group = mj_format_group(f);
         const uint64_t per =
             3ull * h * i * mj_format_bits(f) / 8 + (group ? 3ull * h * i / group : 0);
@@ -394,16 +322,10 @@ void test_no_padding(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_mxfp8),
-        cmocka_unit_test(test_mxfp4_fp8),
-        cmocka_unit_test(test_mxfp4_fp8_folded),
-        cmocka_unit_test(test_mxfp4_bf16),
-        cmocka_unit_test(test_nvfp4_bf16),
-        cmocka_unit_test(test_no_padding),
-        cmocka_unit_test(test_mxfp8_two_block_tasks),
-        cmocka_unit_test(test_mxfp8_bf16_kind),
-        cmocka_unit_test(test_shared_geometry),
+        cmocka_unit_test(test_bf16),        cmocka_unit_test(test_mxfp8),
+        cmocka_unit_test(test_mxfp4),       cmocka_unit_test(test_nvfp4),
+        cmocka_unit_test(test_no_padding),  cmocka_unit_test(test_mxfp8_two_block_tasks),
+        cmocka_unit_test(test_mxfp8_spans), cmocka_unit_test(test_shared_geometry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

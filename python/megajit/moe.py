@@ -44,12 +44,10 @@ class MoEConfig:
     clamps the swiglu family (NUMERICS.md step 3). num_ranks, rank: expert
     parallelism; this rank holds experts rank*E/R .. (rank+1)*E/R - 1.
     block_m: 0 = the heuristics choose per token count; 8/16/32/64/128/160 forced,
-      at most 64 for mxfp4-a8, 160 for mxfp4-a16, nvfp4 and nvfp4-a16 without a
-      shared expert, 128 otherwise (include/megajit.h, mj_moe_config.block_m).
-    unfold_mx_scales: mxfp4-a8 only. False (the default): the kernels fold each
-      weight row's MXFP4 scales into the decode (same bits inside fp32's normal range, fewer instructions),
-      which takes rows whose scale bytes lie within 26 of each other; True: they
-      are applied in fp32 for any spread (mj_moe_config.unfold_mx_scales).
+      at most 160 for the MXFP4 and NVFP4 weight rows without a shared expert
+      (nor, for mxfp4-a8, expert biases), 128 otherwise (include/megajit.h, mj_moe_config.block_m).
+    unfold_mx_scales: no effect (mj_moe_config.unfold_mx_scales): every row
+      applies MX weight scales exactly; kept so callers that pass it still run.
     swiglu_alpha, swiglu_beta: swiglu's h = g * sigmoid(alpha * g), v = u + beta
       (0 = standard: alpha 1, beta 0; swigluoai is swiglu at 1.702 and 1).
       situ_gate_beta, situ_up_beta: situ's h = bg * tanh(g / bg) * sigmoid(g),

@@ -44,14 +44,8 @@ mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg) {
     const mj_moe_format_row *row = row_of(cfg);
     const mj_moe_shared_geometry none = {0, 0};
     if (!row) return none;
-    return mj_moe_shared_geometry_of(row->kind, row->weight_fmt, (int)cfg->shared_format,
+    return mj_moe_shared_geometry_of(row->weight_fmt, (int)cfg->shared_format,
                                      mj_moe_config_stage_k(cfg, row));
-}
-
-int mj_mega_moe_folds_scales(const mj_moe_config *cfg) {
-    const mj_moe_format_row *row = row_of(cfg);
-    return row && row->kind == MJ_MOE_KIND_FP8 && row->weight_fmt == MJ_FMT_MXFP4 &&
-           !cfg->unfold_mx_scales;
 }
 
 /* A float constant's bits for a spec, -0 as 0 (no clamp; u + -0 is u): one
@@ -137,7 +131,6 @@ static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens
     p[MJ_MOE_PARAM_STAGES] = kc.stages;
     p[MJ_MOE_PARAM_NUM_SMS] = num_sms;
     p[MJ_MOE_PARAM_SYS_SCOPE] = cfg->num_ranks > 1 && sys_scope ? 1 : 0;
-    p[MJ_MOE_PARAM_FOLD] = mj_mega_moe_folds_scales(cfg);
     p[MJ_MOE_PARAM_BIASES] = cfg->expert_biases ? 1 : 0;
     p[MJ_MOE_PARAM_SHARED_INTER] = cfg->shared_intermediate;
     p[MJ_MOE_PARAM_SHARED_FMT] = cfg->shared_intermediate ? (int32_t)cfg->shared_format : 0;
@@ -163,21 +156,17 @@ mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj
     out->num_params = MJ_MOE_IMAGE_NUM_PARAMS;
     /* The shared expert's image: its format and width, in stages and tasks
      * whose stage fits a routed one's ring slot (the kernel streams both
-     * through one ring), and its scales never folded (the row's fold is for
-     * MXFP4 weights). */
+     * through one ring). */
     const mj_moe_shared_geometry shared = mj_moe_shared_geometry_for(cfg);
     if (shared_expert && shared.task_blocks == 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "mega_moe: the shared expert's stages do not fit the routed ones");
     p[MJ_MOE_IMAGE_PARAM_WEIGHT_FMT] = shared_expert ? (int)cfg->shared_format : row->weight_fmt;
-    /* Only the kind shapes the image: rows of one kind share the kernel. */
-    p[MJ_MOE_IMAGE_PARAM_KIND] = row->kind;
     p[MJ_MOE_IMAGE_PARAM_HIDDEN] = cfg->hidden;
     p[MJ_MOE_IMAGE_PARAM_INTERMEDIATE] =
         shared_expert ? cfg->shared_intermediate : cfg->intermediate;
     p[MJ_MOE_IMAGE_PARAM_STAGE_K] =
         shared_expert ? shared.stage_k : mj_moe_config_stage_k(cfg, row);
-    p[MJ_MOE_IMAGE_PARAM_FOLD] = shared_expert ? 0 : mj_mega_moe_folds_scales(cfg);
     p[MJ_MOE_IMAGE_PARAM_TASK_BLOCKS] = shared_expert ? shared.task_blocks : MJ_MOE_TASK_BLOCKS;
     return MJ_OK;
 }
@@ -215,7 +204,6 @@ static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *re
         return;
     }
     const unsigned smem = mj_moe_smem_bytes(
-        mj_moe_kind(p[MJ_MOE_PARAM_WEIGHT_FMT], p[MJ_MOE_PARAM_DISPATCH_FMT]),
         p[MJ_MOE_PARAM_HIDDEN], p[MJ_MOE_PARAM_INTERMEDIATE], p[MJ_MOE_PARAM_WEIGHT_FMT],
         p[MJ_MOE_PARAM_STAGE_K], p[MJ_MOE_PARAM_BLOCK_M], p[MJ_MOE_PARAM_STAGES],
         p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS] + (p[MJ_MOE_PARAM_SHARED_INTER] > 0),

@@ -18,9 +18,7 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
  * the swiglu family (swiglu at 1.702 and 1 is swigluoai's spec), situ's gate
  * and up betas;
  * BLOCK_M, STAGE_K and STAGES come from heuristics/mega_moe_config.h;
- * SYS_SCOPE is 1 for real peers on other GPUs; FOLD is 1 where MXFP4 weights
- * on the FP8 kind fold their block scales into the decode (mj_moe_config's
- * unfold_mx_scales unset), 0 in every other row; BIASES is
+ * SYS_SCOPE is 1 for real peers on other GPUs; BIASES is
  * mj_moe_config.expert_biases; SHARED_INTER and SHARED_FMT are
  * mj_moe_config.shared_intermediate (0: no shared expert) and shared_format
  * (0 without one). The name expression is
@@ -45,22 +43,19 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
     X(STAGES, "kStages", "stages", MJ_PARAM_INT)                                                   \
     X(NUM_SMS, "kNumSMs", "sms", MJ_PARAM_INT)                                                     \
     X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)                                                 \
-    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)                                                   \
     X(BIASES, "kBiases", "bias", MJ_PARAM_INT)                                                     \
     X(SHARED_INTER, "kSharedInter", "shared", MJ_PARAM_INT)                                        \
     X(SHARED_FMT, "kSharedFmt", "shared_fmt", MJ_PARAM_FORMAT)
 
-/* The weight-image kernel's: it reads only the weight format, the kind
- * (MJ_MOE_KIND_*, so rows of one kind share the kernel), the shape, the
- * stage K the image is cut by, whether the scales fold (as above) and the
- * blocks of a task (4; 2 for a shared expert in a format of its own). */
+/* The weight-image kernel's: it reads only the weight format (so rows of
+ * one weight format share the kernel), the shape, the stage K the image is
+ * cut by and the blocks of a task (4; 2 for a shared expert in a format of
+ * its own). */
 #define MJ_MEGA_MOE_IMAGE_PARAMS(X)                                                                \
     X(WEIGHT_FMT, "kWeightFmt", "weight", MJ_PARAM_FORMAT)                                         \
-    X(KIND, "kKind", "kind", MJ_PARAM_INT)                                                         \
     X(HIDDEN, "kHidden", "H", MJ_PARAM_INT)                                                        \
     X(INTERMEDIATE, "kInter", "I", MJ_PARAM_INT)                                                   \
     X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)                                                 \
-    X(FOLD, "kFoldScales", "fold", MJ_PARAM_INT)                                                   \
     X(TASK_BLOCKS, "kTaskBlocks", "tb", MJ_PARAM_INT)
 
 enum {
@@ -101,8 +96,5 @@ mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj
  * kSharedGeometry): mj_moe_shared_geometry_of at the layer's stage K, whose
  * task_blocks is 0 where no stage of it fits the routed ring slot. */
 mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg);
-
-/* Whether cfg's kernels fold MXFP4 block scales into the FP8 decode. */
-int mj_mega_moe_folds_scales(const mj_moe_config *cfg);
 
 #endif

@@ -1,15 +1,13 @@
 /*
  * Hopper warpgroup MMA (wgmma, sm_90a) as the MegaMoE GEMMs use it, swap-AB:
  * decoded weights are the register operand A (64 rows per instruction) and the
- * tokens the shared-memory operand B (N = 8..128 tokens), fp32 accumulators in
+ * tokens the shared-memory operand B (N = 8..160 tokens), fp32 accumulators in
  * registers.
  *
  * Fragments (thread = warp w of the warpgroup, lane = 4 g + q):
  *   A, BF16 m64 x k16: a[0] = (row 16w+g, k 2q..2q+1), a[1] = (row +8, same k),
- *                      a[2] = (row 16w+g, k 2q+8..2q+9), a[3] = (row +8, same k);
- *   A, E4M3 m64 x k32: a[0] = (row 16w+g, k 4q..4q+3), a[1] = (row +8, same k),
- *                      a[2] = (row 16w+g, k 4q+16..4q+19), a[3] = (row +8, same k);
- *                      the lower k in the lower half / byte;
+ *                      a[2] = (row 16w+g, k 2q+8..2q+9), a[3] = (row +8, same k),
+ *                      the lower k in the lower half;
  *   D, m64 x nN:       d[4i+0..1] = (row 16w+g, col 8i+2q..+1),
  *                      d[4i+2..3] = (row 16w+g+8, col 8i+2q..+1).
  * B lives in shared memory, read through descriptors (smem_desc.cuh).

@@ -27,10 +27,6 @@
 
 #include "layout/symm_layout.h"
 
-/* How the tensor cores see a format row (mj_moe_kind picks it). */
-#define MJ_MOE_KIND_BF16 0 /* BF16 wgmma k16; weights decoded to BF16, tokens BF16 */
-#define MJ_MOE_KIND_FP8 1  /* E4M3 wgmma k32 per block-scale pair, promoted into fp32 */
-
 /* The kernel: one producer warpgroup and two math warpgroups per CTA, one CTA
  * per SM. Each math warpgroup owns two 64-row weight blocks of a task. */
 #define MJ_MOE_THREADS 384
@@ -39,21 +35,14 @@
 #define MJ_MOE_MAX_BLOCK_M 160
 #define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
-/* MXFP4 weights with MXFP8 tokens run E4M3 wgmma. MXFP8 weights with MXFP8
- * tokens decode both into BF16: with eight bits a weight, decoding costs the
- * math warps less than the FP8 kind's per-K32 promotion, which bound its
- * loops from 32 tokens a tile (bench/RESULTS.md, seventeenth session), and
- * BF16 tiles take 128 tokens. */
-MJ_LAYOUT_FN int mj_moe_kind(int weight_fmt, int dispatch_fmt) {
-    (void)weight_fmt;
-    (void)dispatch_fmt;
-    return MJ_MOE_KIND_BF16;
-}
-
-/* Bytes of one token element in the pools (E4M3 or BF16). */
-MJ_LAYOUT_FN int mj_moe_token_bytes(int kind) {
-    return kind == MJ_MOE_KIND_FP8 ? 1 : 2;
-}
+/* Every format row runs BF16 wgmma (k16): weights are decoded to BF16 in
+ * registers and tokens are BF16 in the pools (the pull and the GEMM 1
+ * epilogue dequantize MXFP8 and NVFP4 rows exactly). The E4M3 wgmma path that
+ * MXFP4 weights with MXFP8 tokens once took promoted every K32 product into
+ * fp32 and held two products beside each accumulator, so its tiles stopped at
+ * 64 tokens: 1.5x slower at T = 4096 on DeepSeek-V3, 5% faster at 1024
+ * (bench/RESULTS.md, twenty-fifth session). Bytes of a token element: */
+#define MJ_MOE_TOKEN_BYTES 2
 
 /* ------------------------------------------------------------ counters */
 
@@ -91,17 +80,17 @@ typedef struct mj_moe_bank {
 
 /* How many K elements one pipeline stage covers: the largest multiple of 64
  * dividing both GEMMs' K (hidden and intermediate) whose four-block weight
- * data and whose largest token tile stage (max_block_m rows of token_bytes)
+ * data and whose largest token tile stage (max_block_m rows of BF16)
  * each stay within max_part_bytes, and whose whole stage (weights with their
  * scales and that tile) within max_stage_bytes. 0 when no multiple of 64
  * divides both. */
 MJ_LAYOUT_FN int mj_moe_stage_k_of(int hidden, int inter, int weight_fmt, int max_block_m,
-                                   int token_bytes, int max_part_bytes, int max_stage_bytes) {
+                                   int max_part_bytes, int max_stage_bytes) {
     int bits = mj_format_bits(weight_fmt), group = mj_format_group(weight_fmt), best = 0;
     for (int k = 64; k <= hidden && k <= inter; k += 64) {
         const int weights = MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS * k * bits / 8;
         const int scales = group ? MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS * k / group : 0;
-        const int tile = max_block_m * k * token_bytes;
+        const int tile = max_block_m * k * MJ_MOE_TOKEN_BYTES;
         if (hidden % k == 0 && inter % k == 0 && weights <= max_part_bytes &&
             tile <= max_part_bytes && weights + scales + tile <= max_stage_bytes)
             best = k;
@@ -156,12 +145,10 @@ MJ_LAYOUT_FN mj_u64 mj_moe_wimage_stage(const mj_moe_wimage *w, int t, int s) {
            (mj_u64)s * (mj_u64)mj_moe_task_blocks(w, t) * (w->blk_data + w->blk_sf);
 }
 
-/* Whether an image in weight_fmt for the tensor-core kind carries row
- * scales: E2M1 weights on either kind, and E4M3 weights on the BF16 kind (a
- * fused shared expert's, decoded like E2M1 ones). */
-MJ_LAYOUT_FN int mj_moe_has_row_scales(int kind, int weight_fmt) {
-    return mj_format_bits(weight_fmt) == 4 ||
-           (weight_fmt == MJ_FMT_MXFP8 && kind == MJ_MOE_KIND_BF16);
+/* Whether an image in weight_fmt carries row scales: every block-scaled
+ * format (E2M1 and E4M3 weights, whose scales are rebased per row). */
+MJ_LAYOUT_FN int mj_moe_has_row_scales(int weight_fmt) {
+    return mj_format_group(weight_fmt) != 0;
 }
 
 /* Both GEMMs of one expert: W1 image, then W2, then where
@@ -176,13 +163,13 @@ typedef struct mj_moe_weight_layout {
 } mj_moe_weight_layout;
 
 MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, int stage_k,
-                                                        int weight_fmt, int task_blocks, int kind) {
+                                                        int weight_fmt, int task_blocks) {
     mj_moe_weight_layout l;
     l.w1 = mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt, task_blocks);
     l.w2 = mj_moe_wimage_of(hidden, inter, stage_k, weight_fmt, task_blocks);
     l.row_scale_offset = mj_align_up(l.w1.bytes + l.w2.bytes, 16);
     const mj_u64 rows =
-        mj_moe_has_row_scales(kind, weight_fmt) ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
+        mj_moe_has_row_scales(weight_fmt) ? (mj_u64)(2 * inter + hidden) * 4ull : 0ull;
     l.expert_bytes = mj_align_up(l.row_scale_offset + rows, MJ_LAYOUT_ALIGN);
     return l;
 }
@@ -190,23 +177,22 @@ MJ_LAYOUT_FN mj_moe_weight_layout mj_layout_moe_weights(int hidden, int inter, i
 /* How a fused shared expert in another format than the routed experts'
  * streams through ring slots sized for a routed task's stage (four blocks of
  * stage_k in weight_fmt): in tasks of two blocks (one GEMM 1 unit of gate and
- * up), at the routed stage K where such a stage fits the slot, else on the
- * BF16 kind at half of it (BF16 beside NVFP4), each routed token stage then
+ * up), at the routed stage K where such a stage fits the slot, else at half
+ * of it (BF16 beside NVFP4), each routed token stage then
  * read in two halves of whole 64-element swizzle pieces. task_blocks 0: no
  * such stage fits. In the routed format: the routed tasks' geometry. */
 typedef struct mj_moe_shared_geometry {
     int task_blocks, stage_k;
 } mj_moe_shared_geometry;
 
-MJ_LAYOUT_FN mj_moe_shared_geometry mj_moe_shared_geometry_of(int kind, int weight_fmt,
-                                                              int shared_fmt, int stage_k) {
+MJ_LAYOUT_FN mj_moe_shared_geometry mj_moe_shared_geometry_of(int weight_fmt, int shared_fmt,
+                                                              int stage_k) {
     mj_moe_shared_geometry g = {MJ_MOE_TASK_BLOCKS, stage_k};
     if (shared_fmt == weight_fmt) return g;
     const mj_moe_wimage routed =
         mj_moe_wimage_of(MJ_MOE_BLOCK_ROWS, stage_k, stage_k, weight_fmt, MJ_MOE_TASK_BLOCKS);
     const mj_u32 slot = MJ_MOE_TASK_BLOCKS * (routed.blk_data + routed.blk_sf);
-    const int splits = kind == MJ_MOE_KIND_BF16 ? 2 : 1;
-    for (int split = 1; split <= splits; split++) {
+    for (int split = 1; split <= 2; split++) {
         const int k = stage_k / split;
         if (stage_k % split != 0 || k % 64 != 0) continue;
         const mj_moe_wimage s = mj_moe_wimage_of(MJ_MOE_BLOCK_ROWS, k, k, shared_fmt, 2);
@@ -230,31 +216,25 @@ MJ_LAYOUT_FN mj_u64 mj_moe_expert_stage(const mj_moe_weight_layout *l, int down,
 
 /* ------------------------------------------------------------ token tiles */
 
-/* One stage of a token tile: block_m rows x stage_k elements as wgmma's
- * swizzled K-major B operand, then for the FP8 kind the fp32 block scales
- * [stage_k / 32][block_m]. The elements of a row come in K blocks of
- * mj_moe_token_row_bytes (128 bytes; 64 where a stage's row is no multiple
- * of 128: E4M3 stages of K 64 and 192), each K
- * block all rows of it (one row after the other), so a token's bytes of one
- * K block are one contiguous 128- or 64-byte piece: the pull and the GEMM 1
- * epilogue write whole lines. Inside a piece, 16-byte chunk c sits at
- * c ^ (row % 8) (128-byte rows) or c ^ (row / 2 % 4) (64-byte rows): the
- * 128B and 64B swizzles of wgmma, whose atoms (8 rows) are 1024 / 512
- * bytes and must be that aligned in shared memory. */
-MJ_LAYOUT_FN mj_u32 mj_moe_token_data_bytes(int kind, int block_m, int stage_k) {
-    return (mj_u32)(block_m * stage_k * mj_moe_token_bytes(kind));
+/* One stage of a token tile: block_m rows x stage_k BF16 elements as
+ * wgmma's swizzled K-major B operand. The elements of a row come in K blocks
+ * of mj_moe_token_row_bytes (128 bytes; 64 where a stage's row is no
+ * multiple of 128), each K block all rows of it (one row after the other),
+ * so a token's bytes of one K block are one contiguous 128- or 64-byte
+ * piece: the pull and the GEMM 1 epilogue write whole lines. Inside a piece,
+ * 16-byte chunk c sits at c ^ (row % 8) (128-byte rows) or c ^ (row / 2 % 4)
+ * (64-byte rows): the 128B and 64B swizzles of wgmma, whose atoms (8 rows)
+ * are 1024 / 512 bytes and must be that aligned in shared memory. */
+MJ_LAYOUT_FN mj_u32 mj_moe_token_stage_bytes(int block_m, int stage_k) {
+    return (mj_u32)(block_m * stage_k * MJ_MOE_TOKEN_BYTES);
 }
-MJ_LAYOUT_FN mj_u32 mj_moe_token_stage_bytes(int kind, int block_m, int stage_k) {
-    return mj_moe_token_data_bytes(kind, block_m, stage_k) +
-           (kind == MJ_MOE_KIND_FP8 ? (mj_u32)(stage_k / 32 * block_m * 4) : 0u);
-}
-MJ_LAYOUT_FN int mj_moe_token_row_bytes(int kind, int stage_k) {
-    return stage_k * mj_moe_token_bytes(kind) % 128 == 0 ? 128 : 64;
+MJ_LAYOUT_FN int mj_moe_token_row_bytes(int stage_k) {
+    return stage_k * MJ_MOE_TOKEN_BYTES % 128 == 0 ? 128 : 64;
 }
 
 /* Byte offset of element (row n, element k) inside one stage image. */
-MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int n, int k) {
-    const int rb = mj_moe_token_row_bytes(kind, stage_k), kb = k * mj_moe_token_bytes(kind);
+MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int block_m, int stage_k, int n, int k) {
+    const int rb = mj_moe_token_row_bytes(stage_k), kb = k * MJ_MOE_TOKEN_BYTES;
     const int within = kb % rb, swz = rb == 128 ? (n & 7) : ((n >> 1) & 3);
     return (mj_u32)((kb / rb) * block_m * rb + n * rb + (((within >> 4) ^ swz) << 4) +
                     (within & 15));
@@ -271,10 +251,10 @@ MJ_LAYOUT_FN mj_u32 mj_moe_token_offset(int kind, int block_m, int stage_k, int 
  * slots, a full and an empty mbarrier and a task each) and the mailbox (2
  * tasks); a task is 28 bytes (templates/mega_moe/scheduler.cuh). */
 #define MJ_MOE_SMEM_TAIL_BYTES (8u + 8u * (16u + 28u) + 2u * 28u)
-/* The stage ring holds three arrays of kStages entries, at the start of
- * shared memory (1024-aligned): the token tiles' data (mj_moe_token_data_bytes
- * a stage: whole swizzle atoms, so every stage's atoms stay on their 1024 /
- * 512 bytes), then the FP8 kind's token scales, then the weights. A stage
+/* The stage ring holds two arrays of kStages entries, at the start of
+ * shared memory (1024-aligned): the token tiles (mj_moe_token_stage_bytes a
+ * stage: whole swizzle atoms, so every stage's atoms stay on their 1024 /
+ * 512 bytes), then the weights. A stage
  * that padded its token part to 1024 bytes cost E2M1 decode kernels of
  * 8-token tiles a stage (bench/RESULTS.md, ninth session). */
 MJ_LAYOUT_FN mj_u32 mj_moe_ring_bytes(mj_u32 wstage, mj_u32 bstage, mj_u32 stages) {
@@ -290,12 +270,12 @@ MJ_LAYOUT_FN mj_u32 mj_moe_ring_bytes(mj_u32 wstage, mj_u32 bstage, mj_u32 stage
 
 /* The same for a kernel configuration: the heuristic that picks the stages and
  * the launch that asks for the memory call this one. */
-MJ_LAYOUT_FN mj_u32 mj_moe_smem_bytes(int kind, int hidden, int inter, int weight_fmt, int stage_k,
+MJ_LAYOUT_FN mj_u32 mj_moe_smem_bytes(int hidden, int inter, int weight_fmt, int stage_k,
                                       int block_m, int stages, int routes, int ranks) {
     const mj_moe_wimage w =
         mj_moe_wimage_of(2 * inter, hidden, stage_k, weight_fmt, MJ_MOE_TASK_BLOCKS);
     return MJ_MOE_SMEM_BYTES(MJ_MOE_TASK_BLOCKS * (w.blk_data + w.blk_sf),
-                             mj_moe_token_stage_bytes(kind, block_m, stage_k), (mj_u32)stages,
+                             mj_moe_token_stage_bytes(block_m, stage_k), (mj_u32)stages,
                              (mj_u32)block_m, (mj_u32)routes, (mj_u32)ranks);
 }
 
@@ -350,8 +330,7 @@ typedef struct mj_moe_layout {
     mj_u64 end;
 } mj_moe_layout;
 
-/* The pools are sized for the larger token element (BF16), whatever the kind.
- * shared_inter: the fused shared expert's intermediate size, 0 for none. */
+/* shared_inter: the fused shared expert's intermediate size, 0 for none. */
 MJ_LAYOUT_FN mj_moe_layout mj_layout_moe(int hidden, int inter, int experts, int topk, int ranks,
                                          int max_tokens, int fmt, int shared_inter) {
     mj_moe_layout l;

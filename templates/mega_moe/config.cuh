@@ -1,7 +1,7 @@
 /*
  * Everything the MegaMoE kernel derives at compile time from its template
- * parameters (the heuristics' mj_moe_kernel_config on the host): the compute
- * kind, tile and stage geometry, the shared-memory map.
+ * parameters (the heuristics' mj_moe_kernel_config on the host): the
+ * tile and stage geometry, the shared-memory map.
  */
 #ifndef MJ_MEGA_MOE_CONFIG_CUH
 #define MJ_MEGA_MOE_CONFIG_CUH
@@ -15,8 +15,8 @@ namespace mj {
 template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int kMaxTokens_,
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
           unsigned kActParam0Bits_, unsigned kActParam1Bits_, int kBlockM_, int kStageK_,
-          int kStages_, int kNumSMs_, int kSysScope_, int kFoldScales_, int kBiases_,
-          int kSharedInter_, int kSharedFmt_>
+          int kStages_, int kNumSMs_, int kSysScope_, int kBiases_, int kSharedInter_,
+          int kSharedFmt_>
 struct MoeConfig {
     static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
                          kRanks = kRanks_, kMaxTokens = kMaxTokens_;
@@ -34,13 +34,9 @@ struct MoeConfig {
      * 128-column loop (mainloop). */
     static constexpr bool kWideTile = kBlockM > 128;
     static constexpr bool kSys = kSysScope_ != 0;
-    /* MXFP4 weights on the FP8 kind: block scales folded into the decode
-     * (weight_image.cuh); 0 in every other row. */
-    static constexpr bool kFold = kFoldScales_ != 0;
     /* Expert biases (mj_moe_args l1_bias, l2_bias) in both epilogues. */
     static constexpr bool kBiases = kBiases_ != 0;
     static constexpr int kLocal = kExperts / kRanks;
-    static constexpr int kKind = mj_moe_kind(kWeightFmt, kDispatchFmt);
 
     /* A fused shared expert of this intermediate size (0: none) and weight
      * format (mj_moe_shared_fusable), over its own image (mj_moe_args
@@ -53,24 +49,23 @@ struct MoeConfig {
     static constexpr bool kShared = kSharedInter > 0;
     static constexpr bool kSharedOwnLoop = kShared && kSharedFmt != kWeightFmt_;
     static constexpr mj_moe_shared_geometry kSharedGeometry =
-        kShared ? mj_moe_shared_geometry_of(kKind, kWeightFmt, kSharedFmt, kStageK)
+        kShared ? mj_moe_shared_geometry_of(kWeightFmt, kSharedFmt, kStageK)
                 : mj_moe_shared_geometry{MJ_MOE_TASK_BLOCKS, kStageK};
     static constexpr int kSharedTaskBlocks = kSharedGeometry.task_blocks;
     static constexpr int kSharedStageK = kSharedGeometry.stage_k;
     static_assert(kSharedTaskBlocks > 0, "the shared expert's stages fit the routed ring slot");
     static constexpr int kSharedSplit = kStageK / kSharedStageK;
-    static_assert(kSharedSplit == 1 || (kKind == MJ_MOE_KIND_BF16 && kSharedSplit == 2),
+    static_assert(kSharedSplit == 1 || kSharedSplit == 2,
                   "only BF16 token stages (no scales) are read in halves");
 
     /* Routing entries: the local experts, then the shared expert (entry kLocal). */
     static constexpr int kRoutes = kLocal + (kShared ? 1 : 0);
-    static constexpr bool kFp8 = kKind == MJ_MOE_KIND_FP8;
     static constexpr int kWBits = mj_format_bits(kWeightFmt), kWGroup = mj_format_group(kWeightFmt);
     static constexpr bool kW4 = kWBits == 4;
 
     /* Weight image geometry: the layout the loader writes (moe_layout.h). */
     static constexpr mj_moe_weight_layout kImage =
-        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS, kKind);
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS);
     static constexpr int kBlocks1 = kImage.w1.blocks, kBlocks2 = kImage.w2.blocks;
     static constexpr int kTasks1 = kImage.w1.tasks, kTasks2 = kImage.w2.tasks;
     static constexpr int kUnits1 = kBlocks1 / 2; // warpgroup units of GEMM 1 (64 intermediates)
@@ -82,25 +77,25 @@ struct MoeConfig {
     static constexpr mj_u64 kRowScaleOffset = kImage.row_scale_offset;
     static constexpr mj_u64 kExpertBytes = kImage.expert_bytes;
     /* Images with rebased scales come with row scales (weight_image.cuh). */
-    static constexpr bool kRebased = rebased_scales<kKind, kWeightFmt, kFold>();
+    static constexpr bool kRebased = rebased_scales<kWeightFmt>();
     /* Registers a thread of the first warpgroup (producers, releases) and of
      * a math warpgroup hold after setmaxnreg. setmaxnreg.inc only takes what
      * the CTA's own setmaxnreg.dec released, so the split must fit in the
      * CTA's launch allocation: 384 threads x 168 registers (65536 / 384,
      * rounded down to ptxas's granule of 8). 48 / 232 asked for 1024 more
      * and hung every such kernel on the H200 (tenth session). ptxas
-     * allocates each region within its own budget. NVFP4 weights on the
-     * BF16 kind in 64-token tiles run two K loops (mainloop), which spill at
+     * allocates each region within its own budget. NVFP4 weights in
+     * 64-token tiles run two K loops (mainloop), which spill at
      * 224; they take 40 / 232, while the other kernels keep 56 / 224 (with
      * 40 / 232 some gpt-oss kernels spill: tests/test_mega_moe_build.c).
-     * With a shared expert's block pairs on the BF16 kind (kBf16Pairs) the
+     * With a shared expert's block pairs (kSharedPairs) the
      * kernels of 64 and fewer tokens spilled in their producers at 56 and at
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
      * row's 64-token ones 56 / 224; in 64-token tiles they have no 40-column
      * loop (mainloop). Tiles wider than a warpgroup take 40 / 232 too. */
-    static constexpr bool kMathWide = (!kFp8 && kW4 && kWGroup == 16 && kBlockM == 64) || kWideTile;
-    static constexpr bool kBf16Pairs = kSharedOwnLoop && !kFp8;
-    static constexpr bool kPairRegs = kBf16Pairs && kBlockM <= 64;
+    static constexpr bool kMathWide = (kW4 && kWGroup == 16 && kBlockM == 64) || kWideTile;
+    static constexpr bool kSharedPairs = kSharedOwnLoop;
+    static constexpr bool kPairRegs = kSharedPairs && kBlockM <= 64;
     static constexpr bool kPairMath = kPairRegs && kMathWide && kDispatchFmt == MJ_FMT_NVFP4;
     static constexpr int kProducerRegs = kPairRegs ? (kPairMath ? 56 : 64) : kMathWide ? 40 : 56;
     static constexpr int kMathRegs = kPairRegs ? (kPairMath ? 224 : 216) : kMathWide ? 232 : 224;
@@ -110,8 +105,7 @@ struct MoeConfig {
                   "setmaxnreg.inc would wait forever for registers the CTA does not hold");
 
     /* Token tiles. */
-    static constexpr mj_u32 kBData = mj_moe_token_data_bytes(kKind, kBlockM, kStageK);
-    static constexpr mj_u32 kBStage = mj_moe_token_stage_bytes(kKind, kBlockM, kStageK);
+    static constexpr mj_u32 kBStage = mj_moe_token_stage_bytes(kBlockM, kStageK);
     static constexpr mj_u64 kTile1 = (mj_u64)kStages1 * kBStage,
                             kTile2 = (mj_u64)kStages2 * kBStage;
 
@@ -120,7 +114,7 @@ struct MoeConfig {
      * stages are kSharedStageK; its GEMM 2 token tiles are cut by kStageK. */
     static constexpr mj_moe_weight_layout kSharedImage =
         mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kSharedStageK,
-                              kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks, kKind);
+                              kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks);
     static constexpr int kSharedTasks1 = kSharedImage.w1.tasks,
                          kSharedTasks2 = kSharedImage.w2.tasks;
     static constexpr int kSharedUnits1 = kSharedImage.w1.blocks / 2;
@@ -130,20 +124,18 @@ struct MoeConfig {
     static_assert(!kShared || kSharedTaskBlocks * kSharedBlkBytes <=
                                   MJ_MOE_TASK_BLOCKS * (kImage.w1.blk_data + kImage.w1.blk_sf),
                   "a stage of a shared task fits the ring slot of a routed one");
-    static_assert(!kSharedOwnLoop || kSharedFmt == MJ_FMT_MXFP8 ||
-                      (kSharedFmt == MJ_FMT_BF16 && !kFp8),
-                  "a shared expert's own loop: MXFP8 weights, or BF16 ones on the BF16 kind");
-    /* Its image's row scales: MX weights decoded on the BF16 kind (MXFP8
-     * beside MXFP8, MXFP4 or NVFP4 experts). */
-    static constexpr bool kSharedRebased = kShared && (rebased_scales<kKind, kSharedFmt, false>());
+    static_assert(!kSharedOwnLoop || kSharedFmt == MJ_FMT_MXFP8 || kSharedFmt == MJ_FMT_BF16,
+                  "a shared expert's own loop: MXFP8 or BF16 weights");
+    /* Its image's row scales: MX weights (MXFP8 beside MXFP8, MXFP4 or NVFP4
+     * experts). */
+    static constexpr bool kSharedRebased = kShared && rebased_scales<kSharedFmt>();
 
     /* Shared memory: the stage ring, the epilogue scratch of both math
      * warpgroups, the routing tables, the barriers. */
-    // The ring's arrays (mj_moe_ring_bytes): token data, token scales, weights.
-    static constexpr mj_u32 kBScales = kBStage - kBData;
-    static constexpr mj_u32 kRingScales = kStages * kBData, kRingWeights = kStages * kBStage;
-    static constexpr int kTokenRowBytes = mj_moe_token_row_bytes(kKind, kStageK);
-    static_assert(kBData % 1024 == 0 || (kTokenRowBytes == 64 && kBData % 512 == 0),
+    // The ring's arrays (mj_moe_ring_bytes): token tiles, weights.
+    static constexpr mj_u32 kRingWeights = kStages * kBStage;
+    static constexpr int kTokenRowBytes = mj_moe_token_row_bytes(kStageK);
+    static_assert(kBStage % 1024 == 0 || (kTokenRowBytes == 64 && kBStage % 512 == 0),
                   "a stage's token data is whole swizzle atoms");
     static constexpr int kEpiStride = 68; // words per token column of a 64-row unit (bank spread)
     // Staged results (64 gate/up words or 128 bf16 per token column), then 4
@@ -155,20 +147,19 @@ struct MoeConfig {
     static constexpr mj_u32 kSmemRouting = kSmemEpi + 2 * kEpiBytes;
     static constexpr mj_u32 kSmemBars =
         kSmemRouting + MJ_MOE_ROUTING_BYTES((mj_u32)kRoutes, (mj_u32)kRanks);
-    static constexpr mj_u32 kSmemBytes = mj_moe_smem_bytes(
-        kKind, kHidden, kInter, kWeightFmt, kStageK, kBlockM, kStages, kRoutes, kRanks);
+    static constexpr mj_u32 kSmemBytes =
+        mj_moe_smem_bytes(kHidden, kInter, kWeightFmt, kStageK, kBlockM, kStages, kRoutes, kRanks);
     static_assert(kSmemBytes == kSmemBars + (2 * kStages + 4) * 8 + MJ_MOE_SMEM_TAIL_BYTES,
                   "shared-memory map");
 
     /* The weight layout as a value for device code (the layout functions
      * take pointers, which the constexpr kImage cannot give device code). */
     static MJ_HD mj_moe_weight_layout image() {
-        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS,
-                                     kKind);
+        return mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, MJ_MOE_TASK_BLOCKS);
     }
     static MJ_HD mj_moe_weight_layout shared_image() {
         return mj_layout_moe_weights(kHidden, kShared ? kSharedInter : kInter, kSharedStageK,
-                                     kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks, kKind);
+                                     kShared ? kSharedFmt : kWeightFmt, kSharedTaskBlocks);
     }
     /* Byte offset of stage s of task n of W1 (down = 0) or W2 in the shared
      * expert's image. */
@@ -207,17 +198,9 @@ struct MoeConfig {
     static_assert(kBlockM == 8 || kBlockM == 16 || kBlockM == 32 || kBlockM == 64 ||
                       kBlockM == 128 || kBlockM == 160,
                   "BLOCK_M");
-    static_assert(!kFp8 || kBlockM <= 64, "the FP8 kind keeps two chunk products in registers");
     static_assert(kBlkData % 2048 == 0, "a block's stage is whole 16-byte chunks of 128 threads");
-    static_assert(!kFp8 || kWeightFmt == MJ_FMT_MXFP8 || kWeightFmt == MJ_FMT_MXFP4,
-                  "FP8 kind weights");
-    static_assert(!kFold || (kFp8 && kWeightFmt == MJ_FMT_MXFP4),
-                  "only MXFP4 weights on the FP8 kind fold their scales");
     static_assert(!kShared || kSharedInter % kInter == 0,
                   "the shared expert's intermediate size is a multiple of the routed one");
-    static_assert(!kShared || kSharedOwnLoop || !kFold,
-                  "a shared expert in the routed format keeps its scales unfolded "
-                  "(mj_moe_shared_fusable)");
 };
 
 /* The K loop of a shared expert with a format of its own (C::kSharedOwnLoop):
@@ -227,7 +210,7 @@ using SharedLoopConfig =
     MoeConfig<C::kHidden, C::kSharedInter, C::kExperts, C::kTopk, C::kRanks, C::kMaxTokens,
               C::kSharedFmt, C::kDispatchFmt, C::kL2Fmt, C::kActivation, C::kClampBits,
               C::kActParam0Bits, C::kActParam1Bits, C::kBlockM, C::kSharedStageK, C::kStages,
-              C::kNumSMs, C::kSys ? 1 : 0, 0, 0, 0, 0>;
+              C::kNumSMs, C::kSys ? 1 : 0, 0, 0, 0>;
 
 } // namespace mj
 

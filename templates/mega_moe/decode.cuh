@@ -1,9 +1,9 @@
 /*
  * Weight decoders: the words of a weight image (weight_image.cuh) into wgmma
  * A fragments, and block-scale bytes into the values the math needs. Every
- * decode is exact: E2M1 is exact in E4M3 and in BF16, E4M3 in BF16, and
- * either times a rebased UE8M0 or UE4M3 scale is exact in BF16 for the scale
- * bytes the weight loader accepts. Host and device compile this file
+ * decode is exact: E2M1 and E4M3 are exact in BF16, and either times a
+ * rebased UE8M0 or UE4M3 scale is exact in BF16 for the scale bytes the
+ * weight loader accepts. Host and device compile this file
  * (tests/test_weight_image.cpp).
  */
 #ifndef MJ_MEGA_MOE_DECODE_CUH
@@ -12,33 +12,6 @@
 #include "common/numerics.cuh"
 
 namespace mj {
-
-/* E4M3 bytes of the E2M1 magnitudes 0, 0.5, 1, 1.5 and 2, 3, 4, 6. */
-#define MJ_E2M1_E4M3_LO 0x3C383000u
-#define MJ_E2M1_E4M3_HI 0x4C484440u
-/* The same magnitudes as E5M2 bytes. */
-#define MJ_E2M1_E5M2_LO 0x3E3C3800u
-#define MJ_E2M1_E5M2_HI 0x46444240u
-
-/* One FP8-kind E2M1 word into a[0] (bytes of K 4q..) and a[2] (K 4q+16..)
- * through the table (lut_lo, lut_hi) of FP8 bytes of the eight magnitudes:
- * the E4M3 one, or a folded row's E5M2 one (folded_e5m2_table). */
-MJ_HD void e2m1x8_to_fp8x8(mj_u32 w, mj_u32 lut_lo, mj_u32 lut_hi, mj_u32 &lo, mj_u32 &hi) {
-    const mj_u32 mag = w & 0x77777777u;
-    lo = byte_perm(lut_lo, lut_hi, mag) | (w & 0x80808080u);
-    hi = byte_perm(lut_lo, lut_hi, mag >> 16) | ((w << 4) & 0x80808080u);
-}
-
-/* FP8 kind, folded MXFP4 scales (weight_image.cuh): the table of one row's K32
- * step for its image scale byte b = d + 127, d in -13..13: the E5M2 bytes of
- * E2M1 x 2^d, d added to the exponent field (bits 2..6) of every nonzero
- * entry. One IMAD a word: every entry stays within its byte (exponent fields
- * 1..30), so no carry crosses bytes and the wrapped constants cancel. E5M2's
- * exponent range is what makes the window 27 wide; E4M3's would give 12. */
-MJ_HD void folded_e5m2_table(mj_u32 b, mj_u32 &lo, mj_u32 &hi) {
-    lo = b * 0x04040400u + (MJ_E2M1_E5M2_LO - 127u * 0x04040400u);
-    hi = b * 0x04040404u + (MJ_E2M1_E5M2_HI - 127u * 0x04040404u);
-}
 
 /* w rotated right by s (0 < s < 32): one funnel shift. */
 MJ_HD mj_u32 rotate_right(mj_u32 w, int s) {
@@ -49,7 +22,7 @@ MJ_HD mj_u32 rotate_right(mj_u32 w, int s) {
 #endif
 }
 
-/* One BF16-kind E2M1 word (weight_image.cuh) into register i of a K16 step,
+/* One E2M1 image word (weight_image.cuh) into register i of a K16 step,
  * each value E2M1 x 2^-126: the code's 3 magnitude bits are the two low
  * exponent bits and the top mantissa bit, so code 1 (0.5) is the BF16
  * subnormal 2^-127. Register i is the word masked after a shift or rotation
@@ -69,7 +42,7 @@ MJ_HD mj_u32 e2m1x2_to_bf16x2_tiny(mj_u32 w, int i) {
     return (rotate_right(w, 6) & 0x81808180u) | ((w << 2) & 0x00400040u);
 }
 
-/* One BF16-kind E4M3 word (weight_image.cuh) into its two registers of a
+/* One E4M3 image word (weight_image.cuh) into its two registers of a
  * K16 step, each value E4M3 x 2^-120: the byte's exponent and mantissa bits
  * become the BF16's low exponent and top mantissa bits (E4M3 subnormals
  * BF16 subnormals). */

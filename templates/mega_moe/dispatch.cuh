@@ -59,25 +59,27 @@ __device__ __forceinline__ uint4 bf16x8_of_nvfp4(mj_u32 packed, float scale63) {
 
 /* One pair's token row into row r of its tile (all stages), by one warp:
  * batches of 16-byte loads before their stores, so a row costs a few memory
- * latencies (the pull runs while the weight streams start): 16 loads a lane
- * of E4M3 rows (8 where they become BF16), 8 of BF16 rows, 8 of NVFP4 rows (32 elements each,
+ * latencies (the pull runs while the weight streams start): 8 loads a lane
+ * of MXFP8 rows (16 elements each), 8 of BF16 rows, 8 of NVFP4 rows (32 elements each,
  * converted to BF16 on the way: a 7168-element row in one round; with 4 loads of 8 elements the
  * NVFP4 pull took longer than the BF16 one, bench/RESULTS.md, tenth session); more spill beside the
  * kernel's other roles (tests/test_mega_moe_build.c). */
 template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
-    constexpr int kBatch = C::kFp8 ? 16 : 8;
+    constexpr int kBatch = 8;
     const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
     if (C::kDispatchFmt == MJ_FMT_MXFP8) {
-        // A lane step is 16 elements and their group's UE8M0 scale. The FP8
-        // kind moves the E4M3 bytes as they are and the scale as fp32; the
-        // BF16 kind (MXFP8 weights) stores the elements times the scale as
-        // BF16, exact for scale bytes from 3 (NUMERICS.md).
+        // A lane step is 16 elements and their group's UE8M0 scale, stored
+        // as the elements times the scale in BF16, exact for scale bytes
+        // from 3 (NUMERICS.md). Wide-tile kernels and E2M1 ones beside a
+        // shared expert pull four loads a round (at eight DeepSeek-V3's and
+        // gpt-oss's mxfp4-a8 160-token kernels and Kimi K2's with its shared
+        // expert spilled).
         constexpr int kStep = 16 * 32;
-        constexpr int kMxBatch = C::kWideTile ? 4 : kBatch;
+        constexpr int kMxBatch = C::kWideTile || (C::kShared && C::kW4) ? 4 : kBatch;
         for (int k0 = 16 * lane; k0 < C::kHidden; k0 += kMxBatch * kStep) {
             uint4 v[kMxBatch];
             unsigned char e[kMxBatch];
@@ -96,19 +98,12 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
                 const int kk = k % C::kStageK;
                 const float scale = f32_from_bits((mj_u32)e[j] << 23);
-                unsigned char *at =
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, r, kk);
-                if constexpr (C::kFp8) {
-                    *reinterpret_cast<uint4 *>(at) = v[j];
-                    if (kk % 32 == 0)
-                        reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + r] =
-                            scale;
-                } else {
-                    *reinterpret_cast<uint4 *>(at) = bf16x8_of_mxfp8(v[j].x, v[j].y, scale);
-                    *reinterpret_cast<uint4 *>(
-                        stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, r, kk + 8)) =
-                        bf16x8_of_mxfp8(v[j].z, v[j].w, scale);
-                }
+                *reinterpret_cast<uint4 *>(stage +
+                                           mj_moe_token_offset(C::kBlockM, C::kStageK, r, kk)) =
+                    bf16x8_of_mxfp8(v[j].x, v[j].y, scale);
+                *reinterpret_cast<uint4 *>(stage +
+                                           mj_moe_token_offset(C::kBlockM, C::kStageK, r, kk + 8)) =
+                    bf16x8_of_mxfp8(v[j].z, v[j].w, scale);
             }
         }
     } else if (C::kDispatchFmt == MJ_FMT_NVFP4) {
@@ -140,9 +135,8 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 const mj_u32 words[4] = {q[j].x, q[j].y, q[j].z, q[j].w};
 #pragma unroll
                 for (int h = 0; h < 4; h++)
-                    *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM,
-                                                                           C::kStageK, r,
-                                                                           kk + 8 * h)) =
+                    *reinterpret_cast<uint4 *>(
+                        stage + mj_moe_token_offset(C::kBlockM, C::kStageK, r, kk + 8 * h)) =
                         bf16x8_of_nvfp4(words[h], h < 2 ? s0 : s1);
             }
         }
@@ -160,9 +154,8 @@ __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, u
                 const int k = k0 + j * kStep;
                 if (k >= C::kHidden) continue;
                 unsigned char *stage = tile + (mj_u64)(k / C::kStageK) * C::kBStage;
-                *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM,
-                                                                       C::kStageK, r,
-                                                                       k % C::kStageK)) = v[j];
+                *reinterpret_cast<uint4 *>(
+                    stage + mj_moe_token_offset(C::kBlockM, C::kStageK, r, k % C::kStageK)) = v[j];
             }
         }
     }

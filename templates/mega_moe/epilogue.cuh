@@ -285,9 +285,9 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     warpgroup_sync(1 + m.wg);
 
     unsigned char *tile = L.tile2(k.tile, k.local);
-    constexpr bool kNvfp4 = !C::kFp8 && C::kL2Fmt == MJ_FMT_NVFP4;
-    constexpr bool kMxfp8 = !C::kFp8 && C::kL2Fmt == MJ_FMT_MXFP8;
-    constexpr int kGroup = C::kFp8 || kMxfp8 ? 32 : kNvfp4 ? 16 : 8;
+    constexpr bool kNvfp4 = C::kL2Fmt == MJ_FMT_NVFP4;
+    constexpr bool kMxfp8 = C::kL2Fmt == MJ_FMT_MXFP8;
+    constexpr int kGroup = kMxfp8 ? 32 : kNvfp4 ? 16 : 8;
     constexpr int kPerCol = MJ_MOE_BLOCK_ROWS / kGroup;
 #pragma unroll 1
     for (int item = m.t; item < k.valid * kPerCol; item += 128) {
@@ -310,35 +310,23 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         unsigned char *stage = tile + (mj_u64)(kq / C::kStageK) * C::kBStage;
         const int kk = kq % C::kStageK;
         float amax = 0.0f; // the group's, for the block-scaled formats
-        if (C::kFp8 || kNvfp4 || kMxfp8)
+        if (kNvfp4 || kMxfp8)
 #pragma unroll
             for (int i = 0; i < kGroup; i++)
                 amax = max_num(amax, abs_f32(v[i]));
-        if (C::kFp8 || kMxfp8) {
+        if (kMxfp8) {
             // MXFP8 (NUMERICS.md, quantizing activations): E4M3 bytes with a
-            // UE8M0 scale. The FP8 kind stores the bytes and the scale as
-            // fp32; BF16 tiles (MXFP8 weights) store them decoded back (the
-            // scale byte is at least 105 here, NUMERICS.md).
+            // UE8M0 scale, stored decoded back into BF16 (the scale byte is
+            // at least 105 here, NUMERICS.md).
             const unsigned char e = ue8m0_for_amax(amax, MJ_E4M3_MAX);
             const float inv = ue8m0_inv_scale(e), scale = ue8m0_value(e);
             mj_u32 q[8];
 #pragma unroll
             for (int h = 0; h < 4; h++) {
                 pack_e4m3x8(v + 8 * h, inv, q + 2 * h);
-                if constexpr (!C::kFp8)
-                    *reinterpret_cast<uint4 *>(stage + mj_moe_token_offset(C::kKind, C::kBlockM,
-                                                                           C::kStageK, col,
-                                                                           kk + 8 * h)) =
-                        bf16x8_of_mxfp8(q[2 * h], q[2 * h + 1], scale);
-            }
-            if constexpr (C::kFp8) {
                 *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk)) =
-                    make_uint4(q[0], q[1], q[2], q[3]);
-                *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col, kk + 16)) =
-                    make_uint4(q[4], q[5], q[6], q[7]);
-                reinterpret_cast<float *>(stage + C::kBData)[kk / 32 * C::kBlockM + col] = scale;
+                    stage + mj_moe_token_offset(C::kBlockM, C::kStageK, col, kk + 8 * h)) =
+                    bf16x8_of_mxfp8(q[2 * h], q[2 * h + 1], scale);
             }
         } else {
             // Step 6 into BF16 tiles: BF16 rounds; NVFP4 quantizes the group and
@@ -361,8 +349,8 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
                                   : bf16x2_rn(x, y);
                 }
                 *reinterpret_cast<uint4 *>(
-                    stage + mj_moe_token_offset(C::kKind, C::kBlockM, C::kStageK, col,
-                                                kk + 8 * h)) = make_uint4(q[0], q[1], q[2], q[3]);
+                    stage + mj_moe_token_offset(C::kBlockM, C::kStageK, col, kk + 8 * h)) =
+                    make_uint4(q[0], q[1], q[2], q[3]);
             }
         }
     }

@@ -6,14 +6,8 @@
  * t * 16 (one conflict-free LDS.128 per chunk and warp). Thread t is warp
  * w = t / 32, g = (t % 32) / 4, q = t % 4 (wgmma.cuh names the fragments).
  *
- *   FP8 kind, E4M3 weights: chunk c = K32 step c, word j = a[j].
- *   FP8 kind, E2M1 weights: chunk c = K32 steps 2c, 2c + 1; word j is step
- *     2c + j / 2 for row g + 8 (j % 2): nibble i (i < 4) holds the magnitude of
- *     a[0]'s byte i, nibble 4 + i that of a[2]'s byte i; the sign of a[0]'s
- *     byte i sits in bit 8i + 7 and that of a[2]'s byte i in bit 8i + 3, so
- *     both signs land in place with one mask (and one shift): decode.cuh.
- *   BF16 kind, BF16 weights: chunk c = K16 step c, word j = a[j].
- *   BF16 kind, E2M1 weights: chunk c = K16 steps 4c .. 4c + 3, word j is step
+ *   BF16 weights: chunk c = K16 step c, word j = a[j].
+ *   E2M1 weights: chunk c = K16 steps 4c .. 4c + 3, word j is step
  *     4c + j. Its 32 bits hold the 8 codes of a[0..3] (low and high element
  *     each) placed so that decoding takes few instructions: a[i] for i < 3 is
  *     the word, the word rotated right by 4, or the word shifted left by 6,
@@ -21,7 +15,7 @@
  *     sit in bits 6..8 / 22..24 and whose signs sit in bits 15 / 31; a[3]
  *     takes its m bits from the word shifted left by 2 and its other bits
  *     from the word rotated right by 6 (e2m1_bf16_bit names every position).
- *   BF16 kind, E4M3 weights (a fused shared expert's): chunk c = K16 steps
+ *   E4M3 weights (MXFP8 experts, a fused shared expert's): chunk c = K16 steps
  *     2c, 2c + 1; word j is step 2c + j / 2 for row g + 8 (j % 2) and holds
  *     a[j % 2] and a[j % 2 + 2]: the first register's magnitude bits (7) sit
  *     at BF16 bits 4..10 / 20..26 with the signs at 15 / 31, so that the word
@@ -30,7 +24,7 @@
  * each scale group of the stage, interleaved: byte ((w * 8 + g) * n + i) * 2
  * + h = scale of row 16w + g + 8h, group i (n groups per stage).
  *
- * BF16 kind, E2M1 and E4M3 weights: the scale bytes are rebased per weight
+ * E2M1 and E4M3 weights: the scale bytes are rebased per weight
  * row so the math multiplies each decoded register once (decode.cuh): the
  * image byte is the BF16 multiplier 2^126 * scale / 2^r (E4M3: 2^120 * ...)
  * of its group, and 2^r (the row scale, fp32 after the images) goes back into
@@ -47,18 +41,6 @@
  * Every product stays exact: E2M1 x scale has at most 6 significant bits,
  * E4M3 x scale at most 4, and the loader keeps each row's MX exponents within
  * 126 (E2M1) or 118 (E4M3) of each other.
- *
- * FP8 kind, MXFP4 weights with folded scales (the default; MoeConfig::kFold):
- * the K loop decodes each row's E2M1 codes through a table of E5M2 bytes of
- * E2M1 x 2^d (decode.cuh), so the block scale is in the weights and the
- * promotion multiplies by the token scale alone. byte = e - e_max + 140, so
- * d = byte - 127 = e - e_max + 13 lies in -13..13 where the loader keeps each
- * row's scale bytes within 26 of each other; the row scale is 2^(e_max -
- * 140). Read as UE8M0 (the unfolded promotion's way), byte x row scale is the
- * checkpoint's scale again, so every FP8-kind loop computes the same scaled
- * sums from one image. Against a plain image (unfold_mx_scales) each partial
- * sum is the true one times 2^(140 - e_max): the same bits while both stay
- * normal fp32 numbers (docs/mega-moe.md says when they do not).
  *
  * Host and device compile this file (tests/test_weight_image.cpp checks the
  * image against the decoders of decode.cuh); the kernel that writes images
@@ -88,7 +70,7 @@ template <int kFmt> MJ_HD mj_u32 ck_element(const CheckpointMatrix &m, int row, 
 }
 
 /* Where bit `bit` (0 m, 1 e0, 2 e1, 3 sign) of the E2M1 code of register i's
- * low (h = 0) or high (h = 1) element sits in a BF16-kind word: the BF16
+ * low (h = 0) or high (h = 1) element sits in an image word: the BF16
  * layout's place (magnitude at 6..8, sign at 15, + 16 for the high element)
  * moved by register i's shift or rotation (decode.cuh's
  * e2m1x2_to_bf16x2_tiny), mod 32.
@@ -101,7 +83,7 @@ MJ_HD int e2m1_bf16_bit(int i, int h, int bit) {
 
 /* Where bit `bit` (0..6 the magnitude, 7 the sign) of the E4M3 byte of the
  * low (h = 0) or high (h = 1) element of the first (reg 0) or second (reg 1)
- * register of a BF16-kind E4M3 word sits: the first register's BF16 layout
+ * register of an E4M3 image word sits: the first register's BF16 layout
  * (magnitude at 4..10, sign at 15, + 16 for the high element); the second's
  * low four magnitude bits at 0..3, the upper three at 12..14, its sign at 11. */
 MJ_HD int e4m3_bf16_bit(int reg, int h, int bit) {
@@ -127,8 +109,7 @@ template <int kFmt> MJ_HD int rebase_reference(const CheckpointMatrix &m, int ro
 }
 
 /* The image byte of scale byte b of a row with reference ref (see above). */
-template <int kKind, int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
-    if (kKind == MJ_MOE_KIND_FP8) return (unsigned char)(b - ref + 140);
+template <int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b, int ref) {
     if (kFmt == MJ_FMT_MXFP8) return (unsigned char)(b - ref + 248);
     if (kFmt != MJ_FMT_NVFP4) return (unsigned char)(b - ref + 254);
     if (b == 0) return 0;
@@ -136,52 +117,35 @@ template <int kKind, int kFmt> MJ_HD unsigned char rebased_scale(unsigned char b
     return (unsigned char)((((int)(bits >> 23) - ref + 31) << 3) | (int)((bits >> 20) & 7u));
 }
 
-/* 2^r of a row with reference ref: what its accumulator is multiplied by
- * (folded FP8 rows: 2^(ref - 140), an fp32 subnormal for ref < 14). */
-template <int kKind, int kFmt> MJ_HD float rebased_row_scale(int ref) {
-    if (kKind == MJ_MOE_KIND_FP8)
-        return f32_from_bits(ref >= 14 ? (mj_u32)(ref - 13) << 23 : 1u << (ref + 9));
+/* 2^r of a row with reference ref: what its accumulator is multiplied by. */
+template <int kFmt> MJ_HD float rebased_row_scale(int ref) {
     if (kFmt == MJ_FMT_NVFP4 && ref == 0) return 1.0f;
     return f32_from_bits((mj_u32)(ref - 1) << 23);
 }
 
-/* Whether a format row's images carry rebased scales (and row scales that
- * the epilogues apply): block-scaled weights on the BF16 kind, MXFP4 weights
- * on the FP8 kind when their scales fold. */
-template <int kKind, int kFmt, bool kFold> constexpr bool rebased_scales() {
-    return kKind == MJ_MOE_KIND_BF16 ? mj_format_group(kFmt) != 0 : kFold && kFmt == MJ_FMT_MXFP4;
+/* Whether a format's images carry rebased scales (and row scales that the
+ * epilogues apply): every block-scaled one. */
+template <int kFmt> constexpr bool rebased_scales() {
+    return mj_format_group(kFmt) != 0;
 }
 
 /* E2M1 code of (row, k), zero where an NVFP4 group's scale is 0 and the
  * image's multiplier (rebased) would not make it 0. */
-template <int kKind, int kFmt> MJ_HD mj_u32 image_code(const CheckpointMatrix &m, int row, int k) {
+template <int kFmt> MJ_HD mj_u32 image_code(const CheckpointMatrix &m, int row, int k) {
     const mj_u32 code = ck_element<kFmt>(m, row, k);
-    if (kKind == MJ_MOE_KIND_BF16 && kFmt == MJ_FMT_NVFP4 &&
-        m.sf[(mj_u64)row * (mj_u64)(m.k / 16) + (mj_u64)(k / 16)] == 0)
+    if (kFmt == MJ_FMT_NVFP4 && m.sf[(mj_u64)row * (mj_u64)(m.k / 16) + (mj_u64)(k / 16)] == 0)
         return 0;
     return code;
 }
 
 /* Word j of thread t's chunk c of a block whose stage starts at element k0
  * of K; rows are relative to the block (rows row0.. of the checkpoint). */
-template <int kKind, int kFmt>
+template <int kFmt>
 MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int t, int j) {
     const int w = t >> 5, g = (t & 31) >> 2, q = t & 3;
     const int row = row0 + 16 * w + g;
     mj_u32 v = 0;
-    if (kKind == MJ_MOE_KIND_FP8 && kFmt == MJ_FMT_MXFP8) {
-        const int r = row + 8 * (j & 1), k = k0 + 32 * c + 4 * q + 16 * (j >> 1);
-        for (int b = 0; b < 4; b++)
-            v |= ck_element<kFmt>(m, r, k + b) << (8 * b);
-    } else if (kKind == MJ_MOE_KIND_FP8) {
-        const int r = row + 8 * (j & 1), ka = k0 + 32 * (2 * c + (j >> 1)) + 4 * q;
-        for (int i = 0; i < 4; i++) {
-            const mj_u32 lo = ck_element<kFmt>(m, r, ka + i),
-                         hi = ck_element<kFmt>(m, r, ka + 16 + i);
-            v |= (lo & 7u) << (4 * i) | (hi & 7u) << (16 + 4 * i);
-            v |= (lo >> 3) << (8 * i + 7) | (hi >> 3) << (8 * i + 3);
-        }
-    } else if (kFmt == MJ_FMT_BF16) {
+    if (kFmt == MJ_FMT_BF16) {
         const int r = row + 8 * (j & 1), k = k0 + 16 * c + 2 * q + 8 * (j >> 1);
         v = ck_element<kFmt>(m, r, k) | ck_element<kFmt>(m, r, k + 1) << 16;
     } else if (kFmt == MJ_FMT_MXFP8) {
@@ -197,7 +161,7 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
         for (int i = 0; i < 4; i++) {
             const int r = row + 8 * (i & 1), k = k0 + 16 * step + 2 * q + 8 * (i >> 1);
             for (int h = 0; h < 2; h++) {
-                const mj_u32 code = image_code<kKind, kFmt>(m, r, k + h);
+                const mj_u32 code = image_code<kFmt>(m, r, k + h);
                 for (int bit = 0; bit < 4; bit++)
                     v |= ((code >> bit) & 1u) << e2m1_bf16_bit(i, h, bit);
             }
@@ -209,7 +173,7 @@ MJ_HD mj_u32 image_word(const CheckpointMatrix &m, int row0, int k0, int c, int 
 /* Scale byte i of a block's stage scales (see the file comment); n scale
  * groups per row per stage; ref: the rebase references of the block's 64
  * rows (used when the row's images are rebased). */
-template <int kKind, int kFmt, bool kFold>
+template <int kFmt>
 MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int n, int i,
                                 const int *ref) {
     constexpr int kGroup = mj_format_group(kFmt);
@@ -217,20 +181,20 @@ MJ_HD unsigned char image_scale(const CheckpointMatrix &m, int row0, int k0, int
     const int r = 16 * (wg >> 3) + (wg & 7) + 8 * h;
     const unsigned char b =
         m.sf[(mj_u64)(row0 + r) * (mj_u64)(m.k / kGroup) + (mj_u64)(k0 / kGroup + group)];
-    return rebased_scales<kKind, kFmt, kFold>() ? rebased_scale<kKind, kFmt>(b, ref[r]) : b;
+    return rebased_scales<kFmt>() ? rebased_scale<kFmt>(b, ref[r]) : b;
 }
 
 /* Thread t's part of one block's stage: its 16-byte chunks and its share of
  * the scales. dst: the stage image of the block's task; j: the block's place
  * in the task; row0, k0: where the block's stage starts in the checkpoint
  * matrix; ref: the rebase references of the block's rows (rebase_reference). */
-template <int kKind, int kFmt, bool kFold>
+template <int kFmt>
 MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi, int nblk,
                              unsigned char *dst, int j, int row0, int k0, int t, const int *ref) {
     unsigned char *data = dst + (mj_u64)j * wi.blk_data;
     for (int c = 0; c < (int)(wi.blk_data / 2048u); c++)
         for (int word = 0; word < 4; word++) {
-            const mj_u32 v = image_word<kKind, kFmt>(m, row0, k0, c, t, word);
+            const mj_u32 v = image_word<kFmt>(m, row0, k0, c, t, word);
             for (int b = 0; b < 4; b++)
                 data[c * 2048 + t * 16 + word * 4 + b] = (unsigned char)(v >> (8 * b));
         }
@@ -238,7 +202,7 @@ MJ_HD void image_block_stage(const CheckpointMatrix &m, const mj_moe_wimage &wi,
     const int groups = wi.stage_k / mj_format_group(kFmt);
     unsigned char *sf = dst + (mj_u64)nblk * wi.blk_data + (mj_u64)j * wi.blk_sf;
     for (int i = t; i < (int)wi.blk_sf; i += 128)
-        sf[i] = image_scale<kKind, kFmt, kFold>(m, row0, k0, groups, i, ref);
+        sf[i] = image_scale<kFmt>(m, row0, k0, groups, i, ref);
 }
 
 /* Index of checkpoint row `row` of a projection in the expert's row scales. */
@@ -262,29 +226,27 @@ MJ_HD unsigned char *image_stage(unsigned char *expert, const mj_moe_weight_layo
 /* Writes one projection of one expert into its image: a CTA per (64-row
  * block of the projection, stage) of 128 threads; the stage-0 CTAs also
  * write the rows' scales. kTaskBlocks: blocks per task (mj_moe_wimage). */
-template <int kWeightFmt, int kKind, int kHidden, int kInter, int kStageK, int kFoldScales,
-          int kTaskBlocks>
+template <int kWeightFmt, int kHidden, int kInter, int kStageK, int kTaskBlocks>
 __global__ void __launch_bounds__(128)
     mega_moe_image_kernel(const __grid_constant__ mj_moe_image_args args) {
     __shared__ int ref[MJ_MOE_BLOCK_ROWS];
     const bool down = args.projection == 2;
     const mj_moe_weight_layout l =
-        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, kTaskBlocks, kKind);
+        mj_layout_moe_weights(kHidden, kInter, kStageK, kWeightFmt, kTaskBlocks);
     const int pb = (int)blockIdx.x, s = (int)blockIdx.y, t = (int)threadIdx.x;
     const int b = down ? pb : 2 * pb + args.projection; // gate and up blocks interleave
     const int row0 = MJ_MOE_BLOCK_ROWS * pb;
     const CheckpointMatrix m = {args.data, args.sf, down ? kInter : kHidden};
-    constexpr bool kRebased = rebased_scales<kKind, kWeightFmt, kFoldScales != 0>();
+    constexpr bool kRebased = rebased_scales<kWeightFmt>();
     if (kRebased && t < MJ_MOE_BLOCK_ROWS) ref[t] = rebase_reference<kWeightFmt>(m, row0 + t);
     __syncthreads();
     int j, nblk;
     unsigned char *stage = image_stage(args.expert, l, down, kTaskBlocks, b, s, j, nblk);
-    image_block_stage<kKind, kWeightFmt, kFoldScales != 0>(m, down ? l.w2 : l.w1, nblk, stage, j,
-                                                           row0, kStageK * s, t, ref);
-    if (mj_moe_has_row_scales(kKind, kWeightFmt) && s == 0 && t < MJ_MOE_BLOCK_ROWS)
+    image_block_stage<kWeightFmt>(m, down ? l.w2 : l.w1, nblk, stage, j, row0, kStageK * s, t, ref);
+    if (mj_moe_has_row_scales(kWeightFmt) && s == 0 && t < MJ_MOE_BLOCK_ROWS)
         reinterpret_cast<float *>(
             args.expert + l.row_scale_offset)[row_scale_index(args.projection, kInter, row0 + t)] =
-            kRebased ? rebased_row_scale<kKind, kWeightFmt>(ref[t]) : 1.0f;
+            kRebased ? rebased_row_scale<kWeightFmt>(ref[t]) : 1.0f;
 }
 #endif
 

@@ -106,7 +106,6 @@ mj_moe_config mj_bench_moe_layer(const mj_bench_moe_shape *s, const mj_moe_forma
                            .dispatch_format = (mj_format)row->dispatch_fmt,
                            .activation = (mj_activation)v->activation,
                            .clamp = v->clamp,
-                           .unfold_mx_scales = v->unfold_mx_scales,
                            .expert_biases = v->biases,
                            .shared_intermediate = v->shared * s->intermediate,
                            .shared_format =

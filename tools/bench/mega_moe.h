@@ -65,7 +65,7 @@ typedef struct mj_bench_mega_moe_options {
     /* Nonzero: after the timed passes, one more launch of rank 0 on set 0
      * writes phase stamps (mj_moe_args.trace) into point.phases. */
     int phases;
-    mj_bench_moe_variant variant; /* activation, clamp, biases, MX scales unfolded, shared expert */
+    mj_bench_moe_variant variant; /* activation, clamp, biases, shared expert */
 } mj_bench_mega_moe_options;
 
 /* The layer the benchmark runs for shape s in format row `row` and variant v

@@ -13,14 +13,12 @@
 #include "tools/bench/moe_weights.h"
 
 /* What the benchmark's layers compute besides their shape and format row
- * (`megajit bench mega-moe` --activation, --clamp, --biases,
- * --unfold-mx-scales, --shared). All zero: swiglu, no clamp, no biases,
- * folded MX scales, no shared expert. */
+ * (`megajit bench mega-moe` --activation, --clamp, --biases, --shared). All
+ * zero: swiglu, no clamp, no biases, no shared expert. */
 typedef struct mj_bench_moe_variant {
     int activation; /* MJ_ACT_* */
     float clamp;    /* > 0: the swiglu family's clamp; 0: none */
     int biases;     /* random expert biases, per weight class (moe_weights.h) */
-    int unfold_mx_scales;
     /* A fused shared expert of intermediate size shared x the routed one, in
      * mj_bench_shared_format, with random weights of its own
      * (mj_bench_weights_add_shared); 0: none. */

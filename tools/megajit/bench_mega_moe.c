@@ -63,8 +63,6 @@ static const char kUsage[] =
     "  --ranks N           expert-parallel ranks (default 1, or the launcher's world)\n"
     "  --dump-routing DIR  write each configuration's top-k ids and weights there\n"
     "                      (bench/torch_moe_peer.py reads them)\n"
-    "  --unfold-mx-scales  the mxfp4-a8 kernels apply every MX weight scale in fp32 instead of\n"
-    "                      folding it into the decode (mj_moe_config.unfold_mx_scales)\n"
     "  --activation NAME   swiglu (default), swigluoai or situ\n"
     "  --clamp C           the swiglu family's clamp (gpt-oss: 7)\n"
     "  --biases            random expert biases (mj_moe_config.expert_biases), in the check too\n"
@@ -389,9 +387,8 @@ static void print_header(FILE *f, const mj_info *info, const mj_moe_bench_args *
     if (v->clamp > 0) snprintf(clamp, sizeof clamp, ", clamp %g", (double)v->clamp);
     char shared[64] = "";
     if (v->shared) snprintf(shared, sizeof shared, ", a shared expert of %d x I", v->shared);
-    fprintf(f, "layer: %s%s%s%s%s\n", mj_moe_activation_name(v->activation), clamp,
-            v->biases ? ", expert biases" : "", v->unfold_mx_scales ? ", MX scales unfolded" : "",
-            shared);
+    fprintf(f, "layer: %s%s%s%s\n", mj_moe_activation_name(v->activation), clamp,
+            v->biases ? ", expert biases" : "", shared);
     fprintf(f,
             "ceilings (measured now): bulk-copy read %.0f GB/s (%.1f GB read), device copy %.0f "
             "GB/s (read + write), BF16 wgmma %.0f TFLOP/s (%d SMs)\n",
@@ -416,7 +413,6 @@ static cJSON *header_json(const mj_info *info, const mj_moe_bench_args *a, int r
     cJSON_AddStringToObject(j, "activation", mj_moe_activation_name(a->variant.activation));
     cJSON_AddNumberToObject(j, "clamp", a->variant.clamp);
     cJSON_AddBoolToObject(j, "expert_biases", a->variant.biases);
-    cJSON_AddBoolToObject(j, "unfold_mx_scales", a->variant.unfold_mx_scales);
     cJSON_AddNumberToObject(j, "shared", a->variant.shared);
     cJSON_AddNumberToObject(j, "max_tokens", a->max_tokens);
     cJSON *c = cJSON_AddObjectToObject(j, "ceilings");

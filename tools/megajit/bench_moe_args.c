@@ -26,7 +26,6 @@ enum {
     OPT_JSON = 'J',
     OPT_DUMP = 'D',
     OPT_PHASES = 'P',
-    OPT_UNFOLD = 'U',
     OPT_ACTIVATION = 'a',
     OPT_CLAMP = 'C',
     OPT_BIASES = 'b',
@@ -51,7 +50,6 @@ static const struct option kOptions[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"dump-routing", required_argument, NULL, OPT_DUMP},
     {"phases", no_argument, NULL, OPT_PHASES},
-    {"unfold-mx-scales", no_argument, NULL, OPT_UNFOLD},
     {"activation", required_argument, NULL, OPT_ACTIVATION},
     {"clamp", required_argument, NULL, OPT_CLAMP},
     {"biases", no_argument, NULL, OPT_BIASES},
@@ -197,9 +195,6 @@ int mj_moe_bench_parse(int argc, char **argv, mj_moe_bench_args *a, char *err, s
             break;
         case OPT_PHASES:
             a->phases = 1;
-            break;
-        case OPT_UNFOLD:
-            a->variant.unfold_mx_scales = 1;
             break;
         case OPT_ACTIVATION: {
             const int act = mj_moe_activation_by_name(optarg);

@@ -24,7 +24,7 @@ typedef struct mj_moe_bench_args {
     int ranks;      /* --ranks; 0 = not given (the launcher's world, else 1) */
     int json;
     int phases; /* --phases: one traced launch per point */
-    /* --activation, --clamp, --biases, --unfold-mx-scales, --shared */
+    /* --activation, --clamp, --biases, --shared */
     mj_bench_moe_variant variant;
     const char *dump_dir; /* --dump-routing; NULL = none */
     const char *cache_dir;

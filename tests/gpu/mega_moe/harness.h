@@ -72,7 +72,6 @@ typedef struct scenario {
     int masked_rank; /* all top-k ids -1 on this rank; -1: none */
     int alphas;      /* 1: random alphas and l2_act_scale (NVFP4 has non-1 alphas anyway) */
     int block_m;     /* 0: the heuristic's */
-    int unfold;      /* mj_moe_config.unfold_mx_scales */
     /* The activation's parameters, 0 = standard (mj_moe_config: swiglu_alpha
      * and swiglu_beta, or situ_gate_beta and situ_up_beta). */
     float act_params[2];
@@ -112,19 +111,19 @@ static const scenario kMatrix[] = {
     {8, SWIGLU, CLAMP, {1, 64, 64, 0, 64, 1, 0, 64}, ROUTE_RANDOM, 3, 1, 0},
     {8, SWIGLUOAI, CLAMP, {64, 64, 1, 64, 0, 64, 1, 64}, ROUTE_DUP, -1, 0, 0},
     {8, SITU, 0, {0, 64, 64, 1, 64, 64, 1, 0}, ROUTE_ONE, 5, 1, 0},
-    {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {1.5f, 0.25f}},
-    {2, SITU, 0, {37, 64}, ROUTE_DUP, -1, 0, 0, 0, {3.0f, 20.0f}},
-    {1, SWIGLUOAI, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {0, 0}, 1},
-    {2, SWIGLU, 0, {1, 37}, ROUTE_DUP, 0, 0, 0, 0, {0, 0}, 1},
+    {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, {1.5f, 0.25f}},
+    {2, SITU, 0, {37, 64}, ROUTE_DUP, -1, 0, 0, {3.0f, 20.0f}},
+    {1, SWIGLUOAI, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, {0, 0}, 1},
+    {2, SWIGLU, 0, {1, 37}, ROUTE_DUP, 0, 0, 0, {0, 0}, 1},
 };
 static const scenario kQuick[] = {
     {2, SWIGLU, CLAMP, {8, 0}, ROUTE_RANDOM, -1, 1, 0},
-    {2, SITU, 0, {1, 8}, ROUTE_DUP, 0, 0, 0, 0, {3.0f, 20.0f}},
-    {1, SWIGLUOAI, CLAMP, {8}, ROUTE_RANDOM, -1, 1, 0, 0, {0, 0}, 1},
+    {2, SITU, 0, {1, 8}, ROUTE_DUP, 0, 0, 0, {3.0f, 20.0f}},
+    {1, SWIGLUOAI, CLAMP, {8}, ROUTE_RANDOM, -1, 1, 0, {0, 0}, 1},
 };
 /* Controls, graphs and BLOCK_M sweeps reuse kernels of the matrix. */
 static const scenario kControlBase = {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0};
-static const scenario kBiasControl = {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 1};
+static const scenario kBiasControl = {1, SWIGLU, 0, {64}, ROUTE_RANDOM, -1, 0, 0, {0, 0}, 1};
 static const scenario kGraph1 = {1, SWIGLU, CLAMP, {37}, ROUTE_ONE, -1, 1, 0};
 static const scenario kGraph2 = {2, SWIGLU, CLAMP, {1, 64}, ROUTE_DUP, -1, 0, 0};
 static const scenario kPeers2 = {2, SWIGLU, 0, {64, 64}, ROUTE_RANDOM, -1, 0, 0};
@@ -139,7 +138,7 @@ typedef struct shape {
 static const shape kFull = {512, 128, 16, 4, 64};
 static const shape kQuickShape = {256, 64, 4, 2, 8};
 /* gpt-oss-120b's hidden and intermediate (2880: a multiple of 64, not of 256;
- * 45 GEMM 2 row blocks, an odd count; stage K 64, 192 for mxfp4-a8) and top-4,
+ * 45 GEMM 2 row blocks, an odd count; stage K 64) and top-4,
  * with 8 experts (enough for 4 distinct ids on even experts only), on two
  * emulated ranks with gpt-oss's swigluoai and clamp. Not in --quick. */
 static const shape kGptOss = {2880, 2880, 8, 4, 16};
@@ -153,27 +152,27 @@ static const scenario kGptOssCase = {2, SWIGLUOAI, CLAMP, {16, 5}, ROUTE_RANDOM,
  * swigluoai, situ and a swiglu of parameters of its own. Fields as kMatrix's,
  * then the shared expert's I_s / I. */
 static const scenario kShared[] = {
-    {1, SWIGLU, 0, {37}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 0, 1},
-    {1, SWIGLU, CLAMP, {64}, ROUTE_ONE, -1, 1, 0, 0, {0, 0}, 0, 2},
-    {2, SWIGLU, 0, {1, 64}, ROUTE_DUP, -1, 0, 0, 0, {0, 0}, 0, 1},
-    {2, SITU, 0, {37, 64}, ROUTE_RANDOM, 1, 0, 0, 0, {0, 0}, 0, 2},
-    {2, SWIGLU, 0, {0, 37}, ROUTE_SKEW, -1, 1, 0, 0, {0, 0}, 0, 2},
-    {2, SWIGLUOAI, CLAMP, {64, 37}, ROUTE_RANDOM, 0, 0, 0, 0, {0, 0}, 1, 1},
-    {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, 0, {1.5f, 0.25f}, 1, 2},
+    {1, SWIGLU, 0, {37}, ROUTE_RANDOM, -1, 0, 0, {0, 0}, 0, 1},
+    {1, SWIGLU, CLAMP, {64}, ROUTE_ONE, -1, 1, 0, {0, 0}, 0, 2},
+    {2, SWIGLU, 0, {1, 64}, ROUTE_DUP, -1, 0, 0, {0, 0}, 0, 1},
+    {2, SITU, 0, {37, 64}, ROUTE_RANDOM, 1, 0, 0, {0, 0}, 0, 2},
+    {2, SWIGLU, 0, {0, 37}, ROUTE_SKEW, -1, 1, 0, {0, 0}, 0, 2},
+    {2, SWIGLUOAI, CLAMP, {64, 37}, ROUTE_RANDOM, 0, 0, 0, {0, 0}, 1, 1},
+    {1, SWIGLU, CLAMP, {64}, ROUTE_RANDOM, -1, 1, 0, {1.5f, 0.25f}, 1, 2},
 };
 /* --quick: one small case, R = 2, its second rank all masked (on the
  * rows of kSharedQuickRows, in their shared_format_of). */
-static const scenario kSharedQuick = {2, SWIGLU, CLAMP, {8, 1}, ROUTE_RANDOM, 1, 0, 0,
+static const scenario kSharedQuick = {2, SWIGLU, CLAMP, {8, 1}, ROUTE_RANDOM, 1, 0,
                                       0, {0, 0}, 0,     2};
 /* The shared expert's negative controls and CUDA graph: cases of kShared
  * (their unfaulted runs, their kernels). */
 static const scenario *const kSharedControl = &kShared[0];
 static const scenario *const kSharedGraph = &kShared[2];
 /* The shared expert's invalid input (invalid.c): mxfp8 R = 1 T = 8 with I_s = I. */
-static const scenario kSharedInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0, 0, {0, 0}, 0, 1};
+static const scenario kSharedInvalid = {1, SWIGLU, 0, {8}, ROUTE_RANDOM, -1, 0, 0, {0, 0}, 0, 1};
 /* The rows the shared section runs: every row. In --quick: a shared expert
- * in the row's format (mxfp8), in another on the FP8 kind (mxfp4-a8) and on
- * the BF16 kind (nvfp4: MXFP8 decoded into BF16, in block pairs). */
+ * in the row's format (mxfp8), and in another (mxfp4-a8 and nvfp4: MXFP8
+ * decoded into BF16, in block pairs). */
 static const char *const kSharedRows[] = {"bf16",      "mxfp8", "mxfp4-a8",
                                           "mxfp4-a16", "nvfp4", "nvfp4-a16"};
 static const char *const kSharedQuickRows[] = {"mxfp8", "mxfp4-a8", "nvfp4"};
@@ -305,9 +304,7 @@ void test_graph(ctx *c, int row_index, const scenario *sc);
 /* "swap-gate-up", ...: a control's name in the output. */
 const char *control_name(int ctl);
 /* Output must not depend on BLOCK_M beyond fp32 accumulation order: each
- * forced size must pass against the reference; bitwise equality is reported.
- * The mxfp4-a8 row runs every size again with unfolded MX scales, whose
- * outputs must equal the folded ones bit for bit. */
+ * forced size must pass against the reference; bitwise equality is reported. */
 void test_block_m(ctx *c);
 void test_graphs(ctx *c);
 /* A control passes when the numeric check fails on it. */

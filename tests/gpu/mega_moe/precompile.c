@@ -80,8 +80,6 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
             scenario sc = kControlBase;
             sc.block_m = kBlockMs[b];
             plan_add(l, sh, i, &sc, ds, 0, arch);
-            sc.unfold = 1; /* a kernel of its own only where the row folds */
-            plan_add(l, sh, i, &sc, ds, 0, arch);
         }
     for (int i = 0; i < mj_moe_format_count(); i++) {
         scenario sc = kControlBase; /* the kernel of the wrong-swiglu-alpha control */

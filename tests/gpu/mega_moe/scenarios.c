@@ -54,7 +54,6 @@ mj_moe_config moe_cfg(const shape *sh, const mj_moe_format_row *row, const scena
         .activation = (mj_activation)sc->act,
         .clamp = sc->clamp,
         .block_m = sc->block_m,
-        .unfold_mx_scales = sc->unfold,
         .expert_biases = sc->biases,
     };
     if (sc->act == MJ_ACT_SITU) {
