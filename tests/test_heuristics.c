@@ -233,6 +233,15 @@ static void test_stage_k(void **state) {
     assert_int_equal(mj_moe_stage_k(NULL, mj_moe_format_by_name("bf16")), 0);
 }
 
+/* p's heuristic tile (T = 4096 on DeepSeek-V3) stops at 128, and 160 is refused. */
+static void expect_capped_at_128(const mj_moe_problem *p, const mj_moe_format_row *row) {
+    mj_moe_kernel_config c;
+    assert_int_equal(mj_moe_problem_max_block_m(p, row), 128);
+    assert_int_equal(mj_moe_kernel_config_for(p, row, 0, &c), 0);
+    assert_int_equal(c.block_m, 128);
+    assert_int_equal(mj_moe_kernel_config_for(p, row, 160, &c), -1);
+}
+
 static void test_config_values(void **state) {
     (void)state;
     mj_moe_kernel_config c;
@@ -268,23 +277,15 @@ static void test_config_values(void **state) {
     assert_int_equal(c.block_m, 16);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("mxfp8"), 160, &c), -1);
     assert_int_equal(mj_moe_kernel_config_for(&p, mj_moe_format_by_name("bf16"), 12, &c), -1);
-    /* beside a fused shared expert the heuristic stops at 128, and 160 is refused */
+    /* beside a fused shared expert the heuristic stops at 128, and 160 is
+     * refused; so with mxfp4-a8's expert biases (an MXFP8 GEMM 2 input), while
+     * mxfp4-a16's biases keep 160 */
     const mj_moe_format_row *a16 = mj_moe_format_by_name("mxfp4-a16");
-    mj_moe_problem shared = p;
+    mj_moe_problem shared = p, biased = p;
     shared.shared_expert = 1;
-    assert_int_equal(mj_moe_problem_max_block_m(&shared, a16), 128);
-    assert_int_equal(mj_moe_kernel_config_for(&shared, a16, 0, &c), 0);
-    assert_int_equal(c.block_m, 128);
-    assert_int_equal(mj_moe_kernel_config_for(&shared, a16, 160, &c), -1);
-    /* so does mxfp4-a8 with expert biases (an MXFP8 GEMM 2 input); mxfp4-a16's
-     * biases keep 160 */
-    const mj_moe_format_row *a8 = mj_moe_format_by_name("mxfp4-a8");
-    mj_moe_problem biased = p;
     biased.expert_biases = 1;
-    assert_int_equal(mj_moe_problem_max_block_m(&biased, a8), 128);
-    assert_int_equal(mj_moe_kernel_config_for(&biased, a8, 0, &c), 0);
-    assert_int_equal(c.block_m, 128);
-    assert_int_equal(mj_moe_kernel_config_for(&biased, a8, 160, &c), -1);
+    expect_capped_at_128(&shared, a16);
+    expect_capped_at_128(&biased, mj_moe_format_by_name("mxfp4-a8"));
     assert_int_equal(mj_moe_problem_max_block_m(&biased, a16), 160);
     /* 4096 experts on one rank: 160-token tiles' ring does not fit beside the
      * routing tables, so the heuristic takes the largest smaller tile */

@@ -219,18 +219,16 @@ static void test_image_spec(void **state) {
     assert_int_equal(s.params[MJ_MOE_IMAGE_PARAM_STAGE_K], main_spec.params[MJ_MOE_PARAM_STAGE_K]);
     /* only the weight format shapes the image: rows of one weight format
      * share the kernel */
-    c.weight_format = MJ_FORMAT_NVFP4;
-    c.dispatch_format = MJ_FORMAT_NVFP4;
-    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
-    c.dispatch_format = MJ_FORMAT_BF16;
-    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &other), MJ_OK);
-    assert_memory_equal(&s, &other, sizeof s);
-    c.weight_format = MJ_FORMAT_MXFP4;
-    c.dispatch_format = MJ_FORMAT_MXFP8;
-    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
-    c.dispatch_format = MJ_FORMAT_BF16;
-    assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &other), MJ_OK);
-    assert_memory_equal(&s, &other, sizeof s);
+    static const mj_format kPairs[][3] = {{MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_FORMAT_BF16},
+                                          {MJ_FORMAT_MXFP4, MJ_FORMAT_MXFP8, MJ_FORMAT_BF16}};
+    for (size_t i = 0; i < sizeof kPairs / sizeof kPairs[0]; i++) {
+        c.weight_format = kPairs[i][0];
+        c.dispatch_format = kPairs[i][1];
+        assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &s), MJ_OK);
+        c.dispatch_format = kPairs[i][2];
+        assert_int_equal(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM90A, &other), MJ_OK);
+        assert_memory_equal(&s, &other, sizeof s);
+    }
     expect_error(mj_mega_moe_image_spec(&c, 0, MJ_ARCH_SM100A, &s), MJ_ERR_UNSUPPORTED,
                  "no kernel for sm_100a");
 
