@@ -39,6 +39,19 @@
 # with a shared expert's block pairs decide it each task; the others decide
 # it once, as before. N = 5 (that tree, the landed one): the whole GPU test at
 # 250 s, racecheck and memcheck, and issue 10's table. Call 7 ran N = 5.
+# N = 6 (not run; the next session's): after `bash
+# bench/results/2026-12-06-s25/prepare.sh tv` (build/tv/N144: this tree's
+# templates with N144.patch: 160-token tiles of 129-144 tokens run a
+# 144-column loop, but not where the GEMM 1 epilogue quantizes MXFP8 groups
+# (mxfp4-a8) nor beside expert biases (gpt-oss), whose kernels spilled with
+# it; CPU: bench/ptxas_report.py --templates build/tv/N144 --bench-shapes and
+# every preset, 0 spills. With 97-112 tokens also a 112-column loop, every
+# 160-token kernel spilled 24-88 bytes: not prepared), carrying
+# ["build/lib","build/bin","build/tests/gpu","build/bench","build/tv"]: the
+# whole GPU test and racecheck with N144's templates; A/B tree / N144 at
+# T = 4096 for mxfp4-a16, nvfp4, nvfp4-a16 and qwen3-235b nvfp4; and why the
+# table's T = 1024 reads 6-8% above the A/B runs: mxfp4-a16 at T = 1024 with
+# --iters 10 and with the table's auto-sized passes.
 set -u
 . bench/results/device_run.sh
 cli_of() { # cli_of VARIANT: new = this tree, else build/vcli/VARIANT's
@@ -91,4 +104,28 @@ case ${1:-1} in
   card
   checks 250
   table ;;
+6)
+  card
+  MEGAJIT_TEMPLATE_DIR=build/tv/N144 run full 210 $T --budget 200
+  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
+  MEGAJIT_TEMPLATE_DIR=build/tv/N144 MEGAJIT_MOE_TIMEOUT_MS=60000 \
+    run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 $T --quick
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -2
+  for f in mxfp4-a16 nvfp4 nvfp4-a16; do
+    for v in templates build/tv/N144 templates build/tv/N144; do
+      MEGAJIT_TEMPLATE_DIR=$v run n_$f 40 build/bin/megajit bench mega-moe --format $f \
+        --tokens 4096 --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +4096 " "$OUT/n_$f.log" | tail -1 | sed "s|^|$v |"
+    done
+  done
+  for v in templates build/tv/N144; do
+    MEGAJIT_TEMPLATE_DIR=$v run qw 60 build/bin/megajit bench mega-moe --shape qwen3-235b \
+      --format nvfp4 --tokens 4096 --iters 10
+    grep -E "^qwen3-235b +nvfp4 " "$OUT/qw.log" | tail -1 | sed "s|^|$v |"
+  done
+  for it in "--iters 10" "" "--iters 10" ""; do
+    run iters 40 build/bin/megajit bench mega-moe --format mxfp4-a16 --tokens 1024 \
+      --max-tokens 4096 $it
+    grep -E "^deepseek-v3 +mxfp4-a16 +1024 " "$OUT/iters.log" | tail -1 | sed "s|^|${it:-auto} |"
+  done ;;
 esac

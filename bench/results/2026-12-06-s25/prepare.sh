@@ -3,7 +3,19 @@
 # (before applying nv160.patch): build/vcli/head, k16 and k16w (command.sh,
 # N = 1, 2). For N = 3 and 4: `bash prepare.sh k` builds build/vcli/k, the
 # CLI of 0acea34 (mxfp4-a8 on the BF16 path, the E4M3 code still there).
+# For N = 6: `bash prepare.sh tv` (build/tv/N144).
 set -eu
+if [ "${1:-}" = tv ]; then # build/tv/N144: this tree's templates with N144.patch
+  rm -rf build/tv/N144
+  mkdir -p build/tv
+  cp -r templates build/tv/N144
+  # The patch's templates/ part (its tools/gen_wgmma.py hunk made the new
+  # wgmma_ops.cuh).
+  python3 -c 'import re, sys; print("".join(p for p in re.split(r"(?=^diff --git )", sys.stdin.read(), flags=re.M) if p.startswith("diff --git a/templates/")), end="")' \
+    < bench/results/2026-12-06-s25/N144.patch | patch -s -p2 -d build/tv/N144
+  find build/tv/N144 -name '*.orig' -delete
+  exit 0
+fi
 if [ "${1:-}" = k ]; then
   rm -rf /tmp/wt-k build/vcli/k
   git worktree add -f /tmp/wt-k 0acea34 -q
