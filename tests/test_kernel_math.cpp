@@ -360,7 +360,7 @@ void test_rows(void **state) {
     }
 }
 
-/* MXFP8 into BF16 (the pull and the GEMM 1 epilogue of the BF16 kind): every
+/* MXFP8 into BF16 (the pull and the GEMM 1 epilogue): every
  * E4M3 byte times every UE8M0 scale from 3 is exact, or infinite where the
  * value passes BF16's largest finite one. */
 void test_e4m3_pairs_to_bf16(void **state) {

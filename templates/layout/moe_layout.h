@@ -40,7 +40,7 @@
  * epilogue dequantize MXFP8 and NVFP4 rows exactly). The E4M3 wgmma path that
  * MXFP4 weights with MXFP8 tokens once took promoted every K32 product into
  * fp32 and held two products beside each accumulator, so its tiles stopped at
- * 64 tokens: 1.5x slower at T = 4096 on DeepSeek-V3, 5% faster at 1024
+ * 64 tokens: 1.5x slower at T = 4096 on DeepSeek-V3, 6% faster at 1024
  * (bench/RESULTS.md, twenty-fifth session). Bytes of a token element: */
 #define MJ_MOE_TOKEN_BYTES 2
 

@@ -322,7 +322,7 @@ void test_invalid_shared(ctx *c) {
     create_refused(c, "mxfp8", 0, MJ_FORMAT_MXFP8, -I, MJ_ERR_INVALID_ARG, "shared_intermediate",
                    "negative");
 
-    /* MXFP8 shared weights decoded on the BF16 kind: a row's scale bytes
+    /* MXFP8 shared weights decoded into BF16: a row's scale bytes
      * spread by 119 are refused by name, by 118 taken (weight_image.cuh). */
     set_case("invalid shared: mxfp4-a16 row, MXFP8 shared gate with a row's scale bytes 119 apart "
              "refused, 118 apart loaded");
