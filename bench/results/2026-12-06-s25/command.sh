@@ -123,9 +123,21 @@ case ${1:-1} in
       --format nvfp4 --tokens 4096 --iters 10
     grep -E "^qwen3-235b +nvfp4 " "$OUT/qw.log" | tail -1 | sed "s|^|$v |"
   done
+  # The SM clock and power every 50 ms beside each run (sustained clocks
+  # under the auto-sized passes are the first suspect).
   for it in "--iters 10" "" "--iters 10" ""; do
+    name=auto
+    [ -n "$it" ] && name=iters10
+    nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 50 \
+      >> "$OUT/clocks_$name.csv" 2>&1 &
+    smi=$!
     run iters 40 build/bin/megajit bench mega-moe --format mxfp4-a16 --tokens 1024 \
       --max-tokens 4096 $it
+    kill $smi
     grep -E "^deepseek-v3 +mxfp4-a16 +1024 " "$OUT/iters.log" | tail -1 | sed "s|^|${it:-auto} |"
+  done
+  for f in "$OUT"/clocks_*.csv; do
+    echo "$f: SM MHz min/median $(cut -d, -f2 "$f" | grep -o '[0-9]\+' | sort -n | sed -n '1p')" \
+      "/ $(cut -d, -f2 "$f" | grep -o '[0-9]\+' | sort -n | awk '{a[NR]=$1} END {print a[int(NR/2)+1]}')"
   done ;;
 esac
