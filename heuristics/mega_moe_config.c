@@ -94,13 +94,6 @@ int mj_moe_block_m_supported(int block_m, const mj_moe_format_row *fmt) {
     return 0;
 }
 
-int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk,
-                        const mj_moe_format_row *fmt) {
-    int bm = mj_moe_block_m(num_tokens, num_ranks, num_experts, topk);
-    int cap = mj_moe_max_block_m(fmt);
-    return bm > cap ? cap : bm;
-}
-
 int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
     /* A fused shared expert's own loop spilled beside 160-token tiles, and
      * so did gpt-oss's mxfp4-a8 kernel with its expert biases, whose GEMM 1
@@ -108,6 +101,12 @@ int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row 
     const int cap = mj_moe_max_block_m(fmt);
     const int biased_mxfp8 = p && fmt && p->expert_biases && fmt->l2_input_fmt == MJ_FMT_MXFP8;
     return p && (p->shared_expert || biased_mxfp8) && cap > 128 ? 128 : cap;
+}
+
+int mj_moe_pick_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
+    const int bm = mj_moe_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk);
+    const int cap = mj_moe_problem_max_block_m(p, fmt);
+    return bm > cap ? cap : bm;
 }
 
 /* The deepest ring of bm-token tiles that fits shared memory: 0 and *out
@@ -139,11 +138,10 @@ int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *f
     if (block_m) return deepest_ring(p, fmt, block_m, stage_k, out);
     /* The heuristic's tile, or the largest smaller one whose ring fits
      * beside the layer's routing tables (160-token tiles of many experts). */
-    const int want = mj_moe_block_m(p->num_tokens, p->num_ranks, p->num_experts, p->topk);
-    const int cap = mj_moe_problem_max_block_m(p, fmt);
+    const int want = mj_moe_pick_block_m(p, fmt);
     for (int i = NUM_CANDIDATES - 1; i >= 0; i--) {
         const int bm = block_m_candidates[i];
-        if (bm <= want && bm <= cap && deepest_ring(p, fmt, bm, stage_k, out) == 0) return 0;
+        if (bm <= want && deepest_ring(p, fmt, bm, stage_k, out) == 0) return 0;
     }
     return -1;
 }

@@ -37,13 +37,13 @@ int mj_moe_max_block_m(const mj_moe_format_row *fmt);
 /* BLOCK_M for num_tokens per rank (not capped by the row); -1 for invalid arguments. */
 int mj_moe_block_m(int num_tokens, int num_ranks, int num_experts, int topk);
 
-/* The same, capped at the row's largest tile: what a launch uses. */
-int mj_moe_pick_block_m(int num_tokens, int num_ranks, int num_experts, int topk,
-                        const mj_moe_format_row *fmt);
-
 /* The largest tile of a layer: the row's, and 128 beside a fused shared
  * expert or where expert biases meet an MXFP8 GEMM 2 input (mxfp4-a8). */
 int mj_moe_problem_max_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt);
+
+/* mj_moe_block_m for p's tokens capped at mj_moe_problem_max_block_m: what a
+ * launch uses where its ring fits (mj_moe_kernel_config_for). */
+int mj_moe_pick_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt);
 
 /* The token tiles the kernel is built for: 8, 16, 32, 64, 128 and 160, at most
  * mj_moe_max_block_m(fmt). */

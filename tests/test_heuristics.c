@@ -237,6 +237,7 @@ static void test_stage_k(void **state) {
 static void expect_capped_at_128(const mj_moe_problem *p, const mj_moe_format_row *row) {
     mj_moe_kernel_config c;
     assert_int_equal(mj_moe_problem_max_block_m(p, row), 128);
+    assert_int_equal(mj_moe_pick_block_m(p, row), 128);
     assert_int_equal(mj_moe_kernel_config_for(p, row, 0, &c), 0);
     assert_int_equal(c.block_m, 128);
     assert_int_equal(mj_moe_kernel_config_for(p, row, 160, &c), -1);

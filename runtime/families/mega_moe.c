@@ -37,7 +37,7 @@ int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens) {
     mj_moe_kernel_config kc;
     if (mj_moe_kernel_config_for(&prob, row, 0, &kc) == 0) return kc.block_m;
     /* A layer no kernel fits: the spec built from this reports why. */
-    return mj_moe_pick_block_m(num_tokens, cfg->num_ranks, cfg->num_experts, cfg->num_topk, row);
+    return mj_moe_pick_block_m(&prob, row);
 }
 
 mj_moe_shared_geometry mj_moe_shared_geometry_for(const mj_moe_config *cfg) {
