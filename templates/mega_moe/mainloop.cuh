@@ -93,14 +93,25 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // for every register write in flight: decodes for narrow tiles, where
     // decode and wgmma serialize, run four steps a group (E2M1: 6% faster than
     // one, and two 3% slower, at 8 tokens), into twice as many fragment sets:
-    // one group decodes while the one before runs. Otherwise step c decodes
-    // into set c % kSets while the wgmmas of the kSets - 1 steps before it
-    // run: wide tiles, and decodes from 32 tokens, keep two sets, as more
-    // spill beside their accumulators (tests/test_mega_moe_build.c); so do
-    // loops of one block (a shared expert's), whose four sets of BF16
-    // weights made ptxas serialize their wgmmas (C7515).
+    // one group decodes while the one before runs. So do E2M1 weights' two-block
+    // loops of at most 40 columns in tiles of 32 tokens, and of 64 where GEMM 1
+    // stores BF16, whose warps waited on one step's short dependency chains
+    // (Nsight's source counters: 0.44 instructions an SMSP a cycle; on an H100
+    // at T = 512 nvfp4 2491 -> 2371 us, nvfp4-a16 -4%, the MX rows -1 to -2%; at
+    // T = 1024 nvfp4-a16 -3.5%, mxfp4-a16 within 1%; twenty-sixth session).
+    // The 64-token kernels that quantize GEMM 1's output (nvfp4, mxfp4-a8)
+    // spilled 4-8 bytes with it, and the 64-column loop so grouped was 6-11%
+    // slower. Otherwise step c decodes into set c % kSets while the wgmmas
+    // of the kSets - 1 steps before it run: wide tiles, and decodes from 32
+    // tokens, keep two sets, as more spill beside their accumulators
+    // (tests/test_mega_moe_build.c); so do loops of one block (a shared
+    // expert's), whose four sets of BF16 weights made ptxas serialize their
+    // wgmmas (C7515).
     constexpr bool kWide = C::kBlockM >= 128 || (kDecoded && C::kBlockM >= 32);
-    constexpr int kGroup = kDecoded && !kWide && kSteps % 8 == 0 ? 4 : 1;
+    constexpr bool kNarrowLoop =
+        C::kW4 && kBlocks == 2 && kN <= 40 &&
+        (C::kBlockM == 32 || (C::kBlockM == 64 && C::kL2Fmt == MJ_FMT_BF16));
+    constexpr int kGroup = kDecoded && (!kWide || kNarrowLoop) && kSteps % 8 == 0 ? 4 : 1;
     constexpr int kSets = kGroup == 4 ? 8 : kWide || kBlocks == 1 ? 2 : 4;
     constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
     static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");

@@ -7,8 +7,25 @@
 # variant: the whole GPU test, racecheck, A/B at T = 4096, and the SM clock
 # beside the T = 1024 runs); N144 then landed.
 # N = 2: Nsight Compute's source counters (stall samples by SASS
-# instruction) on one launch of mxfp4-a16 at T = 4096 and 1024, exported as
-# CSV (where the epilogues' and the pull's time goes); --phases of the same.
+# instruction) on one launch of mxfp4-a16 at T = 4096 (160-token tiles) and
+# 1024 (64-token tiles), exported as CSV; --phases of the same (calls 2-4:
+# call 2's filter caught an 8-token launch, call 3's none; call 4 is the one
+# to read, without --phases: NOPHASES=1).
+# N = 3 (call 5): four-step fragment groups for the decoded loops of at most
+# 40 columns in 64-token tiles: build/tv/G2 (two K16 steps a wgmma fence,
+# four fragment sets) and build/tv/G4 (four steps, eight sets; prepare with
+# `. bench/results/variants.sh; templates_with G4 G4.patch`) against the
+# tree, mxfp4-a16, nvfp4 and mxfp4-a8 at T = 256, 1024.
+# N = 4 (call 6): G4 and G4w (G4 also for the 64-column loop and for
+# 32-token tiles) against the tree, four rows at T = 512, 1024.
+# N = 5 (call 7): the tree with G4 extended to 32-token tiles (the landed
+# rule but for the 64-token kernels that quantize GEMM 1's output, which
+# spilled), against build/tv/prev (the templates of the commit before it:
+# `git archive HEAD templates`): --quick, racecheck, memcheck, four rows at
+# T = 64, 512, 1024.
+# N = 6 (call 8): the landed rule: the whole GPU test; nvfp4, nvfp4-a16 and
+# mxfp8 (whose E4M3 weights keep their loops) at T = 512, 1024 against
+# build/tv/prev.
 set -u
 . bench/results/device_run.sh
 prof() { # prof NAME TOKENS ROW BLOCK_M: one launch's source counters into $OUT/NAME.csv.gz
@@ -34,4 +51,53 @@ case ${1:-2} in
   run phases 90 build/bin/megajit bench mega-moe --format mxfp4-a16 --tokens 1024,4096 \
     --max-tokens 4096 --iters 5 --phases
   grep -A8 "^phases" "$OUT/phases.log" | head -24 ;;
+3)
+  card
+  for f in mxfp4-a16 nvfp4 mxfp4-a8; do
+    for v in templates build/tv/G2 build/tv/G4 templates build/tv/G2 build/tv/G4; do
+      MEGAJIT_TEMPLATE_DIR=$v run g_$f 60 build/bin/megajit bench mega-moe --format $f \
+        --tokens 256,1024 --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +(256|1024) " "$OUT/g_$f.log" | tail -2 | sed "s|^|$v |"
+    done
+  done
+  [ -n "${WIN:-}" ] || exit 0
+  MEGAJIT_TEMPLATE_DIR=build/tv/$WIN run quick 120 $T --quick
+  grep -E "passed, |^FAIL" "$OUT/quick.log" | tail -3
+  race_variants $WIN ;;
+4)
+  card
+  for f in mxfp4-a16 nvfp4 nvfp4-a16 mxfp4-a8; do
+    for v in templates build/tv/G4 build/tv/G4w templates build/tv/G4 build/tv/G4w; do
+      MEGAJIT_TEMPLATE_DIR=$v run w_$f 60 build/bin/megajit bench mega-moe --format $f \
+        --tokens 512,1024 --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +(512|1024) " "$OUT/w_$f.log" | tail -2 | sed "s|^|$v |"
+    done
+  done ;;
+5)
+  card
+  run quick 150 $T --quick
+  grep -E "passed, |^FAIL" "$OUT/quick.log" | tail -3
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race 150 compute-sanitizer --tool racecheck --error-exitcode 97 \
+    $T --quick
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -2
+  for f in nvfp4 nvfp4-a16 mxfp4-a16 mxfp4-a8; do
+    for v in build/tv/prev templates build/tv/prev templates; do
+      MEGAJIT_TEMPLATE_DIR=$v run f_$f 60 build/bin/megajit bench mega-moe --format $f \
+        --tokens 64,512,1024 --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +(64|512|1024) " "$OUT/f_$f.log" | tail -3 | sed "s|^|$v |"
+    done
+  done
+  run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
+  grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -2 ;;
+6)
+  card
+  run full 210 $T --budget 200
+  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
+  for f in nvfp4 nvfp4-a16 mxfp8; do
+    for v in build/tv/prev templates build/tv/prev templates; do
+      MEGAJIT_TEMPLATE_DIR=$v run h_$f 60 build/bin/megajit bench mega-moe --format $f \
+        --tokens 512,1024 --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +(512|1024) " "$OUT/h_$f.log" | tail -2 | sed "s|^|$v |"
+    done
+  done ;;
 esac
