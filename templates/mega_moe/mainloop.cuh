@@ -96,7 +96,7 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // one group decodes while the one before runs. So do E2M1 weights' two-block
     // loops of at most 40 columns in tiles of 32 tokens, and of 64 where GEMM 1
     // stores BF16, whose warps waited on one step's short dependency chains
-    // (Nsight's source counters: 0.44 instructions an SMSP a cycle; on an H100
+    // (Nsight's source counters: about 0.4 instructions an SMSP a cycle; on an H100
     // at T = 512 nvfp4 2491 -> 2371 us, nvfp4-a16 -4%, the MX rows -1 to -2%; at
     // T = 1024 nvfp4-a16 -3.5%, mxfp4-a16 within 1%; twenty-sixth session).
     // The 64-token kernels that quantize GEMM 1's output (nvfp4, mxfp4-a8)
