@@ -26,6 +26,8 @@
 # N = 6 (call 8): the landed rule: the whole GPU test; nvfp4, nvfp4-a16 and
 # mxfp8 (whose E4M3 weights keep their loops) at T = 512, 1024 against
 # build/tv/prev.
+# (The A/B loops ran as written out in each case; `trees` folded them into
+# one helper after call 8, the same commands in the same order.)
 set -u
 . bench/results/device_run.sh
 prof() { # prof NAME TOKENS ROW BLOCK_M: one launch's source counters into $OUT/NAME.csv.gz
@@ -42,6 +44,18 @@ prof() { # prof NAME TOKENS ROW BLOCK_M: one launch's source counters into $OUT/
   grep -E "Duration|Throughput|Warp Cycles Per Issued|No Eligible|Issued Warp" "$OUT/details_$name.txt" | head -12
   rm -f "$OUT/$name.ncu-rep"
 }
+trees() { # trees NAME TOKENS ROWS TREE...: each row at TOKENS with each template tree, in order
+  local name=$1 tokens=$2 rows=$3 f v
+  shift 3
+  for f in $rows; do
+    for v in "$@"; do
+      MEGAJIT_TEMPLATE_DIR=$v run ${name}_$f 60 build/bin/megajit bench mega-moe --format $f \
+        --tokens $tokens --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +(${tokens//,/|}) " "$OUT/${name}_$f.log" |
+        tail -$(echo $tokens | tr ',' '\n' | wc -l) | sed "s|^|$v |"
+    done
+  done
+}
 case ${1:-2} in
 2)
   card
@@ -53,26 +67,16 @@ case ${1:-2} in
   grep -A8 "^phases" "$OUT/phases.log" | head -24 ;;
 3)
   card
-  for f in mxfp4-a16 nvfp4 mxfp4-a8; do
-    for v in templates build/tv/G2 build/tv/G4 templates build/tv/G2 build/tv/G4; do
-      MEGAJIT_TEMPLATE_DIR=$v run g_$f 60 build/bin/megajit bench mega-moe --format $f \
-        --tokens 256,1024 --max-tokens 4096 --iters 10
-      grep -E "^deepseek-v3 +$f +(256|1024) " "$OUT/g_$f.log" | tail -2 | sed "s|^|$v |"
-    done
-  done
+  trees g 256,1024 "mxfp4-a16 nvfp4 mxfp4-a8" templates build/tv/G2 build/tv/G4 templates \
+    build/tv/G2 build/tv/G4
   [ -n "${WIN:-}" ] || exit 0
   MEGAJIT_TEMPLATE_DIR=build/tv/$WIN run quick 120 $T --quick
   grep -E "passed, |^FAIL" "$OUT/quick.log" | tail -3
   race_variants $WIN ;;
 4)
   card
-  for f in mxfp4-a16 nvfp4 nvfp4-a16 mxfp4-a8; do
-    for v in templates build/tv/G4 build/tv/G4w templates build/tv/G4 build/tv/G4w; do
-      MEGAJIT_TEMPLATE_DIR=$v run w_$f 60 build/bin/megajit bench mega-moe --format $f \
-        --tokens 512,1024 --max-tokens 4096 --iters 10
-      grep -E "^deepseek-v3 +$f +(512|1024) " "$OUT/w_$f.log" | tail -2 | sed "s|^|$v |"
-    done
-  done ;;
+  trees w 512,1024 "mxfp4-a16 nvfp4 nvfp4-a16 mxfp4-a8" templates build/tv/G4 build/tv/G4w \
+    templates build/tv/G4 build/tv/G4w ;;
 5)
   card
   run quick 150 $T --quick
@@ -80,24 +84,13 @@ case ${1:-2} in
   MEGAJIT_MOE_TIMEOUT_MS=60000 run race 150 compute-sanitizer --tool racecheck --error-exitcode 97 \
     $T --quick
   grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -2
-  for f in nvfp4 nvfp4-a16 mxfp4-a16 mxfp4-a8; do
-    for v in build/tv/prev templates build/tv/prev templates; do
-      MEGAJIT_TEMPLATE_DIR=$v run f_$f 60 build/bin/megajit bench mega-moe --format $f \
-        --tokens 64,512,1024 --max-tokens 4096 --iters 10
-      grep -E "^deepseek-v3 +$f +(64|512|1024) " "$OUT/f_$f.log" | tail -3 | sed "s|^|$v |"
-    done
-  done
+  trees f 64,512,1024 "nvfp4 nvfp4-a16 mxfp4-a16 mxfp4-a8" build/tv/prev templates build/tv/prev \
+    templates
   run memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
   grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -2 ;;
 6)
   card
   run full 210 $T --budget 200
   grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
-  for f in nvfp4 nvfp4-a16 mxfp8; do
-    for v in build/tv/prev templates build/tv/prev templates; do
-      MEGAJIT_TEMPLATE_DIR=$v run h_$f 60 build/bin/megajit bench mega-moe --format $f \
-        --tokens 512,1024 --max-tokens 4096 --iters 10
-      grep -E "^deepseek-v3 +$f +(512|1024) " "$OUT/h_$f.log" | tail -2 | sed "s|^|$v |"
-    done
-  done ;;
+  trees h 512,1024 "nvfp4 nvfp4-a16 mxfp8" build/tv/prev templates build/tv/prev templates ;;
 esac
