@@ -99,20 +99,27 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // (Nsight's source counters: about 0.4 instructions an SMSP a cycle; on an H100
     // at T = 512 nvfp4 2491 -> 2371 us, nvfp4-a16 -4%, the MX rows -1 to -2%; at
     // T = 1024 nvfp4-a16 -3.5%, mxfp4-a16 within 1%; twenty-sixth session).
-    // The 64-token kernels that quantize GEMM 1's output (nvfp4, mxfp4-a8)
-    // spilled 4-8 bytes with it, and the 64-column loop so grouped was 6-11%
-    // slower. Otherwise step c decodes into set c % kSets while the wgmmas
-    // of the kSets - 1 steps before it run: wide tiles, and decodes from 32
-    // tokens, keep two sets, as more spill beside their accumulators
-    // (tests/test_mega_moe_build.c); so do loops of one block (a shared
-    // expert's), whose four sets of BF16 weights made ptxas serialize their
-    // wgmmas (C7515).
+    // The 64-token kernel that quantizes GEMM 1's output to NVFP4 (the nvfp4
+    // row) spilled 4-8 bytes with eight sets: it groups into four, waiting
+    // for each group before decoding the next, while the other warpgroup's
+    // group runs (T = 1024 on an H100: 2770, 2751 -> 2714, 2712 us;
+    // twenty-seventh session). mxfp4-a8's spilled too and lost 3-6% at
+    // T = 1024 in four sets: it runs one step a fence. Four sets for every
+    // grouped loop lost up to 5% (mxfp4-a8 at T = 512), and the 64-column
+    // loop grouped was 6-11% slower. Otherwise step c decodes into set c % kSets
+    // while the wgmmas of the kSets - 1 steps before it run: wide tiles, and
+    // decodes from 32 tokens, keep two sets, as more spill beside their
+    // accumulators (tests/test_mega_moe_build.c); so do loops of one block (a
+    // shared expert's), whose four sets of BF16 weights made ptxas serialize
+    // their wgmmas (C7515).
     constexpr bool kWide = C::kBlockM >= 128 || (kDecoded && C::kBlockM >= 32);
+    constexpr bool kNvfp4Quantizing = C::kWGroup == 16 && C::kL2Fmt == MJ_FMT_NVFP4;
     constexpr bool kNarrowLoop =
         C::kW4 && kBlocks == 2 && kN <= 40 &&
-        (C::kBlockM == 32 || (C::kBlockM == 64 && C::kL2Fmt == MJ_FMT_BF16));
+        (C::kBlockM == 32 || (C::kBlockM == 64 && (C::kL2Fmt == MJ_FMT_BF16 || kNvfp4Quantizing)));
     constexpr int kGroup = kDecoded && (!kWide || kNarrowLoop) && kSteps % 8 == 0 ? 4 : 1;
-    constexpr int kSets = kGroup == 4 ? 8 : kWide || kBlocks == 1 ? 2 : 4;
+    constexpr bool kOneGroup = kGroup == 4 && C::kBlockM == 64 && kNvfp4Quantizing;
+    constexpr int kSets = kGroup == 4 ? (kOneGroup ? 4 : 8) : kWide || kBlocks == 1 ? 2 : 4;
     constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
     static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");
 #pragma unroll
@@ -188,8 +195,8 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
             wgmma_commit();
             wgmma_wait<kInFlight>();
             // The previous stage's last group is done once kInFlight groups of this one
-            // are in flight.
-            if (c == kSets - kGroup - 1)
+            // are in flight (with none, once the first has been waited for).
+            if (c == (kInFlight ? kSets - kGroup - 1 : kGroup - 1))
                 mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
         }
         prev_slot = slot;
