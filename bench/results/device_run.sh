@@ -33,6 +33,18 @@ race_variants() { # race_variants VARIANT...: racecheck of --quick with build/tv
     grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race_$v.log" | tail -4 | sed "s|^|$v |"
   done
 }
+trees() { # trees NAME TOKENS ROWS TREE...: DeepSeek-V3's rows ROWS at TOKENS with each template tree, in order
+  local name=$1 tokens=$2 rows=$3 f v
+  shift 3
+  for f in $rows; do
+    for v in "$@"; do
+      MEGAJIT_TEMPLATE_DIR=$v run ${name}_$f 60 build/bin/megajit bench mega-moe --format $f \
+        --tokens $tokens --max-tokens 4096 --iters 10
+      grep -E "^deepseek-v3 +$f +(${tokens//,/|}) " "$OUT/${name}_$f.log" |
+        tail -$(echo $tokens | tr ',' '\n' | wc -l) | sed "s|^|$v |"
+    done
+  done
+}
 mxfp8_ab() { # mxfp8_ab CLI...: DeepSeek-V3's mxfp8 row at T = 1 .. 4096 with each CLI
   local cli
   for cli in "$@"; do

@@ -27,7 +27,8 @@
 # mxfp8 (whose E4M3 weights keep their loops) at T = 512, 1024 against
 # build/tv/prev.
 # (The A/B loops ran as written out in each case; `trees` folded them into
-# one helper after call 8, the same commands in the same order.)
+# one helper after call 8, the same commands in the same order; the helper
+# now lives in device_run.sh.)
 set -u
 . bench/results/device_run.sh
 prof() { # prof NAME TOKENS ROW BLOCK_M: one launch's source counters into $OUT/NAME.csv.gz
@@ -43,18 +44,6 @@ prof() { # prof NAME TOKENS ROW BLOCK_M: one launch's source counters into $OUT/
   ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/details_$name.txt" 2>&1
   grep -E "Duration|Throughput|Warp Cycles Per Issued|No Eligible|Issued Warp" "$OUT/details_$name.txt" | head -12
   rm -f "$OUT/$name.ncu-rep"
-}
-trees() { # trees NAME TOKENS ROWS TREE...: each row at TOKENS with each template tree, in order
-  local name=$1 tokens=$2 rows=$3 f v
-  shift 3
-  for f in $rows; do
-    for v in "$@"; do
-      MEGAJIT_TEMPLATE_DIR=$v run ${name}_$f 60 build/bin/megajit bench mega-moe --format $f \
-        --tokens $tokens --max-tokens 4096 --iters 10
-      grep -E "^deepseek-v3 +$f +(${tokens//,/|}) " "$OUT/${name}_$f.log" |
-        tail -$(echo $tokens | tr ',' '\n' | wc -l) | sed "s|^|$v |"
-    done
-  done
 }
 case ${1:-2} in
 2)
