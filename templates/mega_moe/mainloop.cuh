@@ -245,13 +245,18 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
     // Wide tiles: those of at most 128 tokens run the 128-column loop, those
     // of 129-144 a 144-column one (T = 4096 on an H100: mxfp4-a16 4950 ->
-    // 4853 us, nvfp4 5070 -> 4975, nvfp4-a16 5059 -> 4898; twenty-sixth
-    // session). Not where the GEMM 1 epilogue quantizes MXFP8 groups
-    // (mxfp4-a8) nor beside expert biases (gpt-oss): those kernels spilled.
+    // 4853 us, nvfp4-a16 5059 -> 4898; twenty-sixth session). Not where the
+    // GEMM 1 epilogue quantizes MXFP8 groups (mxfp4-a8) nor beside expert
+    // biases (gpt-oss): those kernels spilled. Nor for NVFP4 tokens (the
+    // nvfp4 row, 5070 -> 4975 us with it): the loop took that kernel's first
+    // compile on the 2-core machine from 2.5 to 3.1 s (Qwen3-235B on four
+    // ranks: 3.6 s), past the 3 s target (twenty-seventh session).
     constexpr int kLoop128 = C::kWideTile ? 128 : C::kBlockM;
     const bool loop128 = kLoop128 < C::kBlockM && valid <= kLoop128;
     constexpr int kLoop144 =
-        C::kWideTile && C::kL2Fmt != MJ_FMT_MXFP8 && !C::kBiases ? 144 : C::kBlockM;
+        C::kWideTile && C::kL2Fmt != MJ_FMT_MXFP8 && !C::kBiases && C::kDispatchFmt != MJ_FMT_NVFP4
+            ? 144
+            : C::kBlockM;
     const bool loop144 = kLoop144 < C::kBlockM && valid <= kLoop144;
     if (loop128)
         mainloop_bf16<C, kLoop128, C>(ring, it, stages, nblk, m, L, acc0, acc1);
