@@ -102,8 +102,8 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // The 64-token kernel that quantizes GEMM 1's output to NVFP4 (the nvfp4
     // row) spilled 4-8 bytes with eight sets: it groups into four, waiting
     // for each group before decoding the next, while the other warpgroup's
-    // group runs (T = 1024 on an H100: 2770, 2751 -> 2714, 2712 us;
-    // twenty-seventh session). mxfp4-a8's spilled too and lost 3-6% at
+    // group runs (T = 1024 on an H100: 2751 -> 2724 us, the means of seven
+    // runs each; twenty-seventh session). mxfp4-a8's spilled too and lost 3-6% at
     // T = 1024 in four sets: it runs one step a fence. Four sets for every
     // grouped loop lost up to 5% (mxfp4-a8 at T = 512), and the 64-column
     // loop grouped was 6-11% slower. Otherwise step c decodes into set c % kSets
