@@ -113,12 +113,11 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // shared expert's), whose four sets of BF16 weights made ptxas serialize
     // their wgmmas (C7515).
     constexpr bool kWide = C::kBlockM >= 128 || (kDecoded && C::kBlockM >= 32);
-    constexpr bool kNvfp4Quantizing = C::kWGroup == 16 && C::kL2Fmt == MJ_FMT_NVFP4;
     constexpr bool kNarrowLoop =
         C::kW4 && kBlocks == 2 && kN <= 40 &&
-        (C::kBlockM == 32 || (C::kBlockM == 64 && (C::kL2Fmt == MJ_FMT_BF16 || kNvfp4Quantizing)));
+        (C::kBlockM == 32 || (C::kBlockM == 64 && C::kL2Fmt != MJ_FMT_MXFP8));
+    constexpr bool kOneGroup = C::kBlockM == 64 && C::kL2Fmt == MJ_FMT_NVFP4;
     constexpr int kGroup = kDecoded && (!kWide || kNarrowLoop) && kSteps % 8 == 0 ? 4 : 1;
-    constexpr bool kOneGroup = kGroup == 4 && C::kBlockM == 64 && kNvfp4Quantizing;
     constexpr int kSets = kGroup == 4 ? (kOneGroup ? 4 : 8) : kWide || kBlocks == 1 ? 2 : 4;
     constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
     static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");
