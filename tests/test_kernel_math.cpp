@@ -205,6 +205,40 @@ void test_e2m1_pairs_to_bf16(void **state) {
     }
 }
 
+// The L1 epilogue's NVFP4 re-quantization into BF16 tiles: for every group
+// scale byte the epilogue can produce (0 .. 448), x around every E2M1
+// threshold, a sweep of all magnitudes of both signs, zeros, infinities and
+// NaN, nvfp4_requant gives the BF16 of the code path (e2m1_from_f32 of x inv,
+// decoded, times s) with nothing below BF16's bits.
+void test_nvfp4_requant(void **state) {
+    (void)state;
+    static const float t[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f,
+                              0.5f,  1.0f,  1.5f,  2.0f,  3.0f, 4.0f, 8.0f};
+    for (int sb = 0; sb <= 0x7e; sb++) {
+        const float s = mjr_f32_from_e4m3((uint8_t)sb);
+        const float inv = mj::nvfp4_group_inv((unsigned char)sb, 1.0f);
+        auto check = [&](float x) {
+            const float got = mj::nvfp4_requant(x, inv * 0.125f, s * 8.0f);
+            const uint8_t code = mj::e2m1_from_f32(x * inv);
+            const uint16_t want = mjr_bf16_from_f32(mjr_f32_from_e2m1(code) * s);
+            if ((bits_of(got) & 0xffffu) != 0u || (uint16_t)(bits_of(got) >> 16) != want)
+                fail_msg("scale byte %#x, x %a: %#x, want %#x", sb, (double)x, bits_of(got),
+                         (unsigned)want << 16);
+        };
+        for (float th : t)
+            for (int sign = 0; sign < 2; sign++)
+                for (int d = -40; d <= 40; d++) {
+                    const float x = inv > 0.0f ? th / inv : th;
+                    check(float_of((bits_of(x) + (uint32_t)d) | (uint32_t)sign << 31));
+                }
+        for (uint64_t u = 0; u <= 0x7fffffffull; u += 40009)
+            for (int sign = 0; sign < 2; sign++)
+                check(float_of((uint32_t)u | (uint32_t)sign << 31));
+        for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN})
+            check(x);
+    }
+}
+
 // Packing, signs and -0 suppression of whole 8-element words, and the NaN-
 // ignoring packed maximum, on random pairs with every kind of value.
 void test_fast_packing(void **state) {
@@ -395,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_fast_e2m1_pow2),      cmocka_unit_test(test_fast_e2m1_f32),
         cmocka_unit_test(test_fast_packing),        cmocka_unit_test(test_rows),
         cmocka_unit_test(test_e2m1_pairs_to_bf16),  cmocka_unit_test(test_e4m3_pairs_to_bf16),
+        cmocka_unit_test(test_nvfp4_requant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

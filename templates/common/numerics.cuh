@@ -436,6 +436,22 @@ inline mj_u32 bf16x2_rn(float lo, float hi) {
 }
 #endif
 
+// E2M1_RNE(x * inv) x s (NUMERICS.md, the L1 epilogue's NVFP4 into BF16
+// tiles) without the code: inv8 = inv / 8 and s8 = 8 s, both exact. |x| inv /
+// 8, saturated to [0, 1] (a NaN to 0), takes E2M1's grid / 8 by adding M
+// (RNE at the ulp of M: 2^-4 below 1/4, 2^-3 below 1/2, 2^-2 above, as
+// e2m1_from_f32's three steps) and is clamped to 6 / 8; the fma with +0 keeps a
+// zero code's sign off. At most six significant bits: the top half is the
+// exact BF16 (tests/test_kernel_math.cpp checks every scale byte against the
+// code path).
+MJ_HD float nvfp4_requant(float x, float inv8, float s8) {
+    const float t = fma_sat(abs_f32(x), inv8, 0.0f);
+    const float m = t < 0.25f ? 524288.0f : t < 0.5f ? 1048576.0f : 2097152.0f;
+    float r = (t + m) - m;
+    r = r < 0.75f ? r : 0.75f;
+    return fma_rn(r, f32_from_bits(f32_bits(s8) | (f32_bits(x) & 0x80000000u)), 0.0f);
+}
+
 // Max of the BF16 magnitudes in n words (pairs), as BF16 bits, with any NaN
 // winning: a result >= MJ_BF16_SPECIAL flags a block holding Inf or NaN, which
 // the fast paths leave to the scalar helpers.

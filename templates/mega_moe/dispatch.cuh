@@ -229,12 +229,15 @@ __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, in
                         w = 1.0f;
                     }
                 }
+                // Word by word: two 16-byte stores spilled in the nvfp4 row's
+                // 160-token pull (the words past GEMM 1's two are never read).
                 mj_u32 *m = L.meta_row(tile, r);
                 m[0] = (mj_u32)ps;
                 m[1] = (mj_u32)token;
                 m[2] = (mj_u32)slot_k;
-                m[3] = f32_bits(xs);
-                m[4] = f32_bits(w);
+                m[3] = f32_bits(w);
+                m[MJ_MOE_META_L1] = f32_bits(xs);
+                m[MJ_MOE_META_L1 + 1] = f32_bits(w);
             }
             // Each lane fences its row bytes towards the bulk copies that read
             // them; lane 0's release after the warp barrier publishes every

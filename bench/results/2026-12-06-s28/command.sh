@@ -5,6 +5,15 @@
 #   bash bench/results/2026-12-06-s28/command.sh N
 # N = 1: the card; issue 10's DeepSeek-V3 table with the PyTorch BF16 peer
 # (`table`); then --phases of mxfp4-a16 and nvfp4 at T = 256 and 1024.
+# N = 2 (no H200 started; on an H100): --phases of nvfp4, mxfp4-a16 and
+# mxfp4-a8 at T = 1024 and 4096 (where do the GEMM 1 epilogues of the rows
+# that quantize GEMM 2's input go).
+# N = 3: the whole GPU test on the tree (wide tiles' epilogue inputs copied
+# into shared memory under the K loop; the nvfp4 GEMM 1 epilogue's
+# re-quantization without codes); then DeepSeek-V3 at T = 1024 and 4096 for
+# nvfp4, mxfp4-a16 and mxfp4-a8 with build/tv/head (`git archive 35baa0c
+# templates`), build/tv/A (the tree without the re-quantization change:
+# bench/results/2026-12-06-s28/A.patch against head) and the tree, twice.
 set -u
 . bench/results/device_run.sh
 case ${1:-1} in
@@ -16,4 +25,17 @@ case ${1:-1} in
       --max-tokens 4096 --iters 10 --phases
     grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
   done ;;
+2)
+  card
+  for f in nvfp4 mxfp4-a16 mxfp4-a8; do
+    run phases_$f 120 build/bin/megajit bench mega-moe --format $f --tokens 1024,4096 \
+      --max-tokens 4096 --iters 10 --phases
+    grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
+  done ;;
+3)
+  card
+  run full 215 $T --budget 200
+  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
+  trees t 1024,4096 "nvfp4 mxfp4-a16 mxfp4-a8" build/tv/head build/tv/A templates \
+    templates build/tv/A build/tv/head ;;
 esac
