@@ -140,7 +140,8 @@ __device__ __forceinline__ float2 row_biases(const float *b, mj_u64 first, bool 
 template <class C>
 __device__ __forceinline__ uint4 column_meta(const Launch<C> &L, const Task &k, int col) {
     const mj_u32 *meta = L.meta_row(k.tile, col);
-    if (k.gemm == 1) return make_uint4(ld_cg(meta + MJ_MOE_META_L1), ld_cg(meta + MJ_MOE_META_L1 + 1), 0u, 0u);
+    if (k.gemm == 1)
+        return make_uint4(ld_cg(meta + MJ_MOE_META_L1), ld_cg(meta + MJ_MOE_META_L1 + 1), 0u, 0u);
     return make_uint4(ld_cg(meta), ld_cg(meta + 1), ld_cg(meta + 2),
                       C::kBiases ? ld_cg(meta + 3) : 0u);
 }
@@ -239,7 +240,8 @@ template <class C> __device__ __forceinline__ int padding_word(int i) {
 }
 /* Its floats: row scales of the warpgroup's two blocks (GEMM 1: its unit's
  * gate and up rows), then their biases, then the alphas. */
-constexpr int kPadScales = 0, kPadBiases = 2 * MJ_MOE_BLOCK_ROWS, kPadAlphas = 4 * MJ_MOE_BLOCK_ROWS;
+constexpr int kPadScales = 0, kPadBiases = 2 * MJ_MOE_BLOCK_ROWS,
+              kPadAlphas = 4 * MJ_MOE_BLOCK_ROWS;
 
 /* Issued by every thread of the warpgroup once the task's first stage has
  * landed (its meta is visible from then, as for epi_inputs). */
@@ -317,8 +319,7 @@ __device__ __forceinline__ EpiInputs staged_epi_inputs(const Task &k, const Math
  * tiles: there already). */
 template <class C>
 __device__ __forceinline__ const mj_u32 *share_inputs(const EpiInputs &e, const Task &k,
-                                                      const MathThread &m,
-                                                      unsigned char *scratch) {
+                                                      const MathThread &m, unsigned char *scratch) {
     mj_u32 *table = epi_table<C>(scratch);
     if (!C::kWideTile && m.t < k.valid)
         *reinterpret_cast<uint4 *>(table + 4 * m.t) =
