@@ -8,12 +8,15 @@
 # N = 2 (no H200 started; on an H100): --phases of nvfp4, mxfp4-a16 and
 # mxfp4-a8 at T = 1024 and 4096 (where do the GEMM 1 epilogues of the rows
 # that quantize GEMM 2's input go).
-# N = 3: the whole GPU test on the tree (wide tiles' epilogue inputs copied
-# into shared memory under the K loop; the nvfp4 GEMM 1 epilogue's
-# re-quantization without codes); then DeepSeek-V3 at T = 1024 and 4096 for
-# nvfp4, mxfp4-a16 and mxfp4-a8 with build/tv/head (`git archive 35baa0c
-# templates`), build/tv/A (the tree without the re-quantization change:
-# bench/results/2026-12-06-s28/A.patch against head) and the tree, twice.
+# N = 3: the whole GPU test on the tree; then DeepSeek-V3 at T = 1024 and
+# 4096, twice in alternating order, with each template tree: build/tv/head
+# (`git archive 35baa0c templates`), build/tv/A (wide tiles' epilogue inputs
+# copied into shared memory under the K loop: A.patch against head),
+# build/tv/B (`git archive 55bafd5 templates`: A + the nvfp4 GEMM 1
+# epilogue's re-quantization without codes) and the tree (B + one fence a
+# round of pulled rows); A only for nvfp4, the one row where it differs
+# from B. N = 4: the same for mxfp4-a16 and mxfp4-a8 (head, B, the tree),
+# then --phases of nvfp4 and mxfp4-a16 on the tree.
 set -u
 . bench/results/device_run.sh
 case ${1:-1} in
@@ -35,7 +38,16 @@ case ${1:-1} in
 3)
   card
   run full 215 $T --budget 200
-  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
-  trees t 1024,4096 "nvfp4 mxfp4-a16 mxfp4-a8" build/tv/head build/tv/A templates \
-    templates build/tv/A build/tv/head ;;
+  grep -E "passed, |^FAIL|not run|skipped \\(" "$OUT/full.log" | tail -4
+  trees t 1024,4096 nvfp4 build/tv/head build/tv/A build/tv/B templates \
+    templates build/tv/B build/tv/A build/tv/head ;;
+4)
+  card
+  trees t 1024,4096 "mxfp4-a16 mxfp4-a8" build/tv/head build/tv/B templates \
+    templates build/tv/B build/tv/head
+  for f in nvfp4 mxfp4-a16; do
+    run phases_$f 120 build/bin/megajit bench mega-moe --format $f --tokens 1024,4096 \
+      --max-tokens 4096 --iters 10 --phases
+    grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
+  done ;;
 esac
