@@ -358,7 +358,9 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
-        const float xs = f32_from_bits(table[4 * col]);
+        // Only NVFP4 tokens carry a per-token scale (the others' is 1: their
+        // products are the same bits without the table read).
+        const float xs = C::kDispatchFmt == MJ_FMT_NVFP4 ? f32_from_bits(table[4 * col]) : 1.0f;
         float g = gate[j] * (xs * ag), u = up[j] * (xs * au);
         if (C::kBiases) {
             const bool below = (j >> 1) & 1; // row g + 8

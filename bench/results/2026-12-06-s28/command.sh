@@ -17,6 +17,11 @@
 # round of pulled rows); A only for nvfp4, the one row where it differs
 # from B. N = 4: the same for mxfp4-a16 and mxfp4-a8 (head, B, the tree),
 # then --phases of nvfp4 and mxfp4-a16 on the tree.
+# N = 5: the checks of the landed tree: the whole GPU test, racecheck of the
+# BLOCK_M section (its wide tiles copy their epilogue inputs by cp.async)
+# and memcheck of --quick; then mxfp4-a16 with build/tv/C (`git archive
+# ba53df5 templates`) against the tree (the GEMM 1 epilogue reads no x scale
+# for tokens that carry none).
 set -u
 . bench/results/device_run.sh
 case ${1:-1} in
@@ -50,4 +55,14 @@ case ${1:-1} in
       --max-tokens 4096 --iters 10 --phases
     grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
   done ;;
+5)
+  card
+  run full 215 $T --budget 200
+  grep -E "passed, |^FAIL|not run|skipped \\(" "$OUT/full.log" | tail -4
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race_bm 150 compute-sanitizer --tool racecheck --error-exitcode 97 \
+    $T --section block_m --budget 120
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY|skipped" "$OUT/race_bm.log" | tail -4
+  run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
+  grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
+  trees x 1024,4096 mxfp4-a16 build/tv/C templates templates build/tv/C ;;
 esac
