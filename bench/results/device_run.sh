@@ -25,6 +25,24 @@ checks() { # checks BUDGET_S: the whole GPU test, then racecheck and memcheck of
   run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
   grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
 }
+full_test() { # full_test BUDGET_S: the whole GPU test
+  run full $(($1 + 15)) $T --budget "$1"
+  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
+}
+race_block_m() { # race_block_m BUDGET_S: racecheck of test_mega_moe's BLOCK_M section (every tile size)
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race_bm $(($1 + 30)) compute-sanitizer --tool racecheck \
+    --error-exitcode 97 $T --section block_m --budget "$1"
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY|skipped" "$OUT/race_bm.log" | tail -4
+}
+phases() { # phases TOKENS ROW...: DeepSeek-V3's rows at TOKENS with --phases
+  local tokens=$1 f
+  shift
+  for f in "$@"; do
+    run phases_$f 120 build/bin/megajit bench mega-moe --format $f --tokens $tokens \
+      --max-tokens 4096 --iters 10 --phases
+    grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -$(echo $tokens | tr ',' '\n' | wc -l)
+  done
+}
 race_variants() { # race_variants VARIANT...: racecheck of --quick with build/tv/VARIANT's templates
   local v
   for v in "$@"; do

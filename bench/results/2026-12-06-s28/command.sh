@@ -21,48 +21,36 @@
 # BLOCK_M section (its wide tiles copy their epilogue inputs by cp.async)
 # and memcheck of --quick; then mxfp4-a16 with build/tv/C (`git archive
 # ba53df5 templates`) against the tree (the GEMM 1 epilogue reads no x scale
-# for tokens that carry none).
+# for tokens that carry none). N = 6: nvfp4-a16, mxfp8 and bf16 at T = 1,
+# 1024 and 4096 with build/tv/head against the tree.
 set -u
 . bench/results/device_run.sh
 case ${1:-1} in
 1)
   card
   table
-  for f in mxfp4-a16 nvfp4; do
-    run phases_$f 80 build/bin/megajit bench mega-moe --format $f --tokens 256,1024 \
-      --max-tokens 4096 --iters 10 --phases
-    grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
-  done ;;
+  phases 256,1024 mxfp4-a16 nvfp4 ;;
 2)
   card
-  for f in nvfp4 mxfp4-a16 mxfp4-a8; do
-    run phases_$f 120 build/bin/megajit bench mega-moe --format $f --tokens 1024,4096 \
-      --max-tokens 4096 --iters 10 --phases
-    grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
-  done ;;
+  phases 1024,4096 nvfp4 mxfp4-a16 mxfp4-a8 ;;
 3)
   card
-  run full 215 $T --budget 200
-  grep -E "passed, |^FAIL|not run|skipped \\(" "$OUT/full.log" | tail -4
+  full_test 200
   trees t 1024,4096 nvfp4 build/tv/head build/tv/A build/tv/B templates \
     templates build/tv/B build/tv/A build/tv/head ;;
 4)
   card
   trees t 1024,4096 "mxfp4-a16 mxfp4-a8" build/tv/head build/tv/B templates \
     templates build/tv/B build/tv/head
-  for f in nvfp4 mxfp4-a16; do
-    run phases_$f 120 build/bin/megajit bench mega-moe --format $f --tokens 1024,4096 \
-      --max-tokens 4096 --iters 10 --phases
-    grep -E "^deepseek-v3 " "$OUT/phases_$f.log" | tail -2
-  done ;;
+  phases 1024,4096 nvfp4 mxfp4-a16 ;;
 5)
   card
-  run full 215 $T --budget 200
-  grep -E "passed, |^FAIL|not run|skipped \\(" "$OUT/full.log" | tail -4
-  MEGAJIT_MOE_TIMEOUT_MS=60000 run race_bm 150 compute-sanitizer --tool racecheck --error-exitcode 97 \
-    $T --section block_m --budget 120
-  grep -E "passed, |^FAIL|RACECHECK SUMMARY|skipped" "$OUT/race_bm.log" | tail -4
+  full_test 200
+  race_block_m 120
   run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
   grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
   trees x 1024,4096 mxfp4-a16 build/tv/C templates templates build/tv/C ;;
+6)
+  card
+  trees y 1,1024,4096 "nvfp4-a16 mxfp8 bf16" build/tv/head templates templates build/tv/head ;;
 esac
