@@ -72,7 +72,7 @@ mxfp8_ab() { # mxfp8_ab CLI...: DeepSeek-V3's mxfp8 row at T = 1 .. 4096 with ea
   done
 }
 table() { # issue 10's DeepSeek-V3 table with the PyTorch BF16 peer
-  OUT=$OUT/table SHAPE=deepseek-v3 UNIFORM_S=300 TORCH_S=150 STEPS="uniform torch merge" \
+  OUT=$OUT/table SHAPE=deepseek-v3 UNIFORM_S=300 TORCH_S=${TORCH_S:-150} STEPS="uniform torch merge" \
     bash bench/run_mega_moe.sh
   head -40 "$OUT/table/table.txt" 2>/dev/null
 }

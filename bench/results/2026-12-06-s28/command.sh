@@ -22,7 +22,9 @@
 # and memcheck of --quick; then mxfp4-a16 with build/tv/C (`git archive
 # ba53df5 templates`) against the tree (the GEMM 1 epilogue reads no x scale
 # for tokens that carry none). N = 6: nvfp4-a16, mxfp8 and bf16 at T = 1,
-# 1024 and 4096 with build/tv/head against the tree.
+# 1024 and 4096 with build/tv/head against the tree. N = 7: issue 10's
+# DeepSeek-V3 table on the landed tree (`table`, the PyTorch peer's step at
+# 120 s).
 set -u
 . bench/results/device_run.sh
 case ${1:-1} in
@@ -53,4 +55,7 @@ case ${1:-1} in
 6)
   card
   trees y 1,1024,4096 "nvfp4-a16 mxfp8 bf16" build/tv/head templates templates build/tv/head ;;
+7)
+  card
+  TORCH_S=120 table ;;
 esac
