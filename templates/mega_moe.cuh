@@ -197,13 +197,10 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             L.fail(MJ_MOE_ERR_PIPE, 7u);
         if (rec) rec[MJ_MOE_TT_FIRST] = global_timer_ns();
         // Loaded here, the epilogue's inputs complete under the K loop; wide
-        // tiles copy them into shared memory, as their 2 x 80 accumulators
-        // and a 128-column loop beside them leave no registers for them.
+        // tiles load them after it, as their 2 x 80 accumulators and a
+        // 128-column loop beside them leave no registers for them.
         EpiInputs e;
-        if constexpr (C::kWideTile)
-            prefetch_epi_inputs(L, k, m, scratch);
-        else
-            e = epi_inputs(L, k, m);
+        if constexpr (!C::kWideTile) e = epi_inputs(L, k, m);
         const int stages = C::task_stages(k.gemm, k.local);
         if constexpr (C::kSharedOwnLoop) {
             if (block_pair<C>(k)) {
@@ -219,7 +216,7 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
             mainloop<C>(ring, it, stages, k.nblk, k.valid, m, L, acc0, acc1);
         }
         if (rec) rec[MJ_MOE_TT_LOOP] = global_timer_ns();
-        if constexpr (C::kWideTile) e = staged_epi_inputs<C>(k, m, scratch);
+        if constexpr (C::kWideTile) e = epi_inputs(L, k, m);
         // One call site per epilogue: inlined twice, they made the kernels
         // with block pairs spill.
         if constexpr (C::kSharedOwnLoop)

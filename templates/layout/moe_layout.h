@@ -8,9 +8,7 @@
  *               counters; launch g uses bank g & 1 and zeroes the other
  *   pool        GEMM 1 token tiles, each stage of a tile one contiguous image
  *               of the shared-memory B operand (see mj_moe_token_stage_bytes)
- *   pool_meta   per pool row, two 16-byte halves that the epilogues copy whole:
- *               {source rank, token, slot, weight bits} for GEMM 2 and the
- *               releases, {x_scale bits, weight bits, unused, unused} for GEMM 1
+ *   pool_meta   per pool row {source rank, token, slot, x_scale bits, weight bits}
  *   pool2       GEMM 2 token tiles (the activation in the GEMM 2 input format),
  *               then those of the shared expert (wider: its intermediate size)
  *   combine     [K][T_max][H] BF16: GEMM 2 results sent home by the owners,
@@ -35,8 +33,7 @@
 #define MJ_MOE_BLOCK_ROWS 64
 #define MJ_MOE_TASK_BLOCKS 4
 #define MJ_MOE_MAX_BLOCK_M 160
-#define MJ_MOE_META_WORDS 8 /* GEMM 2's half, then GEMM 1's (pool_meta above) */
-#define MJ_MOE_META_L1 4    /* the first word of GEMM 1's half */
+#define MJ_MOE_META_WORDS 5 /* source rank, token, slot, x_scale bits, weight bits */
 
 /* Every format row runs BF16 wgmma (k16): weights are decoded to BF16 in
  * registers and tokens are BF16 in the pools (the pull and the GEMM 1

@@ -229,27 +229,20 @@ __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, in
                         w = 1.0f;
                     }
                 }
-                // Word by word: two 16-byte stores spilled in the nvfp4 row's
-                // 160-token pull (the words past GEMM 1's two are never read).
                 mj_u32 *m = L.meta_row(tile, r);
                 m[0] = (mj_u32)ps;
                 m[1] = (mj_u32)token;
                 m[2] = (mj_u32)slot_k;
-                m[3] = f32_bits(w);
-                m[MJ_MOE_META_L1] = f32_bits(xs);
-                m[MJ_MOE_META_L1 + 1] = f32_bits(w);
+                m[3] = f32_bits(xs);
+                m[4] = f32_bits(w);
             }
+            // Each lane fences its row bytes towards the bulk copies that read
+            // them; lane 0's release after the warp barrier publishes every
+            // lane's (release is cumulative over what the barrier ordered).
+            fence_proxy_async_global();
+            __syncwarp();
+            if (lane == 0) red_release_add<false>(L.ready() + ple, 1u);
         }
-        // Each lane fences its bytes of the round's rows towards the bulk
-        // copies that read them, once a round: a fence (and a release) per
-        // row waited for that row's stores to drain before the next row's
-        // loads. Each lane's release after the warp barrier then publishes
-        // every lane's bytes (release is cumulative over what the barrier
-        // ordered), its own pair's row (a row the overflow check above
-        // skipped too: its error is reported).
-        fence_proxy_async_global();
-        __syncwarp();
-        if (le >= 0) red_release_add<false>(L.ready() + le, 1u);
     }
 }
 

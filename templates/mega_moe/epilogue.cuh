@@ -140,10 +140,9 @@ __device__ __forceinline__ float2 row_biases(const float *b, mj_u64 first, bool 
 template <class C>
 __device__ __forceinline__ uint4 column_meta(const Launch<C> &L, const Task &k, int col) {
     const mj_u32 *meta = L.meta_row(k.tile, col);
-    if (k.gemm == 1)
-        return make_uint4(ld_cg(meta + MJ_MOE_META_L1), ld_cg(meta + MJ_MOE_META_L1 + 1), 0u, 0u);
+    if (k.gemm == 1) return make_uint4(ld_cg(meta + 3), ld_cg(meta + 4), 0u, 0u);
     return make_uint4(ld_cg(meta), ld_cg(meta + 1), ld_cg(meta + 2),
-                      C::kBiases ? ld_cg(meta + 3) : 0u);
+                      C::kBiases ? ld_cg(meta + 4) : 0u);
 }
 
 /* Token column m.t's meta words (zero past the tile's valid rows). */
@@ -221,109 +220,25 @@ __device__ __forceinline__ EpiInputs epi_inputs(const Launch<C> &L, const Task &
     return e;
 }
 
-/* The warpgroup's table of per-token inputs (4 words per token column: the
- * column's meta half, MJ_MOE_META_L1). */
+/* The warpgroup's table of per-token inputs (4 words per token column). */
 template <class C> __device__ __forceinline__ mj_u32 *epi_table(unsigned char *scratch) {
     return reinterpret_cast<mj_u32 *>(scratch + C::kEpiStage);
 }
 
-/* Wide tiles (C::kWideTile) hold no epilogue inputs in registers across the
- * K loop (their accumulators leave none): the inputs are copied into shared
- * memory under the loop (cp.async) and read there after it. Loaded after the
- * loop, they cost every wide task two round trips to L2 (the inputs, then
- * the columns past 128). The columns' meta goes into the table; the row
- * scales, biases and alphas into the padding of the staged results (words
- * 64-67 of each token column, which no epilogue writes): float i of them at
- * column i / 4. */
-template <class C> __device__ __forceinline__ int padding_word(int i) {
-    return (i >> 2) * C::kEpiStride + MJ_MOE_BLOCK_ROWS + (i & 3);
-}
-/* Its floats: row scales of the warpgroup's two blocks (GEMM 1: its unit's
- * gate and up rows), then their biases, then the alphas. */
-constexpr int kPadScales = 0, kPadBiases = 2 * MJ_MOE_BLOCK_ROWS,
-              kPadAlphas = 4 * MJ_MOE_BLOCK_ROWS;
-
-/* Issued by every thread of the warpgroup once the task's first stage has
- * landed (its meta is visible from then, as for epi_inputs). */
+/* Each thread's token column into the table, for every thread to read; a
+ * wide tile's columns past the warpgroup's 128 threads are loaded here, after
+ * the K loop, as its inputs are (mega_moe.cuh). */
 template <class C>
-__device__ __forceinline__ void prefetch_epi_inputs(const Launch<C> &L, const Task &k,
-                                                    const MathThread &m, unsigned char *scratch) {
-    static_assert(C::kWideTile && !C::kShared, "wide tiles: no shared expert beside them");
-    static_assert(4 * C::kBlockM > kPadAlphas + 3, "the padding holds the floats");
-    static_assert(C::kEpiStride >= MJ_MOE_BLOCK_ROWS + 4 && C::kEpiStage % 16 == 0 &&
-                      (C::kEpiStride * 4) % 16 == 0 && C::kRowScaleOffset % 16 == 0 &&
-                      C::kExpertBytes % 16 == 0,
-                  "16-byte copies");
+__device__ __forceinline__ const mj_u32 *share_inputs(const Launch<C> &L, const EpiInputs &e,
+                                                      const Task &k, const MathThread &m,
+                                                      unsigned char *scratch) {
     mj_u32 *table = epi_table<C>(scratch);
-    float *pad = reinterpret_cast<float *>(scratch);
-    const int half = k.gemm == 1 ? MJ_MOE_META_L1 : 0;
-    for (int col = m.t; col < k.valid; col += 128)
-        cp_async_16(table + 4 * col, L.meta_row(k.tile, col) + half);
-    const mj_moe_args &a = *L.args;
-    if (m.t < 64) { // 16 bytes (4 rows) a thread: 0-31 row scales, 32-63 biases
-        const int b = (m.t >> 4) & 1, rows = 4 * (m.t & 15);
-        const bool owned = k.gemm == 1 ? owns_blocks(k, m, 2) : owns_blocks(k, m, b + 1);
-        const int row = k.gemm == 1 ? MJ_MOE_BLOCK_ROWS * l1_unit(k, m)
-                                    : l2_first_row(k, m) + MJ_MOE_BLOCK_ROWS * b;
-        if (owned && m.t < 32 && C::kRebased) {
-            const int i = row_scale_index(k.gemm == 1 ? b : 2, C::kInter, row) + rows;
-            cp_async_16(pad + padding_word<C>(kPadScales + MJ_MOE_BLOCK_ROWS * b + rows),
-                        reinterpret_cast<const float *>(a.w + (mj_u64)k.local * C::kExpertBytes +
-                                                        C::kRowScaleOffset) +
-                            i);
-        }
-        if (owned && m.t >= 32 && C::kBiases) {
-            const float *src = k.gemm == 1 ? a.l1_bias + (mj_u64)k.local * (2 * C::kInter) +
-                                                 (mj_u64)b * C::kInter + row
-                                           : a.l2_bias + (mj_u64)k.local * C::kHidden + row;
-            cp_async_16(pad + padding_word<C>(kPadBiases + MJ_MOE_BLOCK_ROWS * b + rows),
-                        src + rows);
-        }
-    } else if (m.t < 64 + (k.gemm == 1 ? 3 : 1)) {
-        const int j = m.t - 64;
-        const float *src = k.gemm == 2 ? a.l2_alpha
-                           : j == 0    ? a.l1_alpha_gate
-                           : j == 1    ? a.l1_alpha_up
-                                       : a.l2_act_scale;
-        cp_async_4(pad + padding_word<C>(kPadAlphas + j), src + k.local);
-    }
-}
-
-/* A wide task's inputs from shared memory, after its K loop. */
-template <class C>
-__device__ __forceinline__ EpiInputs staged_epi_inputs(const Task &k, const MathThread &m,
-                                                       const unsigned char *scratch) {
-    cp_async_wait_all();
-    warpgroup_sync(1 + m.wg);
-    const float *pad = reinterpret_cast<const float *>(scratch);
-    const int r = 16 * m.w + m.g;
-    auto rows = [&](int i) {
-        return make_float2(pad[padding_word<C>(i + r)], pad[padding_word<C>(i + r + 8)]);
-    };
-    const bool b0 = k.gemm == 1 ? owns_blocks(k, m, 2) : owns_blocks(k, m, 1),
-               b1 = owns_blocks(k, m, 2);
-    const float2 one = make_float2(1.0f, 1.0f), zero = make_float2(0.0f, 0.0f);
-    EpiInputs e;
-    e.meta[0] = e.meta[1] = e.meta[2] = e.meta[3] = 0u; // in the table already
-    e.rs[0] = C::kRebased && b0 ? rows(kPadScales) : one;
-    e.rs[1] = C::kRebased && b1 ? rows(kPadScales + MJ_MOE_BLOCK_ROWS) : one;
-    e.bias[0] = C::kBiases && b0 ? rows(kPadBiases) : zero;
-    e.bias[1] = C::kBiases && b1 ? rows(kPadBiases + MJ_MOE_BLOCK_ROWS) : zero;
-    e.alpha[0] = pad[padding_word<C>(kPadAlphas)];
-    e.alpha[1] = k.gemm == 1 ? pad[padding_word<C>(kPadAlphas + 1)] : 1.0f;
-    e.alpha[2] = k.gemm == 1 ? pad[padding_word<C>(kPadAlphas + 2)] : 1.0f;
-    return e;
-}
-
-/* Each thread's token column into the table, for every thread to read (wide
- * tiles: there already). */
-template <class C>
-__device__ __forceinline__ const mj_u32 *share_inputs(const EpiInputs &e, const Task &k,
-                                                      const MathThread &m, unsigned char *scratch) {
-    mj_u32 *table = epi_table<C>(scratch);
-    if (!C::kWideTile && m.t < k.valid)
+    if (m.t < k.valid)
         *reinterpret_cast<uint4 *>(table + 4 * m.t) =
             make_uint4(e.meta[0], e.meta[1], e.meta[2], e.meta[3]);
+    static_assert(C::kBlockM <= 256, "a thread loads at most one column past 128");
+    if (C::kWideTile && m.t + 128 < k.valid)
+        *reinterpret_cast<uint4 *>(table + 4 * (m.t + 128)) = column_meta(L, k, m.t + 128);
     warpgroup_sync(1 + m.wg);
     return table;
 }
@@ -343,7 +258,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
     scale_rows(gate, e.rs[0]);
     scale_rows(up, e.rs[1]);
     const float ag = e.alpha[0], au = e.alpha[1], as = e.alpha[2];
-    const mj_u32 *table = share_inputs<C>(e, k, m, scratch_bytes);
+    const mj_u32 *table = share_inputs<C>(L, e, k, m, scratch_bytes);
     // Each accumulator pair leaves as its step 2 BF16 gate and up values (one
     // word); a rolled loop over the tile's valid (token, group) items then
     // activates a group's words and quantizes them: unrolled over all
@@ -418,7 +333,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
         } else {
             // Step 6 into BF16 tiles: BF16 rounds; NVFP4 quantizes the group and
             // stores its values decoded back, which BF16 holds exactly
-            // (nvfp4_requant: a third of the instructions of the code path).
+            // (nvfp4_requant, without forming the codes).
             float inv8 = 0.0f, s8 = 0.0f;
             if (kNvfp4) { // no per-token scale here: pts = 1
                 // The hardware's conversion is e4m3_from_f32's bits for any
@@ -464,7 +379,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
     scale_rows(acc1, e.rs[1]);
     const float alpha = e.alpha[0];
     // The down bias needs each column's routing weight: the table comes first.
-    const mj_u32 *table = C::kBiases ? share_inputs<C>(e, k, m, scratch_bytes) : nullptr;
+    const mj_u32 *table = C::kBiases ? share_inputs<C>(L, e, k, m, scratch_bytes) : nullptr;
 #pragma unroll
     for (int j = 0; j < C::kBlockM / 2; j++) {
         const int row = frag_row(m, j), col = frag_col(m, j);
@@ -482,7 +397,7 @@ __device__ __forceinline__ void epilogue_l2(const Launch<C> &L, const Task &k, c
     if (C::kBiases)
         warpgroup_sync(1 + m.wg);
     else
-        table = share_inputs<C>(e, k, m, scratch_bytes);
+        table = share_inputs<C>(L, e, k, m, scratch_bytes);
     const int chunks = 8 * task_own_blocks<C>(k, m);
     for (int item = m.t; item < k.valid * chunks; item += 128) {
         const int col = item / chunks, ch = item % chunks;

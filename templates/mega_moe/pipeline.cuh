@@ -100,24 +100,6 @@ __device__ __forceinline__ void bulk_copy_hint(void *dst, const void *src, mj_u3
                  : "memory");
 }
 
-/* 16 bytes (both addresses 16-byte aligned) from global to shared around L1
- * (bytes other CTAs write in the launch), in this thread's cp.async group. */
-__device__ __forceinline__ void cp_async_16(void *dst, const void *src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(dst)), "l"(src)
-                 : "memory");
-}
-
-/* 4 bytes through L1: only bytes that no CTA writes during the launch. */
-__device__ __forceinline__ void cp_async_4(void *dst, const void *src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_u32(dst)), "l"(src)
-                 : "memory");
-}
-
-/* This thread's cp.async copies have landed (others see them after a barrier). */
-__device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.wait_all;" ::: "memory");
-}
-
 /* Ordinary global stores of this thread become visible to bulk copies (the
  * async proxy) that other CTAs issue after acquiring our release. */
 __device__ __forceinline__ void fence_proxy_async_global() {
