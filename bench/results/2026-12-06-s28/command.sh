@@ -17,14 +17,15 @@
 # round of pulled rows); A only for nvfp4, the one row where it differs
 # from B. N = 4: the same for mxfp4-a16 and mxfp4-a8 (head, B, the tree),
 # then --phases of nvfp4 and mxfp4-a16 on the tree.
-# N = 5: the checks of the landed tree: the whole GPU test, racecheck of the
+# N = 5: the checks of ec3b021 (then the tree): the whole GPU test, racecheck of the
 # BLOCK_M section (its wide tiles copy their epilogue inputs by cp.async)
 # and memcheck of --quick; then mxfp4-a16 with build/tv/C (`git archive
 # ba53df5 templates`) against the tree (the GEMM 1 epilogue reads no x scale
 # for tokens that carry none). N = 6: nvfp4-a16, mxfp8 and bf16 at T = 1,
 # 1024 and 4096 with build/tv/head against the tree. N = 7: issue 10's
 # DeepSeek-V3 table on the landed tree (`table`, the PyTorch peer's step at
-# 120 s). N = 8: the landed tree (the re-quantization and the x-scale
+# 120 s; not run: no H200 started and no device time left). N = 8: the
+# landed tree (the re-quantization and the x-scale
 # change only: the epilogue prefetch and the pull's round fence made
 # DeepSeek-V3's 8-rank kernels spill): the whole GPU test, then nvfp4,
 # nvfp4-a16 and mxfp4-a16 at T = 1024 and 4096 against build/tv/head.
