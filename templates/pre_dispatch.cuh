@@ -366,8 +366,8 @@ __global__ void __launch_bounds__(MJ_PD_BLOCK_THREADS(kHidden), MJ_PD_CTAS_PER_S
                         // nvfp4_group_inv of both scale bytes.
                         float s0, s1;
                         f32x2_from_e4m3x2(sf2, s0, s1);
-                        const float inv[2] = {s0 > 0.0f ? 1.0f / (s0 * pts) : 0.0f,
-                                              s1 > 0.0f ? 1.0f / (s1 * pts) : 0.0f};
+                        const float inv[2] = {nvfp4_inv_of_scale(s0, pts),
+                                              nvfp4_inv_of_scale(s1, pts)};
                         mj_u32 q[4];
 #pragma unroll
                         for (int k = 0; k < 4; k++) {

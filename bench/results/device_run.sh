@@ -15,19 +15,18 @@ run() { # run NAME LIMIT CMD...: output appended to $OUT/NAME.log
 card() { # the GPU, its driver and its SM clock
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 }
+full_test() { # full_test BUDGET_S: the whole GPU test
+  run full $(($1 + 15)) $T --budget "$1"
+  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
+}
 checks() { # checks BUDGET_S: the whole GPU test, then racecheck and memcheck of --quick
-  run full $(($1 + 10)) $T --budget "$1"
-  grep -E "passed, |^FAIL|not run|skipped" "$OUT/full.log" | tail -12
+  full_test "$1"
   # A long wait limit: under racecheck a wait that gives up goes on unsynchronized.
   MEGAJIT_MOE_TIMEOUT_MS=60000 run race 120 compute-sanitizer --tool racecheck --error-exitcode 97 \
     $T --quick
   grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race.log" | tail -4
   run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
   grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
-}
-full_test() { # full_test BUDGET_S: the whole GPU test
-  run full $(($1 + 15)) $T --budget "$1"
-  grep -E "passed, |^FAIL|not run|skipped \(" "$OUT/full.log" | tail -4
 }
 race_block_m() { # race_block_m BUDGET_S: racecheck of test_mega_moe's BLOCK_M section (every tile size)
   MEGAJIT_MOE_TIMEOUT_MS=60000 run race_bm $(($1 + 30)) compute-sanitizer --tool racecheck \

@@ -164,11 +164,14 @@ MJ_HD unsigned char nvfp4_group_sf(float amax, float pts) {
     return q != q ? (unsigned char)0x7f : e4m3_from_f32(q);
 }
 
-// Multiplier that takes a group's x into the E2M1 range (0 for an all-zero group).
+// Multiplier that takes a group's x into the E2M1 range (0 for an all-zero
+// group), from the value s of its scale byte.
+MJ_HD float nvfp4_inv_of_scale(float s, float pts) {
+    return s > 0.0f ? 1.0f / (s * pts) : 0.0f;
+}
+
 MJ_HD float nvfp4_group_inv(unsigned char sf, float pts) {
-    float s = f32_from_e4m3(sf);
-    float denom = s * pts;
-    return s > 0.0f ? 1.0f / denom : 0.0f;
+    return nvfp4_inv_of_scale(f32_from_e4m3(sf), pts);
 }
 
 // Eight BF16 values as one 16-byte load delivers them (little-endian words).

@@ -341,7 +341,7 @@ __device__ __forceinline__ void epilogue_l1(const Launch<C> &L, const Task &k, c
                 const mj_u32 sf = cvt_e4m3x2(amax * 0.16666667f, 0.0f) & 0xffu;
                 float s, unused;
                 f32x2_from_e4m3x2(sf, s, unused);
-                inv8 = (s > 0.0f ? 1.0f / s : 0.0f) * 0.125f;
+                inv8 = nvfp4_inv_of_scale(s, 1.0f) * 0.125f;
                 s8 = s * 8.0f;
             }
 #pragma unroll

@@ -249,7 +249,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // biases (gpt-oss): those kernels spilled. Nor for NVFP4 tokens (the
     // nvfp4 row, 5070 -> 4975 us with it): the loop took that kernel's first
     // compile on the 2-core machine from 2.5 to 3.1 s (Qwen3-235B on four
-    // ranks: 3.6 s), past the 3 s target (twenty-seventh session).
+    // ranks: 3.6 s, where it also spills 4 bytes), past the 3 s target
+    // (twenty-seventh and twenty-eighth sessions).
     constexpr int kLoop128 = C::kWideTile ? 128 : C::kBlockM;
     const bool loop128 = kLoop128 < C::kBlockM && valid <= kLoop128;
     constexpr int kLoop144 =

@@ -3,8 +3,9 @@
 # `make -j2 all test-gpu`, carrying
 # ["build/lib","build/bin","build/tests/gpu","build/tv"]:
 #   bash bench/results/2026-12-06-s28/command.sh N
-# N = 1: the card; issue 10's DeepSeek-V3 table with the PyTorch BF16 peer
-# (`table`); then --phases of mxfp4-a16 and nvfp4 at T = 256 and 1024.
+# N = 1 (not run: no machine started): the card; issue 10's DeepSeek-V3
+# table with the PyTorch BF16 peer (`table`); then --phases of mxfp4-a16 and
+# nvfp4 at T = 256 and 1024.
 # N = 2 (no H200 started; on an H100): --phases of nvfp4, mxfp4-a16 and
 # mxfp4-a8 at T = 1024 and 4096 (where do the GEMM 1 epilogues of the rows
 # that quantize GEMM 2's input go).
