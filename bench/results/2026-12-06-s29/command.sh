@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The twenty-ninth session's device calls. From the repo root, after
+# `make -j2 all test-gpu`, carrying
+# ["build/lib","build/bin","build/tests/gpu","build/tv"]:
+#   bash bench/results/2026-12-06-s29/command.sh N
+# build/tv/head = `git archive b931841 templates` (the twenty-eighth
+# session's end); templates = the tree under test.
+# N = 1: the card; the whole GPU test and memcheck of --quick on the tree
+# (GEMM 2's rows leave the scratch by bulk stores that complete under the
+# next K loop; racecheck left out for the device budget); then DeepSeek-V3
+# at T = 1,
+# 1024 and 4096, head against the tree, twice in alternating order, for
+# mxfp4-a16, nvfp4 and bf16; then --phases of mxfp4-a16 at 1024 and 4096.
+# (Call 1 ran N = 1 with the tree of bulk_l2_stores.patch against b931841's
+# templates.) N = 2: issue 10's DeepSeek-V3 table on b931841's templates (the
+# patch backed out), with the PyTorch BF16 peer (`table`).
+set -u
+. bench/results/device_run.sh
+case ${1:-1} in
+1)
+  card
+  full_test 200
+  run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 97 $T --quick
+  grep -E "passed, |^FAIL|ERROR SUMMARY" "$OUT/memcheck.log" | tail -3
+  trees ab 1,1024,4096 "mxfp4-a16 nvfp4 bf16" build/tv/head templates templates build/tv/head
+  phases 1024,4096 mxfp4-a16 ;;
+2)
+  card
+  TORCH_S=120 table ;;
+esac
