@@ -12,7 +12,7 @@ the tree is both generated and formatted (make format-check):
 TYPES = {  # name: (ptx shape and types suffix, trailing operands: scale-d, imm-scale-a/b, trans-b)
     "bf16": ("k16.f32.bf16.bf16", "p, 1, 1, 0"),
 }
-NS = (8, 16, 32, 40, 48, 64, 128, 144, 160)
+NS = (8, 16, 32, 40, 48, 64, 96, 128, 144, 160)
 
 
 def body(tname, n):

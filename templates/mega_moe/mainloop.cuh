@@ -242,6 +242,13 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // tiles at T = 4096 on DeepSeek-V3).
     constexpr int kQuarter = C::kBlockM == 128 ? 32 : C::kBlockM;
     const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
+    // 128-token tiles are also the tile of layers whose experts get 64-96
+    // tokens (Qwen3-235B at T = 1024, Kimi K2 at 4096): computing all 128
+    // columns there doubled the tensor cores' work (twenty-ninth session).
+    // Not beside a shared expert's block pairs: Kimi K2's 8-rank mxfp4-a8
+    // kernel with its MXFP8 shared expert spilled.
+    constexpr int kLoop96 = C::kBlockM == 128 && !C::kSharedPairs ? 96 : C::kBlockM;
+    const bool loop96 = kLoop96 < C::kBlockM && valid <= kLoop96;
     // Wide tiles: those of at most 128 tokens run the 128-column loop, those
     // of 129-144 a 144-column one (T = 4096 on an H100: mxfp4-a16 4950 ->
     // 4853 us, nvfp4-a16 5059 -> 4898; twenty-sixth session). Not where the
@@ -264,6 +271,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
         mainloop_bf16<C, kLoop144, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     else if (quarter)
         mainloop_bf16<C, kQuarter, C>(ring, it, stages, nblk, m, L, acc0, acc1);
+    else if (loop96)
+        mainloop_bf16<C, kLoop96, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     else if (half)
         mainloop_bf16<C, kHalf, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     else if (narrow)
