@@ -27,4 +27,16 @@ case ${1:-1} in
 2)
   card
   TORCH_S=120 table ;;
+4)
+  card
+  for v in build/tv/head templates templates build/tv/head; do
+    MEGAJIT_TEMPLATE_DIR=$v run ab_qwen 90 build/bin/megajit bench mega-moe --shape qwen3-235b \
+      --format mxfp4-a16 --tokens 1024 --max-tokens 4096 --iters 10
+    grep -E "^qwen3-235b +mxfp4-a16 +1024 " "$OUT/ab_qwen.log" | tail -1 | sed "s|^|$v |"
+    MEGAJIT_TEMPLATE_DIR=$v run ab_kimi 90 build/bin/megajit bench mega-moe --shape kimi-k2 \
+      --format mxfp4-a16 --tokens 4096 --max-tokens 4096 --iters 10
+    grep -E "^kimi-k2 +mxfp4-a16 +4096 " "$OUT/ab_kimi.log" | tail -1 | sed "s|^|$v |"
+  done
+  run q 130 $T --section block_m --budget 110
+  grep -E "passed, |^FAIL|skipped|not run" "$OUT/q.log" | tail -3 ;;
 esac
