@@ -39,4 +39,15 @@ case ${1:-1} in
   done
   run q 130 $T --section block_m --budget 110
   grep -E "passed, |^FAIL|skipped|not run" "$OUT/q.log" | tail -3 ;;
+6)
+  card
+  MEGAJIT_TEMPLATE_DIR=build/tv/L64 run q64 130 $T --section block_m --budget 110
+  grep -E "passed, |^FAIL|skipped|not run" "$OUT/q64.log" | tail -3
+  for f in mxfp4-a16 nvfp4; do
+    for v in templates build/tv/L64 build/tv/L64 templates; do
+      MEGAJIT_TEMPLATE_DIR=$v run ab_l64_$f 90 build/bin/megajit bench mega-moe \
+        --shape qwen3-235b --format $f --tokens 1024 --max-tokens 4096 --iters 10
+      grep -E "^qwen3-235b +$f +1024 " "$OUT/ab_l64_$f.log" | tail -1 | sed "s|^|$v |"
+    done
+  done ;;
 esac
