@@ -227,7 +227,7 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
  * tiles run a 32-column loop for tiles of at most 32 tokens (T = 4096 on an
  * H100: mxfp4-a16 6770 -> 6042 us, nvfp4 7266 -> 6282, nvfp4-a16 7089 ->
  * 6292, mxfp8 7766 -> 7562; 16 columns gained no more; bench/RESULTS.md,
- * nineteenth session). */
+ * nineteenth session), and a 96-column one for tiles of 33-96 (below). */
 template <class C>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
@@ -243,10 +243,11 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     constexpr int kQuarter = C::kBlockM == 128 ? 32 : C::kBlockM;
     const bool quarter = kQuarter < C::kBlockM && valid <= kQuarter;
     // 128-token tiles are also the tile of layers whose experts get 64-96
-    // tokens (Qwen3-235B at T = 1024, Kimi K2 at 4096): computing all 128
-    // columns there doubled the tensor cores' work (twenty-ninth session).
-    // Not beside a shared expert's block pairs: Kimi K2's 8-rank mxfp4-a8
-    // kernel with its MXFP8 shared expert spilled.
+    // tokens (Qwen3-235B at T = 1024, Kimi K2 at 4096), where all 128 columns
+    // doubled the tensor cores' work (H100: Qwen3-235B mxfp4-a16 at 1024 919
+    // -> 811 us, Kimi K2 at 4096 6494 -> 5624; twenty-ninth session). Not
+    // beside a shared expert's block pairs: Kimi K2's 8-rank mxfp4-a8 kernel
+    // with its MXFP8 shared expert spilled.
     constexpr int kLoop96 = C::kBlockM == 128 && !C::kSharedPairs ? 96 : C::kBlockM;
     const bool loop96 = kLoop96 < C::kBlockM && valid <= kLoop96;
     // Wide tiles: those of at most 128 tokens run the 128-column loop, those
