@@ -227,7 +227,8 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
  * tiles run a 32-column loop for tiles of at most 32 tokens (T = 4096 on an
  * H100: mxfp4-a16 6770 -> 6042 us, nvfp4 7266 -> 6282, nvfp4-a16 7089 ->
  * 6292, mxfp8 7766 -> 7562; 16 columns gained no more; bench/RESULTS.md,
- * nineteenth session), and a 96-column one for tiles of 33-96 (below). */
+ * nineteenth session), a 96-column one for tiles of 33-96 and, for E2M1
+ * weights, a 64-column one for tiles of 33-64 (below). */
 template <class C>
 __device__ __forceinline__ void
 mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const MathThread &m,
@@ -250,6 +251,17 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
     // with its MXFP8 shared expert spilled.
     constexpr int kLoop96 = C::kBlockM == 128 && !C::kSharedPairs ? 96 : C::kBlockM;
     const bool loop96 = kLoop96 < C::kBlockM && valid <= kLoop96;
+    // And tiles of 33-64 of those, about half of Qwen3-235B's at T = 1024
+    // (64 pairs an expert on average), a 64-column one (H100: mxfp4-a16 819 ->
+    // 761 us, nvfp4 892 -> 836; Kimi K2 mxfp4-a16 at 4096 within 0.5%;
+    // thirtieth session). E2M1 weights whose GEMM 1 stores BF16 or NVFP4
+    // only: with MXFP8 weights or GEMM 2 inputs the fourth width made
+    // DeepSeek-V3's 1-rank mxfp8 and Kimi K2's mxfp4-a8 128-token kernels
+    // spill (tests/test_mega_moe_build.c).
+    constexpr int kLoop64 =
+        C::kBlockM == 128 && !C::kSharedPairs && C::kW4 && C::kL2Fmt != MJ_FMT_MXFP8 ? 64
+                                                                                     : C::kBlockM;
+    const bool loop64 = kLoop64 < C::kBlockM && valid <= kLoop64;
     // Wide tiles: those of at most 128 tokens run the 128-column loop, those
     // of 129-144 a 144-column one (T = 4096 on an H100: mxfp4-a16 4950 ->
     // 4853 us, nvfp4-a16 5059 -> 4898; twenty-sixth session). Not where the
@@ -272,6 +284,8 @@ mainloop(const Ring<C> &ring, mj_u32 &it, int stages, int nblk, int valid, const
         mainloop_bf16<C, kLoop144, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     else if (quarter)
         mainloop_bf16<C, kQuarter, C>(ring, it, stages, nblk, m, L, acc0, acc1);
+    else if (loop64)
+        mainloop_bf16<C, kLoop64, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     else if (loop96)
         mainloop_bf16<C, kLoop96, C>(ring, it, stages, nblk, m, L, acc0, acc1);
     else if (half)
