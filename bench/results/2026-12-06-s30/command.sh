@@ -16,6 +16,9 @@
 # + MegaMoE there); Qwen3-235B mxfp4-a16 at T = 1024, head against L64.
 # N = 3: test_mega_moe's BLOCK_M section on L64; Qwen3-235B nvfp4 at T = 1024,
 # head against L64. N = 4: Kimi K2 mxfp4-a16 at T = 4096, head against L64.
+# N = 5 (not run; for the next session): group_k64.patch, gpt-oss-120b's E2M1
+# rows at T = 64, 256 and 1024, build/tv/head (now the landed tree) against
+# build/tv/G4 = `git archive HEAD templates` + group_k64.patch.
 set -u
 . bench/results/device_run.sh
 shape_phases() { # shape_phases SHAPE TOKENS ROW...
@@ -63,4 +66,11 @@ case ${1:-1} in
   ab l64n qwen3-235b nvfp4 1024 $H $L $L $H ;;
 4)
   ab kimi kimi-k2 mxfp4-a16 4096 $H $L $L $H ;;
+5)
+  card
+  for f in mxfp4-a16 nvfp4; do
+    for t in 64 256 1024; do
+      ab g4_$f gpt-oss-120b $f $t $H build/tv/G4 build/tv/G4 $H
+    done
+  done ;;
 esac
