@@ -17,7 +17,7 @@
 # N = 3: test_mega_moe's BLOCK_M section on L64; Qwen3-235B nvfp4 at T = 1024,
 # head against L64. N = 4: Kimi K2 mxfp4-a16 at T = 4096, head against L64.
 # N = 5 (not run; for the next session): group_k64.patch, gpt-oss-120b's E2M1
-# rows at T = 64, 256 and 1024, build/tv/head (now the landed tree) against
+# and mxfp8 rows (decoded in stages of K 64 there) at T = 64, 256 and 1024, build/tv/head (now the landed tree) against
 # build/tv/G4 = `git archive HEAD templates` + group_k64.patch.
 set -u
 . bench/results/device_run.sh
@@ -68,7 +68,7 @@ case ${1:-1} in
   ab kimi kimi-k2 mxfp4-a16 4096 $H $L $L $H ;;
 5)
   card
-  for f in mxfp4-a16 nvfp4; do
+  for f in mxfp4-a16 nvfp4 mxfp8; do
     for t in 64 256 1024; do
       ab g4_$f gpt-oss-120b $f $t $H build/tv/G4 build/tv/G4 $H
     done
