@@ -28,15 +28,19 @@ void test_matrix(ctx *c) {
     }
 }
 
-/* Every BLOCK_M a row allows on the same inputs, four times: random routing
+/* Every BLOCK_M a row allows on the same inputs, five times: random routing
  * (about 16 tokens an expert: the narrow loops), 38 tokens on one expert (a
  * 64-token tile's 40-column loop), 44 (its full loop; 32-token tiles full
- * and partial) and 4 ranks of 40 on one expert (a full 160-token tile). */
+ * and partial; a 128-token tile's 64-column loop), 2 ranks of 40 on one
+ * expert (80: a 128-token tile's 96-column loop) and 4 ranks of 40 (a full
+ * 160-token tile). */
 void test_block_m(ctx *c) {
     static const scenario kOneExpert38 = {1, SWIGLU, 0, {38}, ROUTE_ONE, -1, 0, 0};
     static const scenario kOneExpert44 = {1, SWIGLU, 0, {44}, ROUTE_ONE, -1, 0, 0};
+    static const scenario kOneExpert80 = {2, SWIGLU, 0, {40, 40}, ROUTE_ONE, -1, 0, 0};
     static const scenario kOneExpert160 = {4, SWIGLU, 0, {40, 40, 40, 40}, ROUTE_ONE, -1, 0, 0};
-    const scenario *bases[] = {&kControlBase, &kOneExpert38, &kOneExpert44, &kOneExpert160};
+    const scenario *bases[] = {&kControlBase, &kOneExpert38, &kOneExpert44, &kOneExpert80,
+                               &kOneExpert160};
     const shape *sh = &c->sh;
     size_t n = (size_t)kControlBase.tokens[0] * (size_t)sh->H;
     uint16_t *first = xmalloc(n * 2);
