@@ -40,6 +40,16 @@
 #define PASS_BUDGET_S 0.4
 #define MIN_AUTO_ITERS 3
 #define MAX_AUTO_ITERS 200
+/* Synchronized, untimed steps for WARM_S before the passes: the SM clock
+ * comes back up from idle (345 MHz on an H100) after the host-side check of
+ * the previous token count. Without them a short pass (--iters 10) of a
+ * configuration that was not the first of its process read up to 13% slow,
+ * MegaMoE alone above pre-dispatch + MegaMoE (Qwen3-235B mxfp4-a16 at T = 64
+ * on an H100: 493 against 437 us). Each step waits for the last: a second
+ * of queued steps ran the card into its power cap (700 W, SM clock down to
+ * 1410 MHz) and DeepSeek-V3 mxfp4-a16 at T = 256 read 2068-2178 against 2030
+ * us (bench/RESULTS.md, thirty-first session). */
+#define WARM_S 0.05
 /* Stream seeds of one configuration: routing, tokens, weights. */
 enum { SEED_ROUTING = 1, SEED_TOKENS = 2, SEED_WEIGHTS = 3, SEED_SHARED = 4 };
 
@@ -476,6 +486,11 @@ static mj_status warm_up(moe_run *b, const moe_sets *s, double *step_s) {
     if (st == MJ_OK) st = step(b, s, 1 % s->n, PASS_PD_MOE, -1);
     if (st == MJ_OK) st = settle(b);
     *step_s = (mj_monotonic_ms() - t0) / 1e3;
+    const double warm_until = mj_monotonic_ms() + WARM_S * 1e3;
+    for (int i = 0; st == MJ_OK && mj_monotonic_ms() < warm_until; i++) {
+        st = step(b, s, i % s->n, PASS_PD_MOE, -1);
+        if (st == MJ_OK) st = settle(b);
+    }
     return st;
 }
 
