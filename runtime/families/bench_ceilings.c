@@ -14,15 +14,22 @@ static const mj_kernel_param kTensorParams[TENSOR_NUM_PARAMS] = {
     [TENSOR_WARPGROUPS] = {"kWarpgroups", "wg", MJ_PARAM_INT},
 };
 
+enum { CLOCK_WINDOW_US = 0, CLOCK_NUM_PARAMS };
+static const mj_kernel_param kClockParams[CLOCK_NUM_PARAMS] = {
+    [CLOCK_WINDOW_US] = {"kWindowUs", "window_us", MJ_PARAM_INT},
+};
+
 static const mj_family_kernel kKernels[MJ_BC_NUM_KERNELS] = {
     [MJ_BC_KERNEL_BULK_READ] = {"bulk_read", "mj::bench_bulk_read_kernel", kBulkParams,
                                 BULK_NUM_PARAMS},
     [MJ_BC_KERNEL_TENSOR_RATE] = {"tensor_rate", "mj::bench_tensor_rate_kernel", kTensorParams,
                                   TENSOR_NUM_PARAMS},
+    [MJ_BC_KERNEL_CLOCK_PROBE] = {"clock_probe", "mj::bench_clock_probe_kernel", kClockParams,
+                                  CLOCK_NUM_PARAMS},
 };
 
 /* The kernels take nothing from a layer: their one shape is the layout
- * header's. Both are built on Hopper's bulk copies and wgmma. */
+ * header's. The family's template is built on Hopper's bulk copies and wgmma. */
 static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch arch,
                             mj_kernel_spec *out) {
     (void)req;
@@ -35,14 +42,17 @@ static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch ar
     if (kernel == MJ_BC_KERNEL_BULK_READ) {
         out->params[BULK_STAGE_BYTES] = MJ_BC_BULK_STAGE_BYTES;
         out->params[BULK_STAGES] = MJ_BC_BULK_STAGES;
-    } else {
+    } else if (kernel == MJ_BC_KERNEL_TENSOR_RATE) {
         out->params[TENSOR_WARPGROUPS] = MJ_BC_TENSOR_WARPGROUPS;
+    } else {
+        out->params[CLOCK_WINDOW_US] = MJ_BC_CLOCK_WINDOW_US;
     }
     return MJ_OK;
 }
 
 /* One CTA per SM of the family's count, the shared memory the layout header
- * gives; no PDL: each launch is timed on its own. */
+ * gives; no PDL: each launch is timed on its own. The clock probe: one CTA
+ * of one warp. */
 static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *req,
                          mj_launch_config *out) {
     const int32_t *p = spec->params;
@@ -53,6 +63,8 @@ static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *re
                                   MJ_BC_BULK_SMEM_BYTES(p[BULK_STAGE_BYTES], p[BULK_STAGES]),
                                   0,
                                   0};
+    else if (spec->kernel == MJ_BC_KERNEL_CLOCK_PROBE)
+        *out = (mj_launch_config){{1, 1, 1}, {MJ_BC_CLOCK_THREADS, 1, 1}, 0, 0, 0};
     else
         *out = (mj_launch_config){{grid, 1, 1},
                                   {128u * (unsigned)p[TENSOR_WARPGROUPS], 1, 1},

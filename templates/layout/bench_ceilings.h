@@ -15,6 +15,8 @@
  * issuing BF16 `wgmma m64n256k16` with both operands in shared memory (A: its
  * own 64 x 64 tile, B: one 256 x 64 tile they share) over K = 64 per loop
  * iteration, fp32 accumulators in registers; nothing else in the loop.
+ *
+ * Clock probe: the SM clock the card runs at the moment it runs (below).
  */
 #ifndef MJ_BENCH_CEILINGS_H
 #define MJ_BENCH_CEILINGS_H
@@ -35,6 +37,12 @@
     ((unsigned)(warpgroups)*MJ_BC_TENSOR_A_BYTES + MJ_BC_TENSOR_B_BYTES)
 /* FLOPs one warpgroup does per loop iteration: 2 M N K over the tile's K. */
 #define MJ_BC_TENSOR_FLOPS_PER_ITER (2.0 * MJ_BC_TENSOR_M * MJ_BC_TENSOR_N * MJ_BC_TENSOR_TILE_K)
+
+/* Clock probe: one CTA of one warp, whose first thread counts SM cycles over
+ * MJ_BC_CLOCK_WINDOW_US of the global timer (updated every microsecond or
+ * so: 100 us keeps the reading within about 1%). */
+#define MJ_BC_CLOCK_THREADS 32
+#define MJ_BC_CLOCK_WINDOW_US 100
 
 /* The error word's codes (a kernel that fails writes one and stops). */
 #define MJ_BC_ERR_BULK_TIMEOUT 1u /* a bulk copy did not complete in time */

@@ -226,6 +226,35 @@ mj_status mj_bench_stream_us(mj_runtime *rt, double bytes, double *us) {
     return st;
 }
 
+mj_status mj_bench_sm_clock_mhz(mj_runtime *rt, mj_stream stream, double *mhz) {
+    if (!rt || !mhz) return mj_fail(MJ_ERR_INVALID_ARG, "mj_bench_sm_clock_mhz: a runtime and mhz");
+    *mhz = 0;
+    mj_status st = mj_runtime_bind(rt);
+    if (st != MJ_OK) return st;
+    const mj_cuda *cu = rt->cu;
+    const mj_family_request req = {.num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_BENCH_CEILINGS)};
+    mj_kernel *k;
+    mj_launch_config lc;
+    st = mj_family_prepare(rt, &mj_bench_ceilings_family, MJ_BC_KERNEL_CLOCK_PROBE, &req, stream,
+                           &k, &lc);
+    if (st != MJ_OK) return st;
+    CUdeviceptr out = 0;
+    CUresult r = cu->cuMemAlloc(&out, 2 * sizeof(uint64_t));
+    if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "bench clock: cuMemAlloc");
+    void *args[] = {&out};
+    st = mj_jit_launch(rt, k, &lc, stream, args);
+    uint64_t host[2] = {0, 0};
+    if (st == MJ_OK && (r = cu->cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+        st = mj_cuda_fail(r, "bench clock: the probe failed");
+    if (st == MJ_OK && (r = cu->cuMemcpyDtoH(host, out, sizeof host)) != CUDA_SUCCESS)
+        st = mj_cuda_fail(r, "bench clock: reading the probe");
+    cu->cuMemFree(out);
+    if (st == MJ_OK && host[1] == 0)
+        st = mj_fail(MJ_ERR_CUDA, "bench clock: the probe counted no time");
+    if (st == MJ_OK) *mhz = (double)host[0] * 1e3 / (double)host[1];
+    return st;
+}
+
 mj_status mj_bench_measure_ceilings(mj_runtime *rt, mj_bench_ceilings *out) {
     memset(out, 0, sizeof *out);
     mj_status st = mj_runtime_bind(rt);

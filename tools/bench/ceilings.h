@@ -32,4 +32,10 @@ mj_status mj_bench_measure_ceilings(mj_runtime *rt, mj_bench_ceilings *out);
  * buffer. */
 mj_status mj_bench_stream_us(mj_runtime *rt, double bytes, double *us);
 
+/* The SM clock the card runs at now, in MHz: the clock-probe kernel's SM
+ * cycles over 100 us of the global timer, launched on `stream` after what it
+ * follows and waited for. Read after a timed pass, it tells whether the pass
+ * ran at full clock or at the card's power cap. */
+mj_status mj_bench_sm_clock_mhz(mj_runtime *rt, mj_stream stream, double *mhz);
+
 #endif

@@ -622,7 +622,9 @@ static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point
                                           : (int)fit;
         st = time_pass(b, s, PASS_MOE, p->iters, &p->us);
     }
+    if (st == MJ_OK) st = mj_bench_sm_clock_mhz(b->rt, b->s[0], &p->us_clock_mhz);
     if (st == MJ_OK) st = time_pass(b, s, PASS_PD_MOE, p->iters, &p->pd_moe_us);
+    if (st == MJ_OK) st = mj_bench_sm_clock_mhz(b->rt, b->s[0], &p->pd_moe_clock_mhz);
     if (st == MJ_OK) st = check_point(b, s, p);
     if (st == MJ_OK && o->phases) st = trace_point(b, s, p);
     if (s) sets_free(b->cu, s);
