@@ -48,8 +48,11 @@
  * on an H100: 493 against 437 us). Each step waits for the last: a second
  * of queued steps ran the card into its power cap (700 W, SM clock down to
  * 1410 MHz) and DeepSeek-V3 mxfp4-a16 at T = 256 read 2068-2178 against 2030
- * us (bench/RESULTS.md, thirty-first session). */
+ * us (bench/RESULTS.md, thirty-first session). Real ranks (a process each)
+ * run WARM_STEPS_RANKS instead: every rank must launch as many steps, as each
+ * launch waits for its peers'. */
 #define WARM_S 0.05
+#define WARM_STEPS_RANKS 10
 /* Stream seeds of one configuration: routing, tokens, weights. */
 enum { SEED_ROUTING = 1, SEED_TOKENS = 2, SEED_WEIGHTS = 3, SEED_SHARED = 4 };
 
@@ -487,7 +490,9 @@ static mj_status warm_up(moe_run *b, const moe_sets *s, double *step_s) {
     if (st == MJ_OK) st = settle(b);
     *step_s = (mj_monotonic_ms() - t0) / 1e3;
     const double warm_until = mj_monotonic_ms() + WARM_S * 1e3;
-    for (int i = 0; st == MJ_OK && mj_monotonic_ms() < warm_until; i++) {
+    for (int i = 0;
+         st == MJ_OK && (b->o->nccl_comm ? i < WARM_STEPS_RANKS : mj_monotonic_ms() < warm_until);
+         i++) {
         st = step(b, s, i % s->n, PASS_PD_MOE, -1);
         if (st == MJ_OK) st = settle(b);
     }
