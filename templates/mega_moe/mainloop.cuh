@@ -111,20 +111,21 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // decodes from 32 tokens, keep two sets, as more spill beside their
     // accumulators (tests/test_mega_moe_build.c); so do loops of one block (a
     // shared expert's), whose four sets of BF16 weights made ptxas serialize
-    // their wgmmas (C7515). Narrow tiles' stages of K 64 (gpt-oss-120b's 2880
-    // = 45 x 64: no stage of eight steps) run groups of two steps in four
-    // sets, one group in flight (H100 at T = 64 / 256: mxfp4-a16 565 -> 536 /
-    // 697 -> 665 us, nvfp4 638 -> 600 / 767 -> 730). Groups of four in four
-    // sets, each waited for, gained less at T = 256, and lost 7% at T = 1024
-    // where they also took the 64-token tiles' narrow loops; the loop taking
-    // stages in pairs for eight sets made ptxas serialize the wgmmas around
-    // an odd count's lone stage (C7513, C7520; thirty-first session).
+    // their wgmmas (C7515). Two-block loops of narrow tiles over stages of K
+    // 64 (gpt-oss-120b's 2880 = 45 x 64: no stage of eight steps) run groups
+    // of two steps in four sets, one group in flight (H100 at T = 64 / 256:
+    // mxfp4-a16 565 -> 536 / 697 -> 665 us, nvfp4 638 -> 600 / 767 -> 730).
+    // Groups of four in four sets, each waited for, gained less at T = 256,
+    // and lost 7% at T = 1024 where they also took the 64-token tiles' narrow
+    // loops; the loop taking stages in pairs for eight sets made ptxas
+    // serialize the wgmmas around an odd count's lone stage (C7513, C7520;
+    // thirty-first session).
     constexpr bool kWide = C::kBlockM >= 128 || (kDecoded && C::kBlockM >= 32);
     constexpr bool kNarrowLoop =
         C::kW4 && kBlocks == 2 && kN <= 40 &&
         (C::kBlockM == 32 || (C::kBlockM == 64 && C::kL2Fmt != MJ_FMT_MXFP8));
     constexpr bool kOneGroup = C::kBlockM == 64 && C::kL2Fmt == MJ_FMT_NVFP4;
-    constexpr bool kK64Group = kDecoded && !kWide && kSteps == 4;
+    constexpr bool kK64Group = kDecoded && !kWide && kSteps == 4 && kBlocks == 2;
     constexpr bool kGroupOf4 = kDecoded && (!kWide || kNarrowLoop) && kSteps % 8 == 0;
     constexpr int kGroup = kK64Group ? 2 : kGroupOf4 ? 4 : 1;
     constexpr int kSets = kGroup == 4 ? (kOneGroup ? 4 : 8) : kWide || kBlocks == 1 ? 2 : 4;
