@@ -16,14 +16,15 @@
 # then group_k64.patch on gpt-oss-120b's E2M1 and mxfp8 rows at T = 64, 256
 # and 1024, head against G4, alternated.
 # N = 2: build/bin/megajit-old = the CLI of 59e9a77 (no warm-up steps), the
-# embedded one has them (tools/bench/mega_moe.c WARM_S); build/tv/G4N = head
+# embedded one then had the first warm-up (untimed steps queued for 0.1 s of
+# host time, up to 1000, then one wait); build/tv/G4N = head
 # with group_k64.patch's groups for narrow tiles only (kK64Group), build/tv/G2
 # = head with groups of two K16 steps in four sets there. Qwen3-235B
 # mxfp4-a16 at T = 1, 64, 256 with both CLIs; gpt-oss-120b mxfp4-a16 and
 # nvfp4 at T = 1, 64, 256, 1024 with head, G4N and G2, alternated; then the
 # whole GPU test, racecheck and memcheck of --quick on the faster of G4N and
 # G2 (the sum of its T = 64 and 256 figures).
-# Calls 3-6 ran by hand on the same warm machine: `megajit_ab.txt` (gpt-oss
+# Calls 3-6 ran by hand on the same warm machine: `mxfp8_ab.txt` (gpt-oss
 # mxfp8 at T = 1, 64, 256, head against G2), `--shape all --tokens
 # 64,256,1024` with G2 (all_shapes.log), DeepSeek-V3 mxfp4-a16 at T = 256
 # with megajit-old against the embedded CLI of the first warm-up (a second of
