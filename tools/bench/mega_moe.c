@@ -45,10 +45,11 @@
  * the previous token count. Without them a short pass (--iters 10) of a
  * configuration that was not the first of its process read up to 13% slow,
  * MegaMoE alone above pre-dispatch + MegaMoE (Qwen3-235B mxfp4-a16 at T = 64
- * on an H100: 493 against 437 us). Each step waits for the last: a second
- * of queued steps ran the card into its power cap (700 W, SM clock down to
- * 1410 MHz) and DeepSeek-V3 mxfp4-a16 at T = 256 read 2068-2178 against 2030
- * us (bench/RESULTS.md, thirty-first session). Real ranks (a process each)
+ * on an H100: 493 against 437 us). Each step waits for the last: steps
+ * queued for 0.1 s of host time (up to 1000, the GPU far behind) ran the card
+ * into its power cap (700 W, SM clock down to 1410 MHz) and DeepSeek-V3
+ * mxfp4-a16 at T = 256 read 2068-2178 against 2030 us (bench/RESULTS.md,
+ * thirty-first session). Real ranks (a process each)
  * run WARM_STEPS_RANKS instead: every rank must launch as many steps, as each
  * launch waits for its peers'. */
 #define WARM_S 0.05
@@ -627,9 +628,9 @@ static mj_status run_point(moe_run *b, int tokens, int first, mj_bench_moe_point
                                           : (int)fit;
         st = time_pass(b, s, PASS_MOE, p->iters, &p->us);
     }
-    if (st == MJ_OK) st = mj_bench_sm_clock_mhz(b->rt, b->s[0], &p->us_clock_mhz);
+    if (st == MJ_OK) st = mj_bench_sm_clock_mhz(b->rt, b->s[0], &p->us_sm_clock_mhz);
     if (st == MJ_OK) st = time_pass(b, s, PASS_PD_MOE, p->iters, &p->pd_moe_us);
-    if (st == MJ_OK) st = mj_bench_sm_clock_mhz(b->rt, b->s[0], &p->pd_moe_clock_mhz);
+    if (st == MJ_OK) st = mj_bench_sm_clock_mhz(b->rt, b->s[0], &p->pd_moe_sm_clock_mhz);
     if (st == MJ_OK) st = check_point(b, s, p);
     if (st == MJ_OK && o->phases) st = trace_point(b, s, p);
     if (s) sets_free(b->cu, s);

@@ -27,7 +27,7 @@ typedef struct mj_bench_moe_point {
     double pd_moe_us; /* median pre-dispatch + MegaMoE back to back */
     /* The SM clock right after each pass (mj_bench_sm_clock_mhz): below the
      * card's full clock, the pass ran at its power cap. */
-    double us_clock_mhz, pd_moe_clock_mhz;
+    double us_sm_clock_mhz, pd_moe_sm_clock_mhz;
     double
         experts_hit; /* distinct experts the routing hits on this device's ranks (mean over sets) */
     double bytes;    /* their weights and scales + this device's tokens in and out + shared_bytes */

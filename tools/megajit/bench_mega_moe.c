@@ -324,8 +324,8 @@ static cJSON *point_json(const mj_moe_bench_args *a, const config *c, const mj_b
     cJSON_AddNumberToObject(j, "iters", p->iters);
     cJSON_AddNumberToObject(j, "us", p->us);
     cJSON_AddNumberToObject(j, "pd_moe_us", p->pd_moe_us);
-    cJSON_AddNumberToObject(j, "us_sm_clock_mhz", p->us_clock_mhz);
-    cJSON_AddNumberToObject(j, "pd_moe_sm_clock_mhz", p->pd_moe_clock_mhz);
+    cJSON_AddNumberToObject(j, "us_sm_clock_mhz", p->us_sm_clock_mhz);
+    cJSON_AddNumberToObject(j, "pd_moe_sm_clock_mhz", p->pd_moe_sm_clock_mhz);
     cJSON_AddNumberToObject(j, "experts_hit", p->experts_hit);
     cJSON_AddNumberToObject(j, "bytes", p->bytes);
     cJSON_AddNumberToObject(j, "shared_bytes", p->shared_bytes);
@@ -569,7 +569,7 @@ int cmd_bench_mega_moe(int argc, char **argv) {
                     "after the passes %.0f, %.0f MHz\n",
                     c->shape->name, c->row->name, p->tokens, p->us, p->floor.floor_us,
                     mj_bench_bound_name(p->floor.bound), p->us / p->floor.floor_us, stream,
-                    p->pd_moe_us, p->us_clock_mhz, p->pd_moe_clock_mhz);
+                    p->pd_moe_us, p->us_sm_clock_mhz, p->pd_moe_sm_clock_mhz);
         }
     }
     if (!checker) rc = cli_fail(kCmd, "cannot start the check threads");
