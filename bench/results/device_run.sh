@@ -75,3 +75,21 @@ table() { # issue 10's DeepSeek-V3 table with the PyTorch BF16 peer
     bash bench/run_mega_moe.sh
   head -40 "$OUT/table/table.txt" 2>/dev/null
 }
+rows() { # rows NAME SHAPE ROW TOKENS VARIANT...: the rows of TOKENS with each variant, in
+  # order; a variant is a CLI (build/bin/X), a template tree (build/tv/X, with the
+  # embedded CLI) or both (CLI+TREE)
+  local name=$1 shape=$2 f=$3 tokens=$4 v c tree
+  shift 4
+  for v in "$@"; do
+    c=build/bin/megajit tree=
+    case $v in
+    *+*) c=${v%%+*} tree=${v#*+} ;;
+    build/tv/*) tree=$v ;;
+    *) c=$v ;;
+    esac
+    MEGAJIT_TEMPLATE_DIR=$tree run $name 90 $c bench mega-moe --shape $shape --format $f \
+      --tokens $tokens --max-tokens 4096 --iters ${ITERS:-10}
+    grep -E "^$shape +$f +(${tokens//,/|}) " "$OUT/$name.log" |
+      tail -$(echo $tokens | tr ',' '\n' | wc -l) | sed "s|^|$v |"
+  done
+}

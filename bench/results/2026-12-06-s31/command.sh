@@ -36,24 +36,6 @@
 # HEAD templates` on gpt-oss-120b's E2M1 rows at T = 1, 64, 256.
 set -u
 . bench/results/device_run.sh
-rows() { # rows NAME SHAPE ROW TOKENS VARIANT...: the rows of TOKENS with each variant, in
-  # order; a variant is a CLI (build/bin/X), a template tree (build/tv/X, with the
-  # embedded CLI) or both (CLI+TREE)
-  local name=$1 shape=$2 f=$3 tokens=$4 v c tree
-  shift 4
-  for v in "$@"; do
-    c=build/bin/megajit tree=
-    case $v in
-    *+*) c=${v%%+*} tree=${v#*+} ;;
-    build/tv/*) tree=$v ;;
-    *) c=$v ;;
-    esac
-    MEGAJIT_TEMPLATE_DIR=$tree run $name 90 $c bench mega-moe --shape $shape --format $f \
-      --tokens $tokens --max-tokens 4096 --iters ${ITERS:-10}
-    grep -E "^$shape +$f +(${tokens//,/|}) " "$OUT/$name.log" |
-      tail -$(echo $tokens | tr ',' '\n' | wc -l) | sed "s|^|$v |"
-  done
-}
 H=build/tv/head G=build/tv/G4 M=build/bin/megajit S12=build/bin/megajit-s12 S16=build/bin/megajit-s16
 case ${1:-1} in
 1)
