@@ -122,6 +122,7 @@ static mj_status select_kernel(mj_runtime *rt, mj_symm_buffer *buf, const mj_wei
         .num_sms = sms,
         .pdl = mj_runtime_family_settings(rt, MJ_FAMILY_MEGA_MOE).pdl,
         .sys_scope = buf->dist != NULL,
+        .shares_device = buf->shares_device,
     };
     return mj_family_prepare(rt, &mj_mega_moe_family, MJ_MOE_KERNEL_MAIN, &req, stream, k, lc);
 }

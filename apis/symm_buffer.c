@@ -25,6 +25,7 @@ mj_symm_buffer *mj_symm_buffer_new(mj_runtime *rt, const mj_symm_config *cfg, in
     b->rt = rt;
     b->cfg = *cfg;
     b->rank = rank;
+    b->shares_device = rank < 0 && cfg->num_ranks > 1;
     b->num_sms = mj_runtime_family_sms(rt, MJ_FAMILY_MEGA_MOE);
     b->layout = mj_layout_input(cfg->hidden, cfg->num_topk, cfg->max_tokens_per_rank,
                                 (int)cfg->dispatch_format);

@@ -21,6 +21,10 @@ struct mj_symm_buffer {
     mj_input_layout layout;
     int rank;           /* this process's rank; -1 = every rank emulated in this process */
     mj_symm_dist *dist; /* NULL for emulated buffers */
+    /* 1: other ranks' kernels run on this GPU at the same time (emulated
+     * ranks, or processes sharing it), so each launch's grid must leave them
+     * room: one CTA an SM (heuristics). */
+    int shares_device;
 };
 
 /* Bytes one rank's region needs (with the MegaMoE regions when c->intermediate

@@ -44,6 +44,7 @@ mj_status mj_symm_buffer_create_distributed(mj_runtime *rt, const mj_symm_config
     }
     b->base = d->vmm.base;
     b->rank_bytes = d->vmm.stride;
+    b->shares_device = d->vmm.shares_device;
     b->dist = d;
     *out = b;
     return MJ_OK;

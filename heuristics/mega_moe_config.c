@@ -26,6 +26,10 @@ static const int block_m_candidates[] = {8, 16, 32, 64, 128, 160};
 #define MAX_TILE_STAGE_BYTES 53248
 #define MIN_STAGES 2
 #define MAX_STAGES 8
+/* Two CTAs share an SM's 228 KiB, each less the 1 KiB the system reserves
+ * a CTA; their rings then hold at least four stages each. */
+#define SMEM_BYTES_TWO_CTAS (233472u / 2u - 1024u)
+#define MIN_STAGES_TWO_CTAS 4
 
 static int valid_routing(int num_tokens, int num_ranks, int num_experts, int topk) {
     return num_tokens >= 0 && num_ranks >= 1 && num_ranks <= MJ_MAX_RANKS &&
@@ -109,19 +113,64 @@ int mj_moe_pick_block_m(const mj_moe_problem *p, const mj_moe_format_row *fmt) {
     return bm > cap ? cap : bm;
 }
 
-/* The deepest ring of bm-token tiles that fits shared memory: 0 and *out
- * filled, or -1. */
-static int deepest_ring(const mj_moe_problem *p, const mj_moe_format_row *fmt, int bm, int stage_k,
-                        mj_moe_kernel_config *out) {
-    for (int stages = MAX_STAGES; stages >= MIN_STAGES; stages--) {
+/* The deepest ring of at least min_stages stages of bm-token tiles within
+ * budget bytes of shared memory: 0 and *out filled, or -1. */
+static int ring_within(const mj_moe_problem *p, const mj_moe_format_row *fmt, int bm, int stage_k,
+                       unsigned budget, int min_stages, int ctas_per_sm,
+                       mj_moe_kernel_config *out) {
+    for (int stages = MAX_STAGES; stages >= min_stages; stages--) {
         unsigned smem = mj_moe_smem_bytes(p->hidden, p->intermediate, fmt->weight_fmt, stage_k, bm,
                                           stages, routes_of(p), p->num_ranks);
-        if (smem <= SMEM_BYTES) {
-            *out = (mj_moe_kernel_config){bm, stage_k, stages, smem};
+        if (smem <= budget) {
+            *out = (mj_moe_kernel_config){bm, stage_k, stages, smem, ctas_per_sm};
             return 0;
         }
     }
     return -1;
+}
+
+/* Tasks a launch of p's tokens makes under uniform routing, at least: one
+ * token tile for each local expert hit, four 64-row blocks a task over 2 I
+ * rows (GEMM 1) and H rows (GEMM 2). */
+static double expected_tasks(const mj_moe_problem *p) {
+    const double local = (double)p->num_experts / p->num_ranks;
+    /* every rank's T K pairs over all experts: T K land on a rank's own */
+    const double pairs = (double)p->num_tokens * p->topk;
+    /* distinct experts among `pairs` uniform draws over `local` */
+    const double hit = local * (1.0 - pow(1.0 - 1.0 / local, pairs));
+    const int rows = MJ_MOE_TASK_BLOCKS * MJ_MOE_BLOCK_ROWS;
+    return hit * (double)((2 * p->intermediate + rows - 1) / rows + (p->hidden + rows - 1) / rows);
+}
+
+/* bm-token tiles in two CTAs an SM where a ring of MIN_STAGES_TWO_CTAS fits
+ * half of it, else in one: 0 and *out filled, or -1. Tiles of at most 16
+ * tokens decode a weight for one or two wgmma columns, and 8 math warps an
+ * SM leave the decode's dependency chains exposed; two CTAs give each
+ * scheduler four. Only E2M1 weights in stages of K 64, whose loops keep
+ * their fragment groups in the two-CTA budget of 96 registers (gpt-oss-120b
+ * on an H100 at T = 64 / 256: mxfp4-a16 527 -> 492 / 643 -> 590 us, nvfp4
+ * 592 -> 520 / 726 -> 634); loops over stages of K 128 drop their groups of
+ * four there and came out even (DeepSeek-V3 and Qwen3-235B within 0.5%;
+ * thirty-second session). Not where GEMM 1's epilogue quantizes MXFP8
+ * groups, nor beside a shared expert's block pairs, nor in 16-token tiles
+ * with expert biases: those spilled (tests/test_mega_moe_build.c). Nor in
+ * launches of fewer than two tasks an SM: two tasks on one SM run at about
+ * half speed each while other SMs idle (gpt-oss-120b at T = 1, 140 tasks:
+ * 49 -> 74 us; with the CTAs from the SM count on taking no task, 64-67 us,
+ * GEMM 1's tasks ending at 35 us against 24: the first 132 CTAs are not one
+ * an SM). Nor where
+ * other ranks' grids share the GPU: a grid of half-SM CTAs spread over every
+ * SM leaves no SM the room a one-CTA grid of theirs needs, and ranks wait on
+ * each other. */
+static int deepest_ring(const mj_moe_problem *p, const mj_moe_format_row *fmt, int bm, int stage_k,
+                        mj_moe_kernel_config *out) {
+    const int e2m1 = fmt->weight_fmt == MJ_FMT_MXFP4 || fmt->weight_fmt == MJ_FMT_NVFP4;
+    if (bm <= (p->expert_biases ? 8 : 16) && stage_k == 64 && e2m1 &&
+        fmt->l2_input_fmt != MJ_FMT_MXFP8 && !p->shared_expert && !p->shares_device &&
+        expected_tasks(p) >= 2.0 * p->num_sms &&
+        ring_within(p, fmt, bm, stage_k, SMEM_BYTES_TWO_CTAS, MIN_STAGES_TWO_CTAS, 2, out) == 0)
+        return 0;
+    return ring_within(p, fmt, bm, stage_k, SMEM_BYTES, MIN_STAGES, 1, out);
 }
 
 int mj_moe_kernel_config_for(const mj_moe_problem *p, const mj_moe_format_row *fmt, int block_m,

@@ -22,13 +22,15 @@ typedef struct mj_moe_problem {
     int num_sms;
     int shared_expert; /* 1: a fused shared expert (one more routing entry in shared memory) */
     int expert_biases; /* 1: the experts have biases (both epilogues add them) */
+    int shares_device; /* 1: other ranks' grids run on this GPU at the same time */
 } mj_moe_problem;
 
 typedef struct mj_moe_kernel_config {
     int block_m;         /* tokens per tile (wgmma N): 8 .. mj_moe_max_block_m(row) */
     int stage_k;         /* K elements of one pipeline stage (also fixes the weight image) */
     int stages;          /* depth of the shared-memory ring */
-    unsigned smem_bytes; /* dynamic shared memory of a launch (MJ_MOE_THREADS threads) */
+    unsigned smem_bytes; /* dynamic shared memory of a CTA (MJ_MOE_THREADS threads) */
+    int ctas_per_sm;     /* resident CTAs an SM: 1, or 2 (each in half the shared memory) */
 } mj_moe_kernel_config;
 
 /* Largest tile a format row's kernel takes. */

@@ -32,6 +32,7 @@
     X(cuKernelGetFunction, 12000)                                                                  \
     X(cuFuncLoad, 12040)                                                                           \
     X(cuFuncSetAttribute, 9000)                                                                    \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                           \
     X(cuLaunchKernelEx, 11060)                                                                     \
     X(cuStreamIsCapturing, 10000)                                                                  \
     X(cuStreamSynchronize, 2000)                                                                   \

@@ -385,14 +385,29 @@ mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cf
     if (cfg->smem_bytes > __atomic_load_n(&k->max_dynamic_smem, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&k->load_lock);
         CUresult r = CUDA_SUCCESS;
+        int resident = cfg->ctas_per_sm;
         if (cfg->smem_bytes > k->max_dynamic_smem) {
             r = cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                        (int)cfg->smem_bytes);
-            if (r == CUDA_SUCCESS)
+            /* All of the SM's memory to shared memory: two CTAs of half of it
+             * each fit only so. */
+            if (r == CUDA_SUCCESS && cfg->ctas_per_sm > 1)
+                r = cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                           CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+            if (r == CUDA_SUCCESS && cfg->ctas_per_sm > 1)
+                r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &resident, fn, (int)(cfg->block[0] * cfg->block[1] * cfg->block[2]),
+                    cfg->smem_bytes);
+            if (r == CUDA_SUCCESS && resident >= cfg->ctas_per_sm)
                 __atomic_store_n(&k->max_dynamic_smem, cfg->smem_bytes, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&k->load_lock);
         if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "cuFuncSetAttribute(max dynamic smem)");
+        if (resident < cfg->ctas_per_sm)
+            return mj_fail(MJ_ERR_UNSUPPORTED,
+                           "%s: %d CTAs of %u bytes of shared memory fit an SM, its grid needs %d "
+                           "resident together",
+                           k->name_expression, resident, cfg->smem_bytes, cfg->ctas_per_sm);
     }
     CUlaunchAttribute attrs[MJ_JIT_LAUNCH_ATTRS];
     CUlaunchConfig lc;

@@ -25,6 +25,10 @@ typedef struct mj_launch_config {
     unsigned smem_bytes;
     unsigned cluster_x; /* 0 or 1: no cluster */
     int pdl;            /* programmatic dependent launch */
+    /* CTAs an SM that must be resident together (a persistent grid of more
+     * CTAs than SMs); 0 or 1: none. Checked with the occupancy calculator
+     * where the kernel's dynamic shared memory is first raised. */
+    int ctas_per_sm;
 } mj_launch_config;
 
 /* Loaded (or lazily loadable) kernel for spec: the launch path. A kernel that

@@ -221,6 +221,10 @@ mj_status mj_vmm_create(const mj_cuda *cu, CUdevice device, const mj_group *g, s
     if ((st = mj_group_agree(g, st, "allocating its symmetric memory")) == MJ_OK)
         st = g->allgather(g->ctx, &me, all, sizeof me);
     if (st == MJ_OK) st = check_layout(v, all, &v->fabric);
+    for (int r = 0; st == MJ_OK && r < g->nranks; r++)
+        if (r != g->rank && strcmp(all[r].host, me.host) == 0 &&
+            strcmp(all[r].bus_id, me.bus_id) == 0)
+            v->shares_device = 1;
     if (st == MJ_OK) st = mj_group_agree(g, check_peer_access(v, all), "checking peer access");
     mj_fd_channel *chan = NULL;
     int own_fd = -1;

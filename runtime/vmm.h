@@ -28,6 +28,9 @@ typedef struct mj_vmm {
     CUdeviceptr base; /* reserved range of nranks * stride bytes */
     size_t stride;    /* bytes per rank, a multiple of the recommended granularity */
     int fabric;       /* 1: FABRIC handles were exchanged; 0: POSIX file descriptors */
+    /* 1: another rank runs on this GPU (same host and PCI bus id), so both
+     * ranks' grids must fit on it together. */
+    int shares_device;
     mj_vmm_peer *peers;
 } mj_vmm;
 

@@ -1,6 +1,8 @@
 /*
  * MegaMoE for Hopper (sm_90a): one persistent kernel per rank runs a whole MoE
- * layer (NUMERICS.md steps 1-8) over the symmetric buffer, one CTA per SM:
+ * layer (NUMERICS.md steps 1-8) over the symmetric buffer, one CTA per SM
+ * (two in half of its shared memory each where the heuristics say so:
+ * kCtasPerSm):
  *
  *   warp 0        weight producer: claims tasks, publishes them to the CTA,
  *                 streams each task's weight stages (one bulk copy a stage)
@@ -239,13 +241,13 @@ __device__ __forceinline__ void compute(const Launch<C> &L, const Ring<C> &ring,
 template <int kHidden, int kInter, int kExperts, int kTopk, int kRanks, int kMaxTokens,
           int kWeightFmt, int kDispatchFmt, int kL2Fmt, int kActivation, unsigned kClampBits,
           unsigned kActParam0Bits, unsigned kActParam1Bits, int kBlockM, int kStageK, int kStages,
-          int kNumSMs, int kSysScope, int kBiases, int kSharedInter, int kSharedFmt>
-__global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
+          int kNumSMs, int kCtasPerSm, int kSysScope, int kBiases, int kSharedInter, int kSharedFmt>
+__global__ void __launch_bounds__(MJ_MOE_THREADS, kCtasPerSm)
     mega_moe_kernel(const __grid_constant__ mj_moe_args args) {
     typedef MoeConfig<kHidden, kInter, kExperts, kTopk, kRanks, kMaxTokens, kWeightFmt,
                       kDispatchFmt, kL2Fmt, kActivation, kClampBits, kActParam0Bits, kActParam1Bits,
-                      kBlockM, kStageK, kStages, kNumSMs, kSysScope, kBiases, kSharedInter,
-                      kSharedFmt>
+                      kBlockM, kStageK, kStages, kNumSMs, kCtasPerSm, kSysScope, kBiases,
+                      kSharedInter, kSharedFmt>
         C;
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid & 31;
@@ -299,8 +301,8 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     if (tid == 0) L.stamp(MJ_MOE_TR_INPUTS);
     const mj_u32 epoch = *reinterpret_cast<volatile mj_u32 *>(L.counters() + MJ_MOE_CNT_EPOCH);
     mj_u32 *next = L.counters() + MJ_MOE_CNT_FIXED + ((epoch + 1u) & 1u) * L.l.bank.words;
-    for (mj_u32 i = blockIdx.x * MJ_MOE_THREADS + tid; i < L.l.bank.words;
-         i += kNumSMs * MJ_MOE_THREADS)
+    for (mj_u32 i = (mj_u32)(L.cta() * MJ_MOE_THREADS + tid); i < L.l.bank.words;
+         i += C::kCtas * MJ_MOE_THREADS)
         next[i] = 0u;
     for (int i = tid; i < C::kRoutes; i += MJ_MOE_THREADS)
         L.routing.rows[i] = 0u;
@@ -312,7 +314,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
         if (kRanks == 1) {
             L.ntok[0] = args.num_tokens;
         } else {
-            if (blockIdx.x == 0) {
+            if (L.cta() == 0) {
                 L.counters()[MJ_MOE_CNT_NTOK] = (mj_u32)args.num_tokens;
                 for (int s = 0; s < kRanks; s++)
                     st_release<C::kSys>(peer_ptr(peers, s, L.counters() + MJ_MOE_CNT_START + rank),
@@ -338,7 +340,7 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     if (warp == 0) route_prefix(L.routing, lane);
     __syncthreads();
     if (tid == 0) L.stamp(MJ_MOE_TR_ROUTED);
-    if (blockIdx.x == 0 && args.recv_stats != nullptr)
+    if (L.cta() == 0 && args.recv_stats != nullptr)
         for (int le = tid; le < C::kLocal; le += MJ_MOE_THREADS)
             if (L.routing.rows[le]) atomicAdd(args.recv_stats + le, (int)L.routing.rows[le]);
 
@@ -370,7 +372,10 @@ __global__ void __launch_bounds__(MJ_MOE_THREADS, 1)
     __syncthreads();
     if (tid == 0) {
         const mj_u32 finished = atomicAdd(L.counters() + MJ_MOE_CNT_DONE, 1u) + 1u;
-        if (finished == (mj_u32)kNumSMs * (L.epoch() + 1u)) {
+        if (finished == (mj_u32)C::kCtas) {
+            // Launches of other kernels on this buffer may run other grids; the
+            // next launch reads the count after its griddepcontrol.wait.
+            L.counters()[MJ_MOE_CNT_DONE] = 0u;
             // The last CTA of this rank: no CTA of it reads a peer any more.
             if (kRanks > 1) {
                 for (int s = 0; s < kRanks; s++)

@@ -301,6 +301,62 @@ static void test_config_values(void **state) {
     assert_int_equal(c.stage_k, 64);
 }
 
+/* Two CTAs an SM: E2M1 weights in stages of K 64 and tiles of at most 16
+ * tokens, each CTA in half the SM's shared memory; one CTA otherwise, where
+ * GEMM 1 quantizes MXFP8, beside a shared expert, in launches of fewer than
+ * two tasks an SM, and where other ranks share the GPU. */
+static void test_config_two_ctas(void **state) {
+    (void)state;
+    mj_moe_kernel_config c;
+    const char *e2m1[] = {"mxfp4-a16", "nvfp4", "nvfp4-a16"};
+    for (int i = 0; i < 3; i++) {
+        const mj_moe_format_row *row = mj_moe_format_by_name(e2m1[i]);
+        mj_moe_problem gpt = {64, 1, 128, 4, 2880, 2880, 132};
+        assert_int_equal(mj_moe_kernel_config_for(&gpt, row, 0, &c), 0);
+        assert_int_equal(c.block_m, 8);
+        assert_int_equal(c.ctas_per_sm, 2);
+        assert_true(c.stages >= 4);
+        assert_true(2 * (c.smem_bytes + 1024) <= 233472);
+        assert_int_equal(mj_moe_kernel_config_for(&gpt, row, 16, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 2);
+        assert_int_equal(mj_moe_kernel_config_for(&gpt, row, 32, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 1);
+        /* one token hits 4 experts: 4 x (23 + 12) tasks, fewer than two an SM */
+        mj_moe_problem one = gpt;
+        one.num_tokens = 1;
+        assert_int_equal(mj_moe_kernel_config_for(&one, row, 0, &c), 0);
+        assert_int_equal(c.block_m, 8);
+        assert_int_equal(c.ctas_per_sm, 1);
+        one.num_tokens = 8;
+        assert_int_equal(mj_moe_kernel_config_for(&one, row, 0, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 2);
+        mj_moe_problem shared = gpt, shares = gpt, biased = gpt;
+        shared.shared_expert = 1;
+        shares.shares_device = 1;
+        biased.expert_biases = 1;
+        assert_int_equal(mj_moe_kernel_config_for(&biased, row, 8, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 2);
+        assert_int_equal(mj_moe_kernel_config_for(&biased, row, 16, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 1);
+        assert_int_equal(mj_moe_kernel_config_for(&shared, row, 0, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 1);
+        assert_int_equal(mj_moe_kernel_config_for(&shares, row, 0, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 1);
+        assert_int_equal(c.stages, 8);
+        /* stages of K 128 keep one */
+        mj_moe_problem dsv3 = problem(1);
+        assert_int_equal(mj_moe_kernel_config_for(&dsv3, row, 0, &c), 0);
+        assert_int_equal(c.block_m, 8);
+        assert_int_equal(c.ctas_per_sm, 1);
+    }
+    const char *one[] = {"mxfp4-a8", "mxfp8", "bf16"};
+    for (int i = 0; i < 3; i++) {
+        mj_moe_problem gpt = {64, 1, 128, 4, 2880, 2880, 132};
+        assert_int_equal(mj_moe_kernel_config_for(&gpt, mj_moe_format_by_name(one[i]), 0, &c), 0);
+        assert_int_equal(c.ctas_per_sm, 1);
+    }
+}
+
 /* Every row, every token count: a sane, deterministic config. */
 static void test_config_all_rows(void **state) {
     (void)state;
@@ -318,6 +374,7 @@ static void test_config_all_rows(void **state) {
             assert_int_equal(a.stage_k, mj_moe_stage_k(&p, r));
             assert_true(a.stages >= 2 && a.stages <= 8);
             assert_true(a.smem_bytes <= 232448);
+            assert_int_equal(a.ctas_per_sm, 1); /* stages of K 128 here */
             /* the deepest ring that fits */
             if (a.stages < 8)
                 assert_true(mj_moe_smem_bytes(7168, 2048, r->weight_fmt, a.stage_k, a.block_m,
@@ -358,8 +415,8 @@ int main(void) {
         cmocka_unit_test(test_activations),         cmocka_unit_test(test_block_m_values),
         cmocka_unit_test(test_block_m_monotone),    cmocka_unit_test(test_block_m_invalid),
         cmocka_unit_test(test_pool_capacity),       cmocka_unit_test(test_stage_k),
-        cmocka_unit_test(test_config_values),       cmocka_unit_test(test_config_all_rows),
-        cmocka_unit_test(test_config_invalid),
+        cmocka_unit_test(test_config_values),       cmocka_unit_test(test_config_two_ctas),
+        cmocka_unit_test(test_config_all_rows),     cmocka_unit_test(test_config_invalid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

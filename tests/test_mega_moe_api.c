@@ -130,10 +130,10 @@ static void test_spec_and_name(void **state) {
     assert_int_equal(s.family, MJ_FAMILY_MEGA_MOE);
     assert_int_equal(s.arch, MJ_ARCH_SM90A);
     assert_int_equal(s.num_params, MJ_MOE_NUM_PARAMS);
-    assert_int_equal(MJ_MOE_NUM_PARAMS, 21);
+    assert_int_equal(MJ_MOE_NUM_PARAMS, 22);
     assert_string_equal(name_of(&s),
                         "mj::mega_moe_kernel<7168, 2048, 256, 8, 8, 4096, 2, 1, 1, 0, 0x40e00000u, "
-                        "0x3f800000u, 0x0u, 16, 128, 8, 132, 0, 0, 0, 0>");
+                        "0x3f800000u, 0x0u, 16, 128, 8, 132, 1, 0, 0, 0, 0>");
     for (int i = MJ_MOE_NUM_PARAMS; i < MJ_SPEC_MAX_PARAMS; i++)
         assert_int_equal(s.params[i], 0);
     mj_kernel_spec other;
@@ -160,22 +160,22 @@ static void test_spec_and_name(void **state) {
         {MJ_FORMAT_BF16, MJ_FORMAT_BF16, MJ_ACTIVATION_SITU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 0, 0, 0, 2, 0x0u, 0x40800000u, "
          "0x41c80000u, 8, 64, 6, "
-         "66, 0, 0, 0, 0>"},
+         "66, 1, 0, 0, 0, 0>"},
         {MJ_FORMAT_MXFP8, MJ_FORMAT_MXFP8, MJ_ACTIVATION_SWIGLUOAI, 1.5f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 1, 1, 1, 1, 0x3fc00000u, 0x3fd9db23u, "
-         "0x3f800000u, 8, 128, 6, 66, 0, 0, 0, 0>"},
+         "0x3f800000u, 8, 128, 6, 66, 1, 0, 0, 0, 0>"},
         {MJ_FORMAT_MXFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 2, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0, 0>"},
+         "66, 1, 0, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_NVFP4, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 3, 3, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0, 0>"},
+         "66, 1, 0, 0, 0, 0>"},
         {MJ_FORMAT_NVFP4, MJ_FORMAT_BF16, MJ_ACTIVATION_SWIGLU, 0.0f,
          "mj::mega_moe_kernel<4096, 1536, 128, 4, 2, 64, 3, 0, 0, 0, 0x0u, 0x3f800000u, 0x0u, 8, "
          "128, 8, "
-         "66, 0, 0, 0, 0>"},
+         "66, 1, 0, 0, 0, 0>"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         mj_moe_config r = {sizeof r,  4096,      1536,        128,           4, 2, 1, 64,
@@ -247,7 +247,7 @@ static void test_image_spec(void **state) {
     assert_int_equal(lc.grid[0], 7168 / 64);
     assert_int_equal(lc.grid[1], 2048 / 128);
 
-    /* the main kernel: a CTA of MJ_MOE_THREADS per SM, the shared memory the
+    /* the main kernel: a CTA of MJ_MOE_THREADS per SM (here), the shared memory the
      * heuristic sized its pipeline for */
     req.pdl = 1;
     mj_mega_moe_family.launch_shape(&main_spec, &req, &lc);
@@ -261,6 +261,42 @@ static void test_image_spec(void **state) {
     assert_int_equal(lc.block[0], MJ_MOE_THREADS);
     assert_int_equal(lc.smem_bytes, kc.smem_bytes);
     assert_int_equal(lc.pdl, 1);
+    assert_true(lc.ctas_per_sm <= 1);
+
+    /* gpt-oss-120b's E2M1 experts in 8-token tiles: two CTAs an SM, each in
+     * half of its shared memory; one where other ranks share the GPU */
+    c = good();
+    c.hidden = 2880;
+    c.intermediate = 2880;
+    c.num_experts = 128;
+    c.num_topk = 4;
+    c.num_ranks = 1;
+    c.rank = 0;
+    c.weight_format = MJ_FORMAT_MXFP4;
+    c.dispatch_format = MJ_FORMAT_BF16;
+    const mj_symm_config gpt_buffer = mj_symm_config_of_moe(&c);
+    mj_family_request gpt = {.buffer = &gpt_buffer, .layer = &c, .num_tokens = 64, .num_sms = 132};
+    assert_int_equal(
+        mj_mega_moe_family.build_spec(&gpt, MJ_MOE_KERNEL_MAIN, MJ_ARCH_SM90A, &main_spec), MJ_OK);
+    assert_int_equal(main_spec.params[MJ_MOE_PARAM_BLOCK_M], 8);
+    assert_int_equal(main_spec.params[MJ_MOE_PARAM_CTAS_PER_SM], 2);
+    mj_mega_moe_family.launch_shape(&main_spec, &gpt, &lc);
+    assert_int_equal(lc.grid[0], 264);
+    assert_int_equal(lc.ctas_per_sm, 2);
+    assert_true(2 * (lc.smem_bytes + 1024) <= 233472);
+    /* one token: 140 tasks, fewer than two an SM */
+    gpt.num_tokens = 1;
+    assert_int_equal(
+        mj_mega_moe_family.build_spec(&gpt, MJ_MOE_KERNEL_MAIN, MJ_ARCH_SM90A, &main_spec), MJ_OK);
+    assert_int_equal(main_spec.params[MJ_MOE_PARAM_BLOCK_M], 8);
+    assert_int_equal(main_spec.params[MJ_MOE_PARAM_CTAS_PER_SM], 1);
+    gpt.num_tokens = 64;
+    gpt.shares_device = 1;
+    assert_int_equal(
+        mj_mega_moe_family.build_spec(&gpt, MJ_MOE_KERNEL_MAIN, MJ_ARCH_SM90A, &main_spec), MJ_OK);
+    mj_mega_moe_family.launch_shape(&main_spec, &gpt, &lc);
+    assert_int_equal(lc.grid[0], 132);
+    assert_int_equal(lc.ctas_per_sm, 1);
 }
 
 /* Every shape within runtime/limits.h has a kernel: at the extremes of
@@ -349,43 +385,44 @@ static void test_manifest_presets(void **state) {
         const char *preset;
         const char *first;
         size_t mega; /* BLOCK_M 8 .. 128 with BF16 or MXFP8 weights or beside a shared
-                      * expert, .. 160 for E2M1 weights */
+                      * expert, .. 160 for E2M1 weights; gpt-oss's 8-token tiles in one
+                      * CTA an SM and in two */
     } want[] = {
         {"deepseek-v3-ep8",
          "mega_moe.main<H=7168,I=2048,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,ctas=1,sys=1,"
          "bias=0,shared=2048,shared_fmt=mxfp8> sm_90a",
          5},
         {"kimi-k2-ep8",
          "mega_moe.main<H=7168,I=2048,E=384,K=8,R=8,T=4096,weight=mxfp4,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,ctas=1,sys=1,"
          "bias=0,shared=2048,shared_fmt=mxfp8> sm_90a",
          5},
         {"qwen3-235b-ep4",
          "mega_moe.main<H=4096,I=1536,E=128,K=8,R=4,T=4096,weight=nvfp4,dispatch=nvfp4,l2=nvfp4,"
-         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,sys=1,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=8,sms=132,ctas=1,sys=1,"
          "bias=0,shared=0,shared_fmt=bf16> sm_90a",
          6},
         {"gpt-oss-120b-ep1",
          "mega_moe.main<H=2880,I=2880,E=128,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
-         "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,"
-         "bias=1,shared=0,shared_fmt=bf16> sm_90a",
-         6},
+         "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,ctas=1,sys="
+         "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
+         7},
         {"glm-4.5-ep8",
          "mega_moe.main<H=5120,I=1536,E=160,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,ctas=1,sys=1,"
          "bias=0,shared=1536,shared_fmt=mxfp8> sm_90a",
          5},
         {"minimax-m2-ep8",
          "mega_moe.main<H=3072,I=1536,E=256,K=8,R=8,T=4096,weight=mxfp8,dispatch=mxfp8,l2=mxfp8,"
-         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,sys=1,"
+         "act=swiglu,clamp=0,act_p0=1,act_p1=0,bm=8,stage_k=128,stages=6,sms=132,ctas=1,sys=1,"
          "bias=0,shared=0,shared_fmt=bf16> sm_90a",
          5},
         {"gpt-oss-20b-ep1",
          "mega_moe.main<H=2880,I=2880,E=32,K=4,R=1,T=8192,weight=mxfp4,dispatch=bf16,l2=bf16,"
-         "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,sys=0,"
-         "bias=1,shared=0,shared_fmt=bf16> sm_90a",
-         6},
+         "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=8,sms=132,ctas=1,sys="
+         "0,bias=1,shared=0,shared_fmt=bf16> sm_90a",
+         7},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         mj_manifest *m = NULL;
@@ -425,18 +462,19 @@ static void test_manifest_block_m_set(void **state) {
 #define BF16_LAYER                                                                                 \
     "mega_moe.main<H=1024,I=256,E=16,K=16,R=16,T=2,weight=bf16,dispatch=bf16,l2=bf16,act=swiglu,"  \
     "clamp=0,act_p0=1,act_p1=0,"
-    expect_kernels(m, 6, 3,
-                   BF16_LAYER
-                   "bm=8,stage_k=64,stages=6,sms=66,sys=1,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+    expect_kernels(
+        m, 6, 3,
+        BF16_LAYER
+        "bm=8,stage_k=64,stages=6,sms=66,ctas=1,sys=1,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     /* the weight loader's image kernel comes first; rows of one kind share it */
     assert_string_equal(mj_manifest_kernel_describe(m, 2),
                         "mega_moe.image<weight=bf16,H=1024,I=256,stage_k=64,tb=4> sm_90a");
     assert_string_equal(
         mj_manifest_kernel_describe(m, 4), BF16_LAYER
-        "bm=32,stage_k=64,stages=5,sms=66,sys=1,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+        "bm=32,stage_k=64,stages=5,sms=66,ctas=1,sys=1,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     assert_string_equal(
         mj_manifest_kernel_describe(m, 5), BF16_LAYER
-        "bm=64,stage_k=64,stages=4,sms=66,sys=1,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+        "bm=64,stage_k=64,stages=4,sms=66,ctas=1,sys=1,bias=0,shared=0,shared_fmt=bf16> sm_90a");
 #undef BF16_LAYER
     mj_manifest_destroy(m);
 
@@ -447,7 +485,7 @@ static void test_manifest_block_m_set(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=64,K=2,R=1,T=1,weight=nvfp4,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=0.5,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms="
-                   "132,sys=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+                   "132,ctas=1,sys=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
 
     /* a pair without a MegaMoE kernel still gets pre-dispatch */
@@ -1212,7 +1250,7 @@ static void test_activation_params(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=64,stages=6,sms=132,"
-                   "sys=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+                   "ctas=1,sys=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
     m = parse_layer("\"experts\": 8, \"topk\": 2, \"ranks\": 1, \"max_tokens_per_rank\": 1,"
                     " \"weight_format\": \"bf16\", \"dispatch_format\": \"bf16\","
@@ -1220,7 +1258,7 @@ static void test_activation_params(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=bf16,dispatch=bf16,l2=bf16,"
                    "act=situ,clamp=0,act_p0=3,act_p1=20,bm=8,stage_k=64,stages=6,sms=132,"
-                   "sys=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
+                   "ctas=1,sys=0,bias=0,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
     static const struct {
         const char *tail, *needle;
@@ -1276,7 +1314,7 @@ static void test_expert_biases_config(void **state) {
     expect_kernels(m, 4, 1,
                    "mega_moe.main<H=1024,I=256,E=8,K=2,R=1,T=1,weight=mxfp4,dispatch=bf16,l2=bf16,"
                    "act=swigluoai,clamp=7,act_p0=1.702,act_p1=1,bm=8,stage_k=128,stages=8,sms=132,"
-                   "sys=0,bias=1,shared=0,shared_fmt=bf16> sm_90a");
+                   "ctas=1,sys=0,bias=1,shared=0,shared_fmt=bf16> sm_90a");
     mj_manifest_destroy(m);
     char json[1024];
     snprintf(json, sizeof json, "%s%s1}]}", kLayerHead, layer);

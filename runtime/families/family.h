@@ -52,6 +52,7 @@ typedef struct mj_family_request {
     int num_sms;                  /* the family's SM count */
     int pdl;                      /* the family's PDL setting */
     int sys_scope;                /* the ranks are processes on other GPUs (not emulated) */
+    int shares_device;            /* other ranks' grids run on this GPU at once */
     int projection;               /* MegaMoE's weight-image kernel: the mj_projection it writes */
     int shared_expert;            /* ... of the layer's shared expert (1) or a routed one (0) */
 } mj_family_request;

@@ -85,7 +85,7 @@ static mj_status check_arch(mj_arch arch) {
  * for num_tokens per rank: one configuration lookup either way, as a launch
  * builds its spec this way every call. */
 static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens, int num_sms,
-                           int sys_scope, mj_arch arch, mj_kernel_spec *out) {
+                           int sys_scope, int shares_device, mj_arch arch, mj_kernel_spec *out) {
     const mj_moe_format_row *row = row_of(cfg);
     if (!row) return mj_fail(MJ_ERR_INVALID_ARG, "mega_moe: not a MegaMoE format pair");
     if (block_m && !mj_moe_block_m_supported(block_m, row))
@@ -97,6 +97,7 @@ static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens
     if (st != MJ_OK) return st;
     mj_moe_problem prob = mj_moe_problem_of(cfg, num_sms);
     prob.num_tokens = num_tokens;
+    prob.shares_device = shares_device;
     mj_moe_kernel_config kc;
     if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
@@ -130,6 +131,7 @@ static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens
     p[MJ_MOE_PARAM_STAGE_K] = kc.stage_k;
     p[MJ_MOE_PARAM_STAGES] = kc.stages;
     p[MJ_MOE_PARAM_NUM_SMS] = num_sms;
+    p[MJ_MOE_PARAM_CTAS_PER_SM] = kc.ctas_per_sm;
     p[MJ_MOE_PARAM_SYS_SCOPE] = cfg->num_ranks > 1 && sys_scope ? 1 : 0;
     p[MJ_MOE_PARAM_BIASES] = cfg->expert_biases ? 1 : 0;
     p[MJ_MOE_PARAM_SHARED_INTER] = cfg->shared_intermediate;
@@ -140,7 +142,7 @@ static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens
 mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
                            mj_arch arch, mj_kernel_spec *out) {
     if (!block_m) return mj_fail(MJ_ERR_INVALID_ARG, "block_m 0: a spec needs a tile size");
-    return main_spec(cfg, block_m, 0, num_sms, sys_scope, arch, out);
+    return main_spec(cfg, block_m, 0, num_sms, sys_scope, 0, arch, out);
 }
 
 mj_status mj_mega_moe_image_spec(const mj_moe_config *cfg, int shared_expert, mj_arch arch,
@@ -180,11 +182,12 @@ static mj_status build_spec(const mj_family_request *req, int kernel, mj_arch ar
     if (kernel != MJ_MOE_KERNEL_MAIN)
         return mj_fail(MJ_ERR_INVALID_ARG, "unknown MegaMoE kernel %d", kernel);
     return main_spec(req->layer, req->layer->block_m, req->num_tokens, req->num_sms, req->sys_scope,
-                     arch, out);
+                     req->shares_device, arch, out);
 }
 
 /* The main kernel: one producer and two math warpgroups per CTA, one
- * persistent CTA per SM of the rank, the dynamic shared memory its stage ring,
+ * persistent CTA per SM of the rank (two where the heuristics' config says
+ * so: kCtasPerSm), the dynamic shared memory its stage ring,
  * epilogue scratch and routing tables take (mj_moe_smem_bytes, which the
  * kernel's config checks its map against). The image kernel: a CTA of 128 threads per (64-row block
  * of the projection, K stage). */
@@ -209,13 +212,32 @@ static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *re
         p[MJ_MOE_PARAM_EXPERTS] / p[MJ_MOE_PARAM_RANKS] + (p[MJ_MOE_PARAM_SHARED_INTER] > 0),
         p[MJ_MOE_PARAM_RANKS]);
     *out = (mj_launch_config){
-        {(unsigned)p[MJ_MOE_PARAM_NUM_SMS], 1, 1}, {MJ_MOE_THREADS, 1, 1}, smem, 0, req->pdl};
+        {(unsigned)(p[MJ_MOE_PARAM_NUM_SMS] * p[MJ_MOE_PARAM_CTAS_PER_SM]), 1, 1},
+        {MJ_MOE_THREADS, 1, 1},
+        smem,
+        0,
+        req->pdl,
+        p[MJ_MOE_PARAM_CTAS_PER_SM]};
 }
 
-/* The weight-image kernel (and the shared expert's), then every BLOCK_M a launch can pick for
- * 0..max_tokens_per_rank tokens. The pick never decreases with the token
- * count, so each next value is found by a binary search for the first token
- * count past the current one. */
+/* A launch of `tokens` on layer's rank: its tile and CTAs an SM as bm * 2 +
+ * ctas - 1, which never decreases with the token count (a tile takes its
+ * second CTA an SM as its tasks grow; a larger tile starts over). */
+static int launch_key(const mj_family_request *layer, int tokens) {
+    const mj_moe_config *cfg = layer->layer;
+    mj_moe_problem prob = mj_moe_problem_of(cfg, layer->num_sms);
+    prob.num_tokens = tokens;
+    prob.shares_device = layer->shares_device;
+    mj_moe_kernel_config kc;
+    if (mj_moe_kernel_config_for(&prob, row_of(cfg), cfg->block_m, &kc) != 0)
+        return 2 * mj_mega_moe_pick_block_m(cfg, tokens);
+    return 2 * kc.block_m + kc.ctas_per_sm - 1;
+}
+
+/* The weight-image kernel (and the shared expert's), then every kernel a
+ * launch of 0..max_tokens_per_rank tokens can pick (launch_key's values):
+ * each next one is found by a binary search for the first token count past
+ * the current one. */
 static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec_fn add,
                            void *ctx) {
     const mj_moe_config *cfg = layer->layer;
@@ -233,14 +255,15 @@ static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec
     }
     const int max_tokens = cfg->max_tokens_per_rank;
     for (int tokens = 0; st == MJ_OK;) {
-        const int block_m = mj_mega_moe_pick_block_m(cfg, tokens);
+        const int key = launch_key(layer, tokens);
         mj_kernel_spec spec;
-        st = mj_mega_moe_spec(cfg, block_m, layer->num_sms, layer->sys_scope, arch, &spec);
+        st = main_spec(cfg, mj_mega_moe_pick_block_m(cfg, tokens), tokens, layer->num_sms,
+                       layer->sys_scope, layer->shares_device, arch, &spec);
         if (st == MJ_OK) st = add(&spec, ctx);
-        int lo = tokens + 1, hi = max_tokens + 1; /* first larger pick in [lo, hi) */
+        int lo = tokens + 1, hi = max_tokens + 1; /* first larger key in [lo, hi) */
         while (lo < hi) {
             int mid = lo + (hi - lo) / 2;
-            if (mj_mega_moe_pick_block_m(cfg, mid) > block_m)
+            if (launch_key(layer, mid) > key)
                 hi = mid;
             else
                 lo = mid + 1;

@@ -17,7 +17,8 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
  * ACT_PARAM0/1 the bits of the activation's two constants: alpha and beta of
  * the swiglu family (swiglu at 1.702 and 1 is swigluoai's spec), situ's gate
  * and up betas;
- * BLOCK_M, STAGE_K and STAGES come from heuristics/mega_moe_config.h;
+ * BLOCK_M, STAGE_K, STAGES and CTAS_PER_SM come from
+ * heuristics/mega_moe_config.h (the grid is NUM_SMS x CTAS_PER_SM CTAs);
  * SYS_SCOPE is 1 for real peers on other GPUs; BIASES is
  * mj_moe_config.expert_biases; SHARED_INTER and SHARED_FMT are
  * mj_moe_config.shared_intermediate (0: no shared expert) and shared_format
@@ -42,6 +43,7 @@ enum { MJ_MOE_KERNEL_MAIN = 0, MJ_MOE_KERNEL_IMAGE = 1, MJ_MOE_NUM_KERNELS };
     X(STAGE_K, "kStageK", "stage_k", MJ_PARAM_INT)                                                 \
     X(STAGES, "kStages", "stages", MJ_PARAM_INT)                                                   \
     X(NUM_SMS, "kNumSMs", "sms", MJ_PARAM_INT)                                                     \
+    X(CTAS_PER_SM, "kCtasPerSm", "ctas", MJ_PARAM_INT)                                             \
     X(SYS_SCOPE, "kSysScope", "sys", MJ_PARAM_INT)                                                 \
     X(BIASES, "kBiases", "bias", MJ_PARAM_INT)                                                     \
     X(SHARED_INTER, "kSharedInter", "shared", MJ_PARAM_INT)                                        \

@@ -48,7 +48,7 @@
 
 /* Monotonic u32 words (index into the counter region). */
 #define MJ_MOE_CNT_EPOCH 0 /* launches finished on this rank */
-#define MJ_MOE_CNT_DONE 1  /* CTAs finished, over all launches */
+#define MJ_MOE_CNT_DONE 1  /* CTAs of the running launch finished (the last resets it) */
 #define MJ_MOE_CNT_NTOK 2  /* this launch's num_tokens, published to the peers */
 #define MJ_MOE_CNT_END 3   /* end-of-launch arrivals of all ranks */
 #define MJ_MOE_CNT_ERROR 4 /* first device-side error (mj_moe_error_code), 0 = none */

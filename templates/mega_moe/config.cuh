@@ -15,8 +15,8 @@ namespace mj {
 template <int kHidden_, int kInter_, int kExperts_, int kTopk_, int kRanks_, int kMaxTokens_,
           int kWeightFmt_, int kDispatchFmt_, int kL2Fmt_, int kActivation_, unsigned kClampBits_,
           unsigned kActParam0Bits_, unsigned kActParam1Bits_, int kBlockM_, int kStageK_,
-          int kStages_, int kNumSMs_, int kSysScope_, int kBiases_, int kSharedInter_,
-          int kSharedFmt_>
+          int kStages_, int kNumSMs_, int kCtasPerSm_, int kSysScope_, int kBiases_,
+          int kSharedInter_, int kSharedFmt_>
 struct MoeConfig {
     static constexpr int kHidden = kHidden_, kInter = kInter_, kExperts = kExperts_, kTopk = kTopk_,
                          kRanks = kRanks_, kMaxTokens = kMaxTokens_;
@@ -28,6 +28,11 @@ struct MoeConfig {
     static constexpr unsigned kActParam0Bits = kActParam0Bits_, kActParam1Bits = kActParam1Bits_;
     static constexpr int kBlockM = kBlockM_, kStageK = kStageK_, kStages = kStages_,
                          kNumSMs = kNumSMs_;
+    /* Resident CTAs an SM (heuristics: two for tiles of at most 16 tokens,
+     * whose K loops wait on the decode's latencies with 8 math warps an SM),
+     * and so the grid. */
+    static constexpr int kCtasPerSm = kCtasPerSm_, kCtas = kNumSMs * kCtasPerSm;
+    static_assert(kCtasPerSm == 1 || kCtasPerSm == 2, "one or two CTAs an SM");
     /* More token columns than a warpgroup has threads (160): the epilogue's
      * per-column inputs load after the K loop, those past 128 by the
      * epilogue itself (epilogue.cuh), and tiles of at most 128 tokens run a
@@ -92,14 +97,22 @@ struct MoeConfig {
      * kernels of 64 and fewer tokens spilled in their producers at 56 and at
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
      * row's 64-token ones 56 / 224; in 64-token tiles they have no 40-column
-     * loop (mainloop). Tiles wider than a warpgroup take 40 / 232 too. */
+     * loop (mainloop). Tiles wider than a warpgroup take 40 / 232 too. Two
+     * CTAs an SM hold 384 x 80 each: 48 / 96 (producers at 24 spilled). */
     static constexpr bool kMathWide = (kW4 && kWGroup == 16 && kBlockM == 64) || kWideTile;
     static constexpr bool kSharedPairs = kSharedOwnLoop;
     static constexpr bool kPairRegs = kSharedPairs && kBlockM <= 64;
     static constexpr bool kPairMath = kPairRegs && kMathWide && kDispatchFmt == MJ_FMT_NVFP4;
-    static constexpr int kProducerRegs = kPairRegs ? (kPairMath ? 56 : 64) : kMathWide ? 40 : 56;
-    static constexpr int kMathRegs = kPairRegs ? (kPairMath ? 224 : 216) : kMathWide ? 232 : 224;
-    static constexpr int kLaunchRegs = 65536 / MJ_MOE_THREADS / 8 * 8;
+    static constexpr bool kTwoCtas = kCtasPerSm == 2;
+    static constexpr int kProducerRegs = kTwoCtas    ? 48
+                                         : kPairRegs ? (kPairMath ? 56 : 64)
+                                         : kMathWide ? 40
+                                                     : 56;
+    static constexpr int kMathRegs = kTwoCtas    ? 96
+                                     : kPairRegs ? (kPairMath ? 224 : 216)
+                                     : kMathWide ? 232
+                                                 : 224;
+    static constexpr int kLaunchRegs = 65536 / kCtasPerSm / MJ_MOE_THREADS / 8 * 8;
     static_assert(128 * kProducerRegs + (MJ_MOE_THREADS - 128) * kMathRegs <=
                       MJ_MOE_THREADS * kLaunchRegs,
                   "setmaxnreg.inc would wait forever for registers the CTA does not hold");
@@ -210,7 +223,7 @@ using SharedLoopConfig =
     MoeConfig<C::kHidden, C::kSharedInter, C::kExperts, C::kTopk, C::kRanks, C::kMaxTokens,
               C::kSharedFmt, C::kDispatchFmt, C::kL2Fmt, C::kActivation, C::kClampBits,
               C::kActParam0Bits, C::kActParam1Bits, C::kBlockM, C::kSharedStageK, C::kStages,
-              C::kNumSMs, C::kSys ? 1 : 0, 0, 0, 0>;
+              C::kNumSMs, C::kCtasPerSm, C::kSys ? 1 : 0, 0, 0, 0>;
 
 } // namespace mj
 

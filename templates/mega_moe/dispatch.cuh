@@ -67,7 +67,8 @@ __device__ __forceinline__ uint4 bf16x8_of_nvfp4(mj_u32 packed, float scale63) {
 template <class C>
 __device__ __forceinline__ void pull_row(const Launch<C> &L, int s, int token, unsigned char *tile,
                                          int r, int lane) {
-    constexpr int kBatch = 8;
+    // Two CTAs an SM pull at 80 registers a thread (before setmaxnreg): four.
+    constexpr int kBatch = C::kTwoCtas ? 4 : 8;
     const unsigned char *src = peer_ptr(L.peers(), s, L.own);
     const unsigned char *x_row = src + L.in.x_offset + (mj_u64)token * L.in.x_row_bytes;
     const unsigned char *sf_row = src + L.in.sf_offset + (mj_u64)token * L.in.sf_row_bytes;
@@ -171,7 +172,7 @@ __device__ __forceinline__ mj_u32 row_in_expert(const Launch<C> &L, int le, int 
     return le >= 0 ? claim(L.fill() + le) : 0u;
 }
 
-/* The pairs of this CTA (ordinals blockIdx.x + j * kNumSMs over all ranks'
+/* The pairs of this CTA (ordinals cta + j * kCtas over all ranks'
  * pairs), j = slot, slot + slots, ...: one warp of `slots` pulling warps.
  * Rounds of 32 pairs: lane j reads pair j's expert and claims its row, so a
  * round pays those two latencies once; then the warp pulls the round's local
@@ -183,8 +184,8 @@ __device__ __forceinline__ void pull(const Launch<C> &L, int slot, int slots, in
     int total = pairs;
     if constexpr (C::kShared) total += L.ntok[L.peers().rank];
     const int first = (int)L.peers().rank * C::kLocal;
-    const int stride = slots * C::kNumSMs;
-    for (int o0 = (int)blockIdx.x + slot * C::kNumSMs; o0 < total; o0 += 32 * stride) {
+    const int stride = slots * C::kCtas;
+    for (int o0 = L.cta() + slot * C::kCtas; o0 < total; o0 += 32 * stride) {
         const int o = o0 + lane * stride;
         int s = 0, i = 0, le = -1;
         if (o < pairs) {

@@ -53,12 +53,17 @@ template <class C> struct Launch {
     __device__ __forceinline__ mj_u32 *bank() const {
         return counters() + MJ_MOE_CNT_FIXED + (epoch() & 1u) * l.bank.words;
     }
-    /* This CTA's phase stamps (MJ_MOE_TRACE_WORDS), or null; the CTA index
-     * read afresh (ptxas held it, and spilled it, otherwise). */
+    /* This CTA's index, read afresh at each use: ptxas held blockIdx.x from
+     * the prologue on, and spilled it (also in the 80-register prologue of
+     * two CTAs an SM). */
+    static __device__ __forceinline__ int cta() {
+        int c;
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(c));
+        return c;
+    }
+    /* This CTA's phase stamps (MJ_MOE_TRACE_WORDS), or null. */
     __device__ __forceinline__ mj_u64 *trace() const {
-        mj_u32 cta;
-        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(cta));
-        return args->trace ? args->trace + (mj_u64)cta * MJ_MOE_TRACE_WORDS : nullptr;
+        return args->trace ? args->trace + (mj_u64)cta() * MJ_MOE_TRACE_WORDS : nullptr;
     }
     __device__ __forceinline__ mj_u32 *fill() const {
         return bank() + l.bank.fill;

@@ -153,8 +153,12 @@ static mj_status plan_specs(const mj_moe_bench_args *a, const config *cfgs, int 
         const mj_moe_config layer =
             mj_bench_moe_layer(cfgs[i].shape, cfgs[i].row, &a->variant, ranks, 0, a->max_tokens);
         const mj_symm_config buffer = mj_symm_config_of_moe(&layer);
-        const mj_family_request req = {
-            .buffer = &buffer, .layer = &layer, .num_sms = sms_per_rank, .sys_scope = sys_scope};
+        /* Emulated ranks share the GPU (mj_symm_buffer_create). */
+        const mj_family_request req = {.buffer = &buffer,
+                                       .layer = &layer,
+                                       .num_sms = sms_per_rank,
+                                       .sys_scope = sys_scope,
+                                       .shares_device = ranks > 1 && !sys_scope};
         st = mj_pre_dispatch_family.enumerate(&req, arch, mj_spec_list_add, l);
         if (st == MJ_OK) st = mj_mega_moe_family.enumerate(&req, arch, mj_spec_list_add, l);
     }
