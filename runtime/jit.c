@@ -386,23 +386,28 @@ mj_status mj_jit_launch(mj_runtime *rt, mj_kernel *k, const mj_launch_config *cf
         pthread_mutex_lock(&k->load_lock);
         CUresult r = CUDA_SUCCESS;
         int resident = cfg->ctas_per_sm;
+        const char *what = "cuFuncSetAttribute(max dynamic smem)";
         if (cfg->smem_bytes > k->max_dynamic_smem) {
             r = cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                        (int)cfg->smem_bytes);
             /* All of the SM's memory to shared memory: two CTAs of half of it
              * each fit only so. */
-            if (r == CUDA_SUCCESS && cfg->ctas_per_sm > 1)
+            if (r == CUDA_SUCCESS && cfg->ctas_per_sm > 1) {
+                what = "cuFuncSetAttribute(shared memory carveout)";
                 r = cu->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
                                            CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
-            if (r == CUDA_SUCCESS && cfg->ctas_per_sm > 1)
+            }
+            if (r == CUDA_SUCCESS && cfg->ctas_per_sm > 1) {
+                what = "cuOccupancyMaxActiveBlocksPerMultiprocessor";
                 r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(
                     &resident, fn, (int)(cfg->block[0] * cfg->block[1] * cfg->block[2]),
                     cfg->smem_bytes);
+            }
             if (r == CUDA_SUCCESS && resident >= cfg->ctas_per_sm)
                 __atomic_store_n(&k->max_dynamic_smem, cfg->smem_bytes, __ATOMIC_RELEASE);
         }
         pthread_mutex_unlock(&k->load_lock);
-        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, "cuFuncSetAttribute(max dynamic smem)");
+        if (r != CUDA_SUCCESS) return mj_cuda_fail(r, what);
         if (resident < cfg->ctas_per_sm)
             return mj_fail(MJ_ERR_UNSUPPORTED,
                            "%s: %d CTAs of %u bytes of shared memory fit an SM, its grid needs %d "
