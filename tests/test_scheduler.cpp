@@ -31,17 +31,17 @@ namespace {
 template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter = 0>
 using Cfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_BF16, MJ_FMT_BF16,
                           MJ_FMT_BF16, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2, 132,
-                          0, 0, kSharedInter, MJ_FMT_BF16>;
+                          1, 0, 0, kSharedInter, MJ_FMT_BF16>;
 /* mxfp4-a8 with an MXFP8 shared expert: its tasks of two blocks. */
 template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter>
 using MixedCfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_MXFP4, MJ_FMT_MXFP8,
                                MJ_FMT_MXFP8, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK,
-                               2, 132, 0, 0, kSharedInter, MJ_FMT_MXFP8>;
+                               2, 132, 1, 0, 0, kSharedInter, MJ_FMT_MXFP8>;
 /* nvfp4 with a BF16 shared expert: tasks of two blocks in half stages. */
 template <int kHidden, int kInter, int kExperts, int kBlockM, int kStageK, int kSharedInter>
 using HalfCfg = mj::MoeConfig<kHidden, kInter, kExperts, 8, 1, 4096, MJ_FMT_NVFP4, MJ_FMT_NVFP4,
                               MJ_FMT_NVFP4, MJ_ACT_SWIGLU, 0u, 0x3f800000u, 0u, kBlockM, kStageK, 2,
-                              132, 0, 0, kSharedInter, MJ_FMT_BF16>;
+                              132, 1, 0, 0, kSharedInter, MJ_FMT_BF16>;
 
 /* A value below n from the benchmarks' generator. */
 mj_u32 below(uint64_t *rng, mj_u32 n) {
