@@ -27,7 +27,8 @@
 # rule as landed (two CTAs only in launches of at least two tasks an SM,
 # decided by the heuristics; no in-kernel stand-down): gpt-oss-120b's
 # mxfp4-a16 and nvfp4 rows at T = 1, 8, 64, 256, head / landed, then the
-# whole GPU test.
+# whole GPU test, and the gpt-oss section (its one-rank case runs the
+# two-CTA kernels) alone and under racecheck.
 # N = 2: the synchronized warm-up (megajit-head) against megajit-old on
 # Qwen3-235B and DeepSeek-V3 mxfp4-a16; pass3.patch against head2 on
 # gpt-oss-120b's E2M1 rows at T = 1, 64, 256.
@@ -71,5 +72,11 @@ case ${1:-1} in
   for f in mxfp4-a16 nvfp4; do
     rows c5 gpt-oss-120b $f 1,8,64,256 $H $N
   done
-  full_test 90 ;;
+  full_test 90
+  # The one-rank gpt-oss case runs the two-CTA kernels of the E2M1 rows.
+  run gpt 200 $T --section gpt-oss --budget 150
+  grep -E "passed, |^FAIL|skipped" "$OUT/gpt.log" | tail -4
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race_gpt 300 compute-sanitizer --tool racecheck \
+    --error-exitcode 97 $T --section gpt-oss --budget 240
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race_gpt.log" | tail -4 ;;
 esac

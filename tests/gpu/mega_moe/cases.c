@@ -351,19 +351,21 @@ void test_real_ranks(ctx *c, int world) {
 }
 
 void test_gpt_oss(ctx *c) {
-    for (int i = 0; i < mj_moe_format_count(); i++) {
-        run probe = {
-            .row = mj_moe_format_at(i), .sc = kGptOssCase, .route = route_of(&kGptOssCase, i)};
-        char d[256];
-        describe(&probe, d, sizeof d);
-        set_case("gpt-oss H=%d I=%d E=%d K=%d %s, relaunched twice", c->sh.H, c->sh.I, c->sh.E,
-                 c->sh.K, d);
-        if (out_of_time()) continue;
-        double worst = 0;
-        int ok = run_case_relaunched(c, i, &kGptOssCase, CTL_NONE, 1, 2, &worst) == CASE_PASSED;
-        printf("  worst calc_diff %.3g\n", worst);
-        record(ok);
-    }
+    const scenario *cases[] = {&kGptOssCase, &kGptOssOneRank};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < mj_moe_format_count(); i++) {
+            run probe = {
+                .row = mj_moe_format_at(i), .sc = *cases[k], .route = route_of(cases[k], i)};
+            char d[256];
+            describe(&probe, d, sizeof d);
+            set_case("gpt-oss H=%d I=%d E=%d K=%d %s, relaunched twice", c->sh.H, c->sh.I, c->sh.E,
+                     c->sh.K, d);
+            if (out_of_time()) continue;
+            double worst = 0;
+            int ok = run_case_relaunched(c, i, cases[k], CTL_NONE, 1, 2, &worst) == CASE_PASSED;
+            printf("  worst calc_diff %.3g\n", worst);
+            record(ok);
+        }
 }
 
 /* The bytes of an expert image that a load writes (not the alignment padding). */

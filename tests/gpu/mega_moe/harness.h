@@ -143,6 +143,10 @@ static const shape kQuickShape = {256, 64, 4, 2, 8};
  * emulated ranks with gpt-oss's swigluoai and clamp. Not in --quick. */
 static const shape kGptOss = {2880, 2880, 8, 4, 16};
 static const scenario kGptOssCase = {2, SWIGLUOAI, CLAMP, {16, 5}, ROUTE_RANDOM, -1, 1, 0};
+/* One rank of 16 tokens: 16-token tiles and about 280 tasks, so the E2M1
+ * rows but mxfp4-a8 run two CTAs an SM (heuristics/mega_moe_config.c); the
+ * emulated ranks above keep one. */
+static const scenario kGptOssOneRank = {1, SWIGLUOAI, CLAMP, {16}, ROUTE_RANDOM, -1, 1, 0};
 
 /* The shared expert (tests/gpu/mega_moe/shared.c), on every row in each
  * format that fuses into it (mj_moe_shared_fusable): I_s = I and 2I, at

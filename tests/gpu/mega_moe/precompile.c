@@ -1,6 +1,7 @@
 /* Every kernel a mode of the test launches, built before it starts. */
 #include "tests/gpu/mega_moe/harness.h"
 
+#include "runtime/configs.h"
 #include "runtime/env.h"
 #include "tools/bench/prebuild.h"
 
@@ -17,11 +18,18 @@ static void plan_add(mj_spec_list *l, const shape *sh, int row_index, const scen
     const mj_moe_format_row *row = mj_moe_format_at(row_index);
     for (int r = 0; r < sc->ranks; r++) {
         mj_moe_config mc = moe_cfg(sh, row, sc, r);
-        int bm;
         mj_kernel_spec spec;
         memset(&spec, 0, sizeof spec);
-        if (mj_mega_moe_block_m(&mc, sc->tokens[r], &bm) != MJ_OK ||
-            mj_mega_moe_spec(&mc, bm, sms, g_comm != NULL, arch, &spec) != MJ_OK)
+        /* The launch's own request: its token count and whether emulated
+         * ranks share the GPU pick the tile and the CTAs an SM. */
+        const mj_symm_config buffer = mj_symm_config_of_moe(&mc);
+        const mj_family_request req = {.buffer = &buffer,
+                                       .layer = &mc,
+                                       .num_tokens = sc->tokens[r],
+                                       .num_sms = sms,
+                                       .sys_scope = g_comm != NULL,
+                                       .shares_device = sc->ranks > 1 && g_comm == NULL};
+        if (mj_mega_moe_family.build_spec(&req, MJ_MOE_KERNEL_MAIN, arch, &spec) != MJ_OK)
             continue; /* the test itself reports it */
         if (mj_spec_list_add(&spec, l) != MJ_OK) _exit(3);
         /* A shared expert's weight image has a kernel of its own (its
@@ -90,8 +98,10 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
     plan_shared(l, sh, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers2, ds, 0, arch);
     plan_add(l, sh, row_index_by_name("mxfp8"), &kPeers4, ds, 0, arch);
-    for (int i = 0; i < mj_moe_format_count(); i++)
+    for (int i = 0; i < mj_moe_format_count(); i++) {
         plan_add(l, &kGptOss, i, &kGptOssCase, ds, 0, arch);
+        plan_add(l, &kGptOss, i, &kGptOssOneRank, ds, 0, arch);
+    }
     plan_quick(l, ds, arch);
 }
 
