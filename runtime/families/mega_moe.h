@@ -83,7 +83,9 @@ int mj_mega_moe_pick_block_m(const mj_moe_config *cfg, int num_tokens);
 
 /* The main kernel's spec for cfg (a valid config; its rank and block_m do not
  * enter the spec), a supported BLOCK_M (not 0) and num_sms >= 1; sys_scope: the peers
- * are other GPUs (ignored for one rank). MJ_ERR_UNSUPPORTED for an arch
+ * are other GPUs (ignored for one rank). Without a token count it is the
+ * one-CTA-an-SM kernel (a launch's own spec: the family's build_spec with
+ * its request). MJ_ERR_UNSUPPORTED for an arch
  * without a MegaMoE kernel (all but sm_90a) and for a shape whose pipeline
  * does not fit in shared memory. */
 mj_status mj_mega_moe_spec(const mj_moe_config *cfg, int block_m, int num_sms, int sys_scope,
