@@ -158,10 +158,9 @@ static double expected_tasks(const mj_moe_problem *p) {
  * half speed each while other SMs idle (gpt-oss-120b at T = 1, 140 tasks:
  * 49 -> 74 us; with the CTAs from the SM count on taking no task, 64-67 us,
  * GEMM 1's tasks ending at 35 us against 24: the first 132 CTAs are not one
- * an SM). Nor where
- * other ranks' grids share the GPU: a grid of half-SM CTAs spread over every
- * SM leaves no SM the room a one-CTA grid of theirs needs, and ranks wait on
- * each other. */
+ * an SM). Nor where other ranks' grids share the GPU: a grid of half-SM CTAs
+ * spread over every SM leaves no SM the room a one-CTA grid of theirs needs,
+ * and ranks wait on each other. */
 static int deepest_ring(const mj_moe_problem *p, const mj_moe_format_row *fmt, int bm, int stage_k,
                         mj_moe_kernel_config *out) {
     const int e2m1 = fmt->weight_fmt == MJ_FMT_MXFP4 || fmt->weight_fmt == MJ_FMT_NVFP4;
