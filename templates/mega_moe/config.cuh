@@ -28,9 +28,9 @@ struct MoeConfig {
     static constexpr unsigned kActParam0Bits = kActParam0Bits_, kActParam1Bits = kActParam1Bits_;
     static constexpr int kBlockM = kBlockM_, kStageK = kStageK_, kStages = kStages_,
                          kNumSMs = kNumSMs_;
-    /* Resident CTAs an SM (heuristics: two for tiles of at most 16 tokens,
-     * whose K loops wait on the decode's latencies with 8 math warps an SM),
-     * and so the grid. */
+    /* Resident CTAs an SM, and so the grid: two in half of its shared memory
+     * each where heuristics/mega_moe_config.c says (narrow tiles, whose K
+     * loops wait on the decode's latencies with 8 math warps an SM). */
     static constexpr int kCtasPerSm = kCtasPerSm_, kCtas = kNumSMs * kCtasPerSm;
     static_assert(kCtasPerSm == 1 || kCtasPerSm == 2, "one or two CTAs an SM");
     /* More token columns than a warpgroup has threads (160): the epilogue's
