@@ -29,6 +29,12 @@
 # mxfp4-a16 and nvfp4 rows at T = 1, 8, 64, 256, head / landed, then the
 # whole GPU test, and the gpt-oss section (its one-rank case runs the
 # two-CTA kernels) alone and under racecheck.
+# N = 6 (NOT RUN; prepared after the calls): build/tv/now = `git archive
+# HEAD templates`, build/tv/P3N = the same + pass3_nvfp4.patch (pass3 for
+# NVFP4 weights' one-CTA kernels only: six sets spilled at two CTAs' 96
+# registers; the rows whose 8- and 16-token launches take one CTA: T = 1, and
+# expert biases' 16-token tiles): gpt-oss-120b's nvfp4 and nvfp4-a16 rows at
+# T = 1, 8, 64, 256, now / P3N / P3N / now.
 # N = 2: the synchronized warm-up (megajit-head) against megajit-old on
 # Qwen3-235B and DeepSeek-V3 mxfp4-a16; pass3.patch against head2 on
 # gpt-oss-120b's E2M1 rows at T = 1, 64, 256.
@@ -79,4 +85,9 @@ case ${1:-1} in
   MEGAJIT_MOE_TIMEOUT_MS=60000 run race_gpt 300 compute-sanitizer --tool racecheck \
     --error-exitcode 97 $T --section gpt-oss --budget 240
   grep -E "passed, |^FAIL|RACECHECK SUMMARY" "$OUT/race_gpt.log" | tail -4 ;;
+6)
+  card
+  for f in nvfp4 nvfp4-a16; do
+    rows p3n gpt-oss-120b $f 1,8,64,256 build/tv/now build/tv/P3N build/tv/P3N build/tv/now
+  done ;;
 esac
