@@ -148,15 +148,14 @@ static double expected_tasks(const mj_moe_problem *p) {
  * SM leave the decode's dependency chains exposed; two CTAs give each
  * scheduler four. Only E2M1 weights in stages of K 64, whose loops keep
  * their fragment groups in the two-CTA budget of 96 registers (gpt-oss-120b
- * on an H100 at T = 64 / 256: mxfp4-a16 527 -> 492 / 643 -> 590 us, nvfp4
- * 592 -> 520 / 726 -> 634); loops over stages of K 128 drop their groups of
- * four there and came out even (DeepSeek-V3 and Qwen3-235B within 0.5%;
- * thirty-second session). Not where GEMM 1's epilogue quantizes MXFP8
- * groups, nor beside a shared expert's block pairs, nor in 16-token tiles
- * with expert biases: those spilled (tests/test_mega_moe_build.c). Nor in
- * launches of fewer than two tasks an SM: two tasks on one SM run at about
- * half speed each while other SMs idle (gpt-oss-120b at T = 1, 140 tasks:
- * 49 -> 74 us; with the CTAs from the SM count on taking no task, 64-67 us,
+ * on an H100 at T = 64 / 256: mxfp4-a16 533 -> 503 / 647 -> 608 us, nvfp4
+ * 601 -> 531 / 728 -> 638, nvfp4-a16 568 -> 534 / 673 -> 642); loops over
+ * stages of K 128 drop their groups of four there and came out even at T >=
+ * 8 (DeepSeek-V3 and Qwen3-235B within 1%; thirty-second session). Not where GEMM 1's epilogue
+ * quantizes MXFP8 groups, nor beside a shared expert's block pairs, nor in 16-token tiles with
+ * expert biases: those spilled (tests/test_mega_moe_build.c). Nor in launches of fewer than two
+ * tasks an SM: two tasks on one SM run at about half speed each while other SMs idle (gpt-oss-120b
+ * at T = 1, 140 tasks: 49 -> 74 us; with the CTAs from the SM count on taking no task, 64-67 us,
  * GEMM 1's tasks ending at 35 us against 24: the first 132 CTAs are not one
  * an SM). Nor where other ranks' grids share the GPU: a grid of half-SM CTAs
  * spread over every SM leaves no SM the room a one-CTA grid of theirs needs,

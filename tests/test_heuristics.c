@@ -349,6 +349,12 @@ static void test_config_two_ctas(void **state) {
         assert_int_equal(c.block_m, 8);
         assert_int_equal(c.ctas_per_sm, 1);
     }
+    /* test_mega_moe's one-rank gpt-oss case (8 experts, 16 tokens, about 280
+     * tasks) runs the two-CTA kernels: it must keep picking them */
+    mj_moe_problem gpu_case = {16, 1, 8, 4, 2880, 2880, 132};
+    assert_int_equal(mj_moe_kernel_config_for(&gpu_case, mj_moe_format_by_name("nvfp4"), 0, &c), 0);
+    assert_int_equal(c.block_m, 16);
+    assert_int_equal(c.ctas_per_sm, 2);
     const char *one[] = {"mxfp4-a8", "mxfp8", "bf16"};
     for (int i = 0; i < 3; i++) {
         mj_moe_problem gpt = {64, 1, 128, 4, 2880, 2880, 132};

@@ -39,8 +39,10 @@
 #define MJ_BC_TENSOR_FLOPS_PER_ITER (2.0 * MJ_BC_TENSOR_M * MJ_BC_TENSOR_N * MJ_BC_TENSOR_TILE_K)
 
 /* Clock probe: one CTA of one warp, whose first thread counts SM cycles over
- * MJ_BC_CLOCK_WINDOW_US of the global timer (updated every microsecond or
- * so: 100 us keeps the reading within about 1%). */
+ * MJ_BC_CLOCK_WINDOW_US of the global timer. On an H100 it read up to 2%
+ * above the card's 1980 MHz maximum (2010-2025 MHz, bench/RESULTS.md,
+ * thirty-second session): a reading tells full clock from a power cap's
+ * 1400-1700 MHz, not a few percent. */
 #define MJ_BC_CLOCK_THREADS 32
 #define MJ_BC_CLOCK_WINDOW_US 100
 

@@ -98,7 +98,8 @@ struct MoeConfig {
      * 40 (tests/test_mega_moe_build.c): they take 64 / 216, but the nvfp4
      * row's 64-token ones 56 / 224; in 64-token tiles they have no 40-column
      * loop (mainloop). Tiles wider than a warpgroup take 40 / 232 too. Two
-     * CTAs an SM hold 384 x 80 each: 48 / 96 (producers at 24 spilled). */
+     * CTAs an SM hold 384 x 80 each: 48 / 96 (24 / 104, 32 / 104 and 64 / 88
+     * spilled in gpt-oss's or DeepSeek-V3's two-CTA kernels). */
     static constexpr bool kMathWide = (kW4 && kWGroup == 16 && kBlockM == 64) || kWideTile;
     static constexpr bool kSharedPairs = kSharedOwnLoop;
     static constexpr bool kPairRegs = kSharedPairs && kBlockM <= 64;
