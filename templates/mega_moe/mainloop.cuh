@@ -53,6 +53,9 @@ struct MathThread {
     int wg, t, w, lane, g, q;
 };
 
+/* A compile-time int as a value, for generic lambdas. */
+template <int N> struct StaticInt { static constexpr int value = N; };
+
 __device__ __forceinline__ uint4 lds128(const unsigned char *p) {
     return *reinterpret_cast<const uint4 *>(p);
 }
@@ -127,10 +130,25 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     constexpr bool kOneGroup = C::kBlockM == 64 && C::kL2Fmt == MJ_FMT_NVFP4;
     constexpr bool kK64Group = kDecoded && !kWide && kSteps == 4 && kBlocks == 2;
     constexpr bool kGroupOf4 = kDecoded && (!kWide || kNarrowLoop) && kSteps % 8 == 0;
+    // NVFP4 weights' K-64 stages in passes of three where every task's stage
+    // count allows (gpt-oss-120b: 45), in six sets: two groups run while the
+    // next decodes. One CTA an SM only (six sets spilled at two CTAs' 96
+    // registers), so gpt-oss's nvfp4 T = 1 (H100: 55.2, 56.6 -> 50.1, 49.5
+    // us; its other T within 1-2%; bench/RESULTS.md, thirty-third session).
+    // mxfp4-a16 was 3-4% slower with it; groups of four in twelve sets
+    // serialized the wgmmas (C7513).
+    constexpr bool kThirds = kK64Group && !K::kShared && !C::kTwoCtas &&
+                             C::kWeightFmt == MJ_FMT_NVFP4 && C::kStages1 % 3 == 0 &&
+                             C::kStages2 % 3 == 0;
+    constexpr int kPass = kThirds ? 3 : 1; // stages a pass of the loop takes
     constexpr int kGroup = kK64Group ? 2 : kGroupOf4 ? 4 : 1;
-    constexpr int kSets = kGroup == 4 ? (kOneGroup ? 4 : 8) : kWide || kBlocks == 1 ? 2 : 4;
+    constexpr int kSets = kThirds                 ? 6
+                          : kGroup == 4           ? (kOneGroup ? 4 : 8)
+                          : kWide || kBlocks == 1 ? 2
+                                                  : 4;
     constexpr int kInFlight = kSets / kGroup - 1; // groups left running by each wait
-    static_assert(kSteps % kSets == 0, "a stage holds whole rounds of fragment sets");
+    static_assert(kPass * kSteps % kSets == 0, "a pass holds whole rounds of fragment sets");
+    static_assert(kSets - kGroup <= kSteps, "a stage is done within the next one's steps");
 #pragma unroll
     for (int i = 0; i < R; i++) {
         acc0[i] = 0.0f;
@@ -139,20 +157,21 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     const int block0 = kBlocks * m.wg;
     mj_u32 a[kSets][kBlocks][4], words[kBlocks][4], scale[kBlocks][2];
     int prev_slot = -1;
-#pragma unroll 1
-    for (int s = 0; s < stages; s++) {
+    // One stage, the p-th of its pass: its steps take sets from p x kSteps on.
+    auto run_stage = [&](auto pass_stage) {
+        constexpr int p = decltype(pass_stage)::value;
         int slot;
         const unsigned char *st = wait_stage(ring, it, slot, L);
         const mj_u64 desc0 = ring.token_desc(slot);
 #pragma unroll
         for (int c = 0; c < kSteps; c++) {
+            const int set = (p * kSteps + c) % kSets; // the fragment set of step c
 #pragma unroll
             for (int b = 0; b < kBlocks; b++) {
                 const unsigned char *wd = st + (mj_u32)(block0 + b) * C::kBlkData;
                 if (!kDecoded) {
                     const uint4 v = lds128(wd + c * 2048 + m.t * 16);
-                    a[c % kSets][b][0] = v.x, a[c % kSets][b][1] = v.y, a[c % kSets][b][2] = v.z,
-                          a[c % kSets][b][3] = v.w;
+                    a[set][b][0] = v.x, a[set][b][1] = v.y, a[set][b][2] = v.z, a[set][b][3] = v.w;
                     continue;
                 }
                 if (c % kChunkSteps == 0) {
@@ -180,7 +199,7 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
                 }
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    a[c % kSets][b][i] = bf16x2_mul(tiny[i], scale[b][i & 1]);
+                    a[set][b][i] = bf16x2_mul(tiny[i], scale[b][i & 1]);
             }
             if (c % kGroup != kGroup - 1) continue;
             mj_u64 desc[kGroup];
@@ -190,16 +209,16 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
                 desc[j] = swizzled_desc_step(desc0, cj, C::kBlockM, C::kTokenRowBytes);
 #pragma unroll
                 for (int b = 0; b < kBlocks; b++)
-                    fence_frag(a[cj % kSets][b]);
+                    fence_frag(a[(p * kSteps + cj) % kSets][b]);
                 fence_desc(desc[j]);
             }
             wgmma_fence();
 #pragma unroll
             for (int j = 0; j < kGroup; j++) {
                 const int cj = c - kGroup + 1 + j;
-                WgmmaRs<MmaBF16, kN>::mma(acc0, a[cj % kSets][0], desc[j]);
+                WgmmaRs<MmaBF16, kN>::mma(acc0, a[(p * kSteps + cj) % kSets][0], desc[j]);
                 if constexpr (kBlocks == 2)
-                    WgmmaRs<MmaBF16, kN>::mma(acc1, a[cj % kSets][1], desc[j]);
+                    WgmmaRs<MmaBF16, kN>::mma(acc1, a[(p * kSteps + cj) % kSets][1], desc[j]);
             }
             wgmma_commit();
             wgmma_wait<kInFlight>();
@@ -209,6 +228,14 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
                 mbar_arrive(prev_slot >= 0 ? ring.empty + prev_slot : ring.sink);
         }
         prev_slot = slot;
+    };
+#pragma unroll 1
+    for (int s = 0; s < stages; s += kPass) {
+        run_stage(StaticInt<0>{});
+        if constexpr (kPass == 3) {
+            run_stage(StaticInt<1>{});
+            run_stage(StaticInt<2>{});
+        }
     }
     wgmma_wait<0>();
     fence_regs(acc0);
