@@ -11,6 +11,11 @@
 # rows at T = 1, 8, 64, 256, head / landed / landed / head; pass3 for NVFP4
 # one-CTA loops, now / P3N / P3N / now; then the whole GPU test and the
 # gpt-oss section (its one-rank case runs the two-CTA kernels).
+# N = 2 (by hand, right after call 1 on the same machine): the gpt-oss
+# section under racecheck (`race_gpt` below).
+# N = 3: 6ad761b (the landed tree) on gpt-oss-120b, Qwen3-235B and
+# DeepSeek-V3, one shape a process, every row at T = 1, 8, 64, 256, 1024,
+# 4096; then --phases of gpt-oss-120b mxfp4-a16 at T = 1 and 8.
 set -u
 . bench/results/device_run.sh
 H=build/bin/megajit-head N=build/bin/megajit
@@ -26,4 +31,18 @@ case ${1:-1} in
   full_test 90
   run gpt 130 $T --section gpt-oss --budget 110
   grep -E "passed, |^FAIL|skipped" "$OUT/gpt.log" | tail -4 ;;
+2)
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race_gpt 280 compute-sanitizer --tool racecheck \
+    --error-exitcode 97 $T --section gpt-oss --budget 230
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY|skipped" "$OUT/race_gpt.log" | tail -4 ;;
+3)
+  card
+  for s in gpt-oss-120b qwen3-235b deepseek-v3; do
+    run all_$s 120 $N bench mega-moe --shape $s --tokens 1,8,64,256,1024,4096 \
+      --max-tokens 4096 --iters 10
+    grep -E "^$s " "$OUT/all_$s.log" | tail -36
+  done
+  run phases 60 $N bench mega-moe --shape gpt-oss-120b --format mxfp4-a16 --tokens 1,8 \
+    --max-tokens 4096 --iters 10 --phases
+  grep -E "^phases|GEMM|between" "$OUT/phases.log" ;;
 esac
