@@ -13,9 +13,15 @@
 # gpt-oss section (its one-rank case runs the two-CTA kernels).
 # N = 2 (by hand, right after call 1 on the same machine): the gpt-oss
 # section under racecheck (`race_gpt` below).
-# N = 3: 6ad761b (the landed tree) on gpt-oss-120b, Qwen3-235B and
-# DeepSeek-V3, one shape a process, every row at T = 1, 8, 64, 256, 1024,
-# 4096; then --phases of gpt-oss-120b mxfp4-a16 at T = 1 and 8.
+# N = 3: routed block pairs in every launch of the E2M1 rows' 8-token kernels
+# (pairs_only_ab.patch: an A/B tree, not a landing; the one-block loop in
+# passes of three, and no two-block loop beside it, which is what made ptxas
+# serialize the wgmmas, C7515). build/bin/megajit-base = 6ad761b's CLI;
+# build/tv/PO = the patched templates; build/bin/megajit-pp = the patched
+# CLI (its heuristics count pairs: two CTAs at T = 1). gpt-oss-120b's
+# mxfp4-a16, nvfp4-a16 and nvfp4 rows at T = 1 and 8, base / base+PO / pp /
+# pp / base+PO / base; --phases at T = 1 of pp and base+PO; then 6ad761b on
+# gpt-oss-120b and Qwen3-235B, every row at T = 1, 8, 64, 256, 1024, 4096.
 set -u
 . bench/results/device_run.sh
 H=build/bin/megajit-head N=build/bin/megajit
@@ -37,12 +43,20 @@ case ${1:-1} in
   grep -E "passed, |^FAIL|RACECHECK SUMMARY|skipped" "$OUT/race_gpt.log" | tail -4 ;;
 3)
   card
-  for s in gpt-oss-120b qwen3-235b deepseek-v3; do
-    run all_$s 120 $N bench mega-moe --shape $s --tokens 1,8,64,256,1024,4096 \
+  B=build/bin/megajit-base PP=build/bin/megajit-pp
+  for f in mxfp4-a16 nvfp4-a16 nvfp4; do
+    rows po gpt-oss-120b $f 1,8 $B $B+build/tv/PO $PP $PP $B+build/tv/PO $B
+  done
+  for v in $PP $B+build/tv/PO; do
+    c=${v%%+*} tree=
+    [ "$c" != "$v" ] && tree=${v#*+}
+    MEGAJIT_TEMPLATE_DIR=$tree run phases 40 $c bench mega-moe --shape gpt-oss-120b \
+      --format mxfp4-a16 --tokens 1 --max-tokens 4096 --iters 10 --phases
+  done
+  grep -E "^phases|GEMM|between" "$OUT/phases.log"
+  for s in gpt-oss-120b qwen3-235b; do
+    run all_$s 100 $B bench mega-moe --shape $s --tokens 1,8,64,256,1024,4096 \
       --max-tokens 4096 --iters 10
     grep -E "^$s " "$OUT/all_$s.log" | tail -36
-  done
-  run phases 60 $N bench mega-moe --shape gpt-oss-120b --format mxfp4-a16 --tokens 1,8 \
-    --max-tokens 4096 --iters 10 --phases
-  grep -E "^phases|GEMM|between" "$OUT/phases.log" ;;
+  done ;;
 esac
