@@ -355,6 +355,10 @@ static void test_config_two_ctas(void **state) {
     assert_int_equal(mj_moe_kernel_config_for(&gpu_case, mj_moe_format_by_name("nvfp4"), 0, &c), 0);
     assert_int_equal(c.block_m, 16);
     assert_int_equal(c.ctas_per_sm, 2);
+    /* and its 8-token case with expert biases (gpt-oss's own) too */
+    gpu_case.expert_biases = 1;
+    assert_int_equal(mj_moe_kernel_config_for(&gpu_case, mj_moe_format_by_name("nvfp4"), 8, &c), 0);
+    assert_int_equal(c.ctas_per_sm, 2);
     const char *one[] = {"mxfp4-a8", "mxfp8", "bf16"};
     for (int i = 0; i < 3; i++) {
         mj_moe_problem gpt = {64, 1, 128, 4, 2880, 2880, 132};

@@ -351,8 +351,8 @@ void test_real_ranks(ctx *c, int world) {
 }
 
 void test_gpt_oss(ctx *c) {
-    const scenario *cases[] = {&kGptOssCase, &kGptOssOneRank};
-    for (int k = 0; k < 2; k++)
+    const scenario *cases[] = {&kGptOssCase, &kGptOssOneRank, &kGptOssBiased8};
+    for (int k = 0; k < 3; k++)
         for (int i = 0; i < mj_moe_format_count(); i++) {
             run probe = {
                 .row = mj_moe_format_at(i), .sc = *cases[k], .route = route_of(cases[k], i)};

@@ -147,6 +147,12 @@ static const scenario kGptOssCase = {2, SWIGLUOAI, CLAMP, {16, 5}, ROUTE_RANDOM,
  * rows but mxfp4-a8 run two CTAs an SM (heuristics/mega_moe_config.c); the
  * emulated ranks above keep one. */
 static const scenario kGptOssOneRank = {1, SWIGLUOAI, CLAMP, {16}, ROUTE_RANDOM, -1, 1, 0};
+/* The same in 8-token tiles with expert biases, as gpt-oss runs at T = 8 to
+ * 64: at least 280 tasks, so two CTAs an SM for the E2M1 rows but mxfp4-a8
+ * (the case above has no biases, the emulated ranks one CTA); experts of
+ * more than 8 tokens take two tiles. */
+static const scenario kGptOssBiased8 = {1,  SWIGLUOAI, CLAMP, {16},   ROUTE_RANDOM,
+                                        -1, 1,         8,     {0, 0}, 1};
 
 /* The shared expert (tests/gpu/mega_moe/shared.c), on every row in each
  * format that fuses into it (mj_moe_shared_fusable): I_s = I and 2I, at

@@ -101,6 +101,7 @@ static void plan_all(mj_spec_list *l, int ds, mj_arch arch) {
     for (int i = 0; i < mj_moe_format_count(); i++) {
         plan_add(l, &kGptOss, i, &kGptOssCase, ds, 0, arch);
         plan_add(l, &kGptOss, i, &kGptOssOneRank, ds, 0, arch);
+        plan_add(l, &kGptOss, i, &kGptOssBiased8, ds, 0, arch);
     }
     plan_quick(l, ds, arch);
 }
