@@ -134,7 +134,8 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // count allows (gpt-oss-120b: 45), in six sets: two groups run while the
     // next decodes. One CTA an SM only (six sets spilled at two CTAs' 96
     // registers), so gpt-oss's nvfp4 T = 1 (H100: 55.2, 56.6 -> 50.1, 49.5
-    // us; its other T within 1-2%; bench/RESULTS.md, thirty-third session).
+    // us; its T = 8 to 256, in the two-CTA kernels this leaves alone, within
+    // 3%; bench/RESULTS.md, thirty-third session).
     // mxfp4-a16 was 3-4% slower with it; groups of four in twelve sets
     // serialized the wgmmas (C7513).
     constexpr bool kThirds = kK64Group && !K::kShared && !C::kTwoCtas &&

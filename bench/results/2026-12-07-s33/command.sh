@@ -19,10 +19,16 @@
 # two 64-row blocks, one a math warpgroup; the one-block loop in passes of
 # three), and the heuristics counting them (gpt-oss-120b at T = 1: 272 tasks,
 # two CTAs). build/bin/megajit-base = 6ad761b's CLI, build/bin/megajit-land
-# = this tree's (the GPU test too). gpt-oss-120b's mxfp4-a16, nvfp4 and
-# nvfp4-a16 rows at T = 1, 8, 64, base / land / land / base; --phases of
-# mxfp4-a16 at T = 1; the GPU test's gpt-oss section (its one-rank case and
-# its few-token cases run the pair kernels).
+# = the CLI of 6ad761b + pairs_two_cta.patch (the GPU test too).
+# gpt-oss-120b's mxfp4-a16, nvfp4 and nvfp4-a16 rows at T = 1, 8, 64, base /
+# land / land / base; --phases of mxfp4-a16 at T = 1; the GPU test's gpt-oss
+# section (its new 8-token case with expert biases runs the pair kernels; it
+# was left at the budget).
+# Call 5, by hand on call 4's machine (call5/): megajit-base on each shape,
+#   megajit bench mega-moe --shape S --tokens 1,8,64,256,1024,4096 \
+#     --max-tokens 4096 --iters 10
+# then --phases of gpt-oss-120b mxfp4-a16 at T = 8, Qwen3-235B mxfp4-a16 at
+# T = 1024 (ph2.log) and DeepSeek-V3 mxfp4-a16 at T = 1 and 1024 (ph3.log).
 set -u
 . bench/results/device_run.sh
 H=build/bin/megajit-head N=build/bin/megajit
