@@ -29,6 +29,9 @@
 #     --max-tokens 4096 --iters 10
 # then --phases of gpt-oss-120b mxfp4-a16 at T = 8, Qwen3-235B mxfp4-a16 at
 # T = 1024 (ph2.log) and DeepSeek-V3 mxfp4-a16 at T = 1 and 1024 (ph3.log).
+# N = 6 (prepared for the next session; not run): the landed tree's GPU
+# checks: the gpt-oss section (its new 8-token case with expert biases runs
+# the two-CTA kernels with biases) alone and under racecheck (about 450 s).
 set -u
 . bench/results/device_run.sh
 H=build/bin/megajit-head N=build/bin/megajit
@@ -59,4 +62,11 @@ case ${1:-1} in
   grep -E "^phases|GEMM|between" "$OUT/phases.log"
   run gpt 130 $T --section gpt-oss --budget 110
   grep -E "passed, |^FAIL|skipped" "$OUT/gpt.log" | tail -4 ;;
+6)
+  card
+  run gpt 200 $T --section gpt-oss --budget 180
+  grep -E "passed, |^FAIL|skipped" "$OUT/gpt.log" | tail -4
+  MEGAJIT_MOE_TIMEOUT_MS=60000 run race_gpt 330 compute-sanitizer --tool racecheck \
+    --error-exitcode 97 $T --section gpt-oss --budget 300
+  grep -E "passed, |^FAIL|RACECHECK SUMMARY|skipped" "$OUT/race_gpt.log" | tail -4 ;;
 esac
