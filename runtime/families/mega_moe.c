@@ -81,6 +81,16 @@ static mj_status check_arch(mj_arch arch) {
     return mj_family_require_sm90a("mega_moe", arch, "Hopper's wgmma");
 }
 
+/* The heuristics' config of a launch of num_tokens per rank at block_m (0:
+ * the heuristic's tile): 0, or -1 where none fits. */
+static int launch_config(const mj_moe_config *cfg, int block_m, int num_tokens, int num_sms,
+                         int shares_device, mj_moe_kernel_config *kc) {
+    mj_moe_problem prob = mj_moe_problem_of(cfg, num_sms);
+    prob.num_tokens = num_tokens;
+    prob.shares_device = shares_device;
+    return mj_moe_kernel_config_for(&prob, row_of(cfg), block_m, kc);
+}
+
 /* The main kernel's spec at block_m, or (block_m 0) at the heuristic's tile
  * for num_tokens per rank: one configuration lookup either way, as a launch
  * builds its spec this way every call. */
@@ -95,11 +105,8 @@ static mj_status main_spec(const mj_moe_config *cfg, int block_m, int num_tokens
     if (num_sms < 1) return mj_fail(MJ_ERR_INVALID_ARG, "num_sms %d must be positive", num_sms);
     mj_status st = check_arch(arch);
     if (st != MJ_OK) return st;
-    mj_moe_problem prob = mj_moe_problem_of(cfg, num_sms);
-    prob.num_tokens = num_tokens;
-    prob.shares_device = shares_device;
     mj_moe_kernel_config kc;
-    if (mj_moe_kernel_config_for(&prob, row, block_m, &kc) != 0)
+    if (launch_config(cfg, block_m, num_tokens, num_sms, shares_device, &kc) != 0)
         return mj_fail(MJ_ERR_UNSUPPORTED,
                        "mega_moe: no kernel configuration fits hidden %d, intermediate %d, %d "
                        "experts over %d ranks%s at block_m %d in shared memory",
@@ -225,19 +232,16 @@ static void launch_shape(const mj_kernel_spec *spec, const mj_family_request *re
  * second CTA an SM as its tasks grow; a larger tile starts over). */
 static int launch_key(const mj_family_request *layer, int tokens) {
     const mj_moe_config *cfg = layer->layer;
-    mj_moe_problem prob = mj_moe_problem_of(cfg, layer->num_sms);
-    prob.num_tokens = tokens;
-    prob.shares_device = layer->shares_device;
     mj_moe_kernel_config kc;
-    if (mj_moe_kernel_config_for(&prob, row_of(cfg), cfg->block_m, &kc) != 0)
+    if (launch_config(cfg, cfg->block_m, tokens, layer->num_sms, layer->shares_device, &kc) != 0)
         return 2 * mj_mega_moe_pick_block_m(cfg, tokens);
     return 2 * kc.block_m + kc.ctas_per_sm - 1;
 }
 
 /* The weight-image kernel (and the shared expert's), then every kernel a
- * launch of 0..max_tokens_per_rank tokens can pick (launch_key's values):
- * each next one is found by a binary search for the first token count past
- * the current one. */
+ * launch of 0..max_tokens_per_rank tokens can pick (launch_key's values),
+ * each the spec such a launch builds (build_spec): each next one is found by
+ * a binary search for the first token count past the current one. */
 static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec_fn add,
                            void *ctx) {
     const mj_moe_config *cfg = layer->layer;
@@ -256,9 +260,10 @@ static mj_status enumerate(const mj_family_request *layer, mj_arch arch, mj_spec
     const int max_tokens = cfg->max_tokens_per_rank;
     for (int tokens = 0; st == MJ_OK;) {
         const int key = launch_key(layer, tokens);
+        mj_family_request launch = *layer;
+        launch.num_tokens = tokens;
         mj_kernel_spec spec;
-        st = main_spec(cfg, mj_mega_moe_pick_block_m(cfg, tokens), tokens, layer->num_sms,
-                       layer->sys_scope, layer->shares_device, arch, &spec);
+        st = build_spec(&launch, MJ_MOE_KERNEL_MAIN, arch, &spec);
         if (st == MJ_OK) st = add(&spec, ctx);
         int lo = tokens + 1, hi = max_tokens + 1; /* first larger key in [lo, hi) */
         while (lo < hi) {

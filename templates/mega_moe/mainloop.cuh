@@ -135,9 +135,9 @@ mainloop_bf16(const Ring<K> &ring, mj_u32 &it, int stages, int nblk, const MathT
     // next decodes. One CTA an SM only (six sets spilled at two CTAs' 96
     // registers), so gpt-oss's nvfp4 T = 1 (H100: 55.2, 56.6 -> 50.1, 49.5
     // us; its T = 8 to 256, in the two-CTA kernels this leaves alone, within
-    // 3%; bench/RESULTS.md, thirty-third session).
-    // mxfp4-a16 was 3-4% slower with it; groups of four in twelve sets
-    // serialized the wgmmas (C7513).
+    // 3%; bench/RESULTS.md, thirty-third session). mxfp4-a16 was 3-4% slower
+    // with it at T = 64 and 256, and groups of four in twelve sets serialized
+    // the wgmmas (C7513; thirty-second session).
     constexpr bool kThirds = kK64Group && !K::kShared && !C::kTwoCtas &&
                              C::kWeightFmt == MJ_FMT_NVFP4 && C::kStages1 % 3 == 0 &&
                              C::kStages2 % 3 == 0;
